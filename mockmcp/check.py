@@ -1,0 +1,286 @@
+"""Semantic checks of a structured scenario (what types alone cannot say).
+
+Runs after the loader has structured the file; reports problems by JSON path so
+the loader can add file, line and column. Deliberate violations are written
+with ``raw``/``rawBytes`` steps or ``methods`` overrides and are never
+flagged: only what the scenario *means* to be valid is checked.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import attrs
+
+from . import model, protocol as p, templates
+
+Path_ = tuple[Any, ...]
+
+
+@attrs.frozen
+class Found:
+    path: Path_
+    message: str
+    level: str = "error"
+
+
+def iter_rules(s: model.Scenario) -> Iterator[tuple[Path_, str, model.Rule]]:
+    """Every rule with its path and the method it answers."""
+    for i, t in enumerate(s.tools):
+        for j, r in enumerate(t.replies):
+            yield ("tools", i, "replies", j), p.TOOLS_CALL, r
+    for i, pr in enumerate(s.prompts):
+        for j, r in enumerate(pr.replies):
+            yield ("prompts", i, "replies", j), p.PROMPTS_GET, r
+    for i, res in enumerate(s.resources):
+        for j, r in enumerate(res.replies):
+            yield ("resources", i, "replies", j), p.RESOURCES_READ, r
+    for i, tm in enumerate(s.resourceTemplates):
+        for j, r in enumerate(tm.replies):
+            yield ("resourceTemplates", i, "replies", j), p.RESOURCES_READ, r
+    for i, o in enumerate(s.methods):
+        for j, r in enumerate(o.replies):
+            yield ("methods", i, "replies", j), o.method, r
+
+
+def iter_step_lists(s: model.Scenario) -> Iterator[tuple[Path_, str, list[model.Step]]]:
+    for path, method, rule in iter_rules(s):
+        if rule.steps is not None:
+            yield path + ("steps",), method, rule.steps
+        for k, seq in enumerate(rule.sequence or ()):
+            yield path + ("sequence", k), method, seq
+    yield ("subscriptions", "timeline"), p.SUBSCRIPTIONS_LISTEN, s.subscriptions.timeline
+
+
+def iter_steps(s: model.Scenario) -> Iterator[tuple[Path_, model.Step]]:
+    for path, _, steps in iter_step_lists(s):
+        for i, step in enumerate(steps):
+            yield path + (i,), step
+
+
+_CONTENT_REQUIRED = {
+    "text": ("text",),
+    "image": ("data", "mimeType"),
+    "audio": ("data", "mimeType"),
+    "resource_link": ("uri", "name"),
+    "resource": ("resource",),
+}
+
+
+def _content_problems(block: Any) -> str | None:
+    if type(block) is not dict:
+        return "a content block must be a mapping"
+    kind = block.get("type")
+    if kind not in _CONTENT_REQUIRED:
+        return f"content type must be one of {', '.join(_CONTENT_REQUIRED)}, got {kind!r}"
+    for key in _CONTENT_REQUIRED[kind]:
+        if key not in block:
+            return f"a {kind} content block needs {key!r}"
+    return None
+
+
+def _result_problems(method: str, result: dict[str, Any]) -> list[tuple[Path_, str]]:
+    """Shape checks for complete results the scenario means to be valid."""
+    out: list[tuple[Path_, str]] = []
+    rt = result.get("resultType", "complete")
+    if rt != "complete":
+        out.append((("resultType",), "a result step is complete; use inputRequired, or raw for other resultTypes"))
+    if method == p.TOOLS_CALL:
+        content = result.get("content")
+        if type(content) is not list:
+            out.append(((), "a tools/call result needs a 'content' list"))
+        else:
+            for i, block in enumerate(content):
+                msg = _content_problems(block)
+                if msg:
+                    out.append((("content", i), msg))
+        if "isError" in result and type(result["isError"]) is not bool:
+            out.append((("isError",), "isError must be a boolean"))
+    elif method == p.PROMPTS_GET:
+        messages = result.get("messages")
+        if type(messages) is not list:
+            out.append(((), "a prompts/get result needs a 'messages' list"))
+        else:
+            for i, m in enumerate(messages):
+                if type(m) is not dict or m.get("role") not in ("user", "assistant"):
+                    out.append((("messages", i), "a prompt message needs role user or assistant"))
+                elif _content_problems(m.get("content")):
+                    out.append((("messages", i, "content"), _content_problems(m.get("content")) or ""))
+    elif method == p.RESOURCES_READ:
+        contents = result.get("contents")
+        if type(contents) is not list:
+            out.append(((), "a resources/read result needs a 'contents' list"))
+        else:
+            for i, c in enumerate(contents):
+                if type(c) is not dict or "uri" not in c or ("text" not in c and "blob" not in c):
+                    out.append((("contents", i), "resource contents need 'uri' and 'text' or 'blob'"))
+    return out
+
+
+_INPUT_PARAMS_REQUIRED = {p.ELICIT: ("message",), p.SAMPLE: ("messages", "maxTokens"), p.LIST_ROOTS: ()}
+
+
+def _input_request_problems(key: str, req: Any) -> str | None:
+    if type(req) is not dict:
+        return f"input request {key!r} must be a mapping with 'method' and 'params'"
+    method = req.get("method")
+    if method not in p.INPUT_REQUEST_METHODS:
+        return f"input request {key!r}: method must be one of {', '.join(sorted(p.INPUT_REQUEST_METHODS))}, got {method!r}"
+    params = req.get("params", {})
+    if type(params) is not dict:
+        return f"input request {key!r}: params must be a mapping"
+    for k in _INPUT_PARAMS_REQUIRED[method]:
+        if k not in params:
+            return f"input request {key!r}: {method} params need {k!r}"
+    if method == p.ELICIT:
+        mode = params.get("mode", "form")
+        if mode == "url" and "url" not in params:
+            return f"input request {key!r}: url-mode elicitation needs 'url'"
+        if mode == "form" and type(params.get("requestedSchema")) is not dict:
+            return f"input request {key!r}: form-mode elicitation needs a 'requestedSchema'"
+    return None
+
+
+def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[Found], *, timeline: bool) -> None:
+    last_progress: float | None = None
+    for i, step in enumerate(steps):
+        sp = path + (i,)
+        for value in (attrs.asdict(step, recurse=False).values()):
+            for msg in templates.check(_plain(value)):
+                found.append(Found(sp, f"template error: {msg}"))
+        if isinstance(step, model.ResultStep):
+            if not templates.has_template(step.result):
+                for sub, msg in _result_problems(method, step.result):
+                    found.append(Found(sp + ("result",) + sub, msg))
+        elif isinstance(step, model.InputRequiredStep):
+            if method not in p.INPUT_REQUIRED_METHODS:
+                found.append(Found(sp, f"input_required is not allowed on {method} (only tools/call, prompts/get, resources/read); write it as a raw step to send it deliberately"))
+            spec = step.inputRequired
+            if not spec.inputRequests and spec.requestState is False:
+                found.append(Found(sp + ("inputRequired",), "an input_required result needs inputRequests or requestState"))
+            for key, req in spec.inputRequests.items():
+                msg = _input_request_problems(key, req)
+                if msg:
+                    found.append(Found(sp + ("inputRequired", "inputRequests", key), msg))
+        elif isinstance(step, model.ProgressStep):
+            if last_progress is not None and step.progress.progress <= last_progress:
+                found.append(Found(sp, f"progress must increase ({step.progress.progress} after {last_progress})", "warning"))
+            last_progress = step.progress.progress
+        elif isinstance(step, model.EmitStep):
+            if step.emit.event == "resources/updated" and step.emit.uri is None:
+                found.append(Found(sp + ("emit",), "resources/updated needs a 'uri'"))
+        elif isinstance(step, model.EndSubscriptionStep) and not timeline:
+            found.append(Found(sp, "endSubscription is only for the subscriptions timeline"))
+        elif isinstance(step, model.RawBytesStep):
+            try:
+                step.rawBytes.encode("latin-1")
+            except UnicodeEncodeError:
+                found.append(Found(sp + ("rawBytes",), "rawBytes holds one byte per character (U+0000..U+00FF); use \\xNN escapes"))
+        if isinstance(step, model.TERMINAL_STEPS) and i < len(steps) - 1:
+            found.append(Found(path + (i + 1,), "steps after a final step (result, text, error, inputRequired, hang, exit) never run", "warning"))
+            break
+    if not timeline and not any(isinstance(s, model.TERMINAL_STEPS) for s in steps):
+        found.append(Found(path, "a reply must end with result, text, error, inputRequired, hang or exit"))
+
+
+def _plain(value: Any) -> Any:
+    if attrs.has(type(value)):
+        return {k: _plain(v) for k, v in attrs.asdict(value, recurse=False).items()}
+    return value
+
+
+def _resolve_file(base_dir: Path | None, ref: str, allow_absolute: bool) -> Path | str:
+    if base_dir is None:
+        return "file references need a scenario file (inline scenarios cannot reference files)"
+    ref_path = Path(ref)
+    if ref_path.is_absolute():
+        if not allow_absolute:
+            return "absolute paths are not allowed (run with --allow-absolute-paths to permit them)"
+        target = ref_path
+    else:
+        target = (base_dir / ref_path).resolve()
+        if not target.is_relative_to(base_dir.resolve()):
+            return f"{ref!r} leaves the scenario's folder"
+    if not target.is_file():
+        return f"no such file: {ref}"
+    return target
+
+
+def check(s: model.Scenario, *, base_dir: Path | None = None, allow_absolute: bool = False) -> tuple[model.Scenario, list[Found]]:
+    found: list[Found] = []
+    for kind, items, key in (
+        ("tools", s.tools, "name"),
+        ("prompts", s.prompts, "name"),
+        ("resources", s.resources, "uri"),
+        ("resourceTemplates", s.resourceTemplates, "uriTemplate"),
+    ):
+        seen: dict[str, int] = {}
+        for i, item in enumerate(items):
+            v = getattr(item, key)
+            if v in seen:
+                found.append(Found((kind, i, key), f"duplicate {key} {v!r} (also at {kind}[{seen[v]}])"))
+            seen.setdefault(v, i)
+    for i, t in enumerate(s.tools):
+        if t.inputSchema.get("type") != "object":
+            found.append(Found(("tools", i, "inputSchema"), "a tool's inputSchema must have type: object"))
+    for path, method, steps in iter_step_lists(s):
+        _check_steps(path, method, steps, found, timeline=path[0] == "subscriptions")
+    for path, _, rule in iter_rules(s):
+        if (rule.steps is None) == (rule.sequence is None):
+            found.append(Found(path, "a rule needs either 'steps' or 'sequence'"))
+        if rule.sequence is not None and not rule.sequence:
+            found.append(Found(path + ("sequence",), "a sequence needs at least one reply"))
+        w = rule.when
+        for name in ("nth", "every", "first"):
+            v = getattr(w, name)
+            if v is not None and v < 1:
+                found.append(Found(path + ("when", name), f"{name} must be at least 1"))
+        if w.probability is not None and not 0 <= w.probability <= 1:
+            found.append(Found(path + ("when", "probability"), "probability must be between 0 and 1"))
+    if not s.protocol.versions:
+        found.append(Found(("protocol", "versions"), "at least one protocol version is needed"))
+    if s.protocol.pageSize is not None and s.protocol.pageSize < 1:
+        found.append(Found(("protocol", "pageSize"), "pageSize must be at least 1"))
+    states = s.state.states
+    if states is not None:
+        for sp, step in iter_steps(s):
+            if isinstance(step, model.SetStateStep) and step.setState not in states:
+                found.append(Found(sp + ("setState",), f"unknown state {step.setState!r} (declared: {', '.join(states)})"))
+    for i, c in enumerate(s.completions):
+        if (c.prompt is None) == (c.resourceTemplate is None):
+            found.append(Found(("completions", i), "a completion names exactly one of 'prompt' or 'resourceTemplate'"))
+    resources = list(s.resources)
+    for i, r in enumerate(s.resources):
+        given = [k for k in ("text", "blob", "file") if getattr(r, k) is not None]
+        if len(given) > 1:
+            found.append(Found(("resources", i), f"give only one of text, blob or file (got {', '.join(given)})"))
+        if r.blob is not None:
+            try:
+                base64.b64decode(r.blob, validate=True)
+            except ValueError:
+                found.append(Found(("resources", i, "blob"), "blob must be base64"))
+        if r.file is not None:
+            target = _resolve_file(base_dir, r.file, allow_absolute)
+            if isinstance(target, str):
+                found.append(Found(("resources", i, "file"), target))
+                continue
+            data = target.read_bytes()
+            text_like = (r.mimeType or "text/plain").startswith("text/") or (r.mimeType or "").endswith(("json", "xml", "yaml"))
+            try:
+                content = {"text": data.decode("utf-8")} if text_like else {"blob": base64.b64encode(data).decode()}
+            except UnicodeDecodeError:
+                content = {"blob": base64.b64encode(data).decode()}
+            resources[i] = attrs.evolve(r, **content)
+    if resources != list(s.resources):
+        s = attrs.evolve(s, resources=resources)
+    return s, found
+
+
+def error_count(found: list[Found]) -> int:
+    return sum(1 for f in found if f.level == "error")
+
+
+

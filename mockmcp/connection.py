@@ -1,0 +1,79 @@
+"""Bytes in, plans out: framing, decoding and the one error boundary.
+
+``Connection`` is the sans-I/O face of the server, in the manner of h11: the
+shell feeds it whatever stdin produced and runs the plans it returns. Every
+``ClientError`` raised anywhere below is turned into its JSON-RPC error
+response here, and nowhere else. Observers (the journal and the client
+verifier) see every inbound line and every decoded message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import errors, jsonrpc
+from .actions import Cancel, Output, Plan, Send
+from .engine import Engine
+from .framing import DEFAULT_MAX_LINE, LineFramer, Oversized
+
+InboundObserver = Callable[[bytes | Oversized, "jsonrpc.Message | None", "errors.ClientError | None"], None]
+
+
+class Connection:
+    def __init__(self, engine: Engine, *, max_line: int = DEFAULT_MAX_LINE) -> None:
+        self.engine = engine
+        self.framer = LineFramer(max_line)
+        self.observers: list[InboundObserver] = []
+        self.id_null_on_parse_error = engine.protocol.parseErrorIdNull
+
+    def receive_data(self, data: bytes) -> list[Output]:
+        out: list[Output] = []
+        for line in self.framer.feed(data):
+            result = self.handle_line(line)
+            if result is not None:
+                out.append(result)
+        return out
+
+    def receive_eof(self) -> list[Output]:
+        out: list[Output] = []
+        for line in self.framer.close():
+            result = self.handle_line(line)
+            if result is not None:
+                out.append(result)
+        return out
+
+    def handle_line(self, line: bytes | Oversized) -> Output | None:
+        msg: jsonrpc.Message | None = None
+        try:
+            if isinstance(line, Oversized):
+                raise errors.InvalidRequest(
+                    f"Invalid Request: message of {line.length} bytes exceeds the {self.framer.max_line}-byte line limit"
+                )
+            if not line.strip():
+                return None
+            msg = jsonrpc.decode(line)
+            self._observe(line, msg, None)
+            return self.engine.handle(msg)
+        except errors.ClientError as exc:
+            if msg is None:
+                self._observe(line, None, exc)
+            return self._error_plan(exc, msg)
+
+    def _observe(self, line: bytes | Oversized, msg: jsonrpc.Message | None, exc: errors.ClientError | None) -> None:
+        for observer in self.observers:
+            observer(line, msg, exc)
+
+    def _error_plan(self, exc: errors.ClientError, msg: jsonrpc.Message | None) -> Plan | None:
+        if isinstance(msg, jsonrpc.Notification):
+            return None  # notifications never get a response, not even an error
+        response = exc.response()
+        if not exc.has_id and self.id_null_on_parse_error:
+            response = {"jsonrpc": "2.0", "id": None, "error": response["error"]}
+        method = msg.method if isinstance(msg, jsonrpc.Request) else None
+        return Plan(response.get("id"), [Send(response, jsonrpc.encode(response), True)], method, None, True, exc.has_id)
+
+    def finished(self, request_id: Any) -> None:
+        self.engine.finished(request_id)
+
+
+__all__ = ["Connection", "Cancel", "Plan"]

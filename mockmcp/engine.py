@@ -1,0 +1,844 @@
+"""The engine: one inbound message in, one plan of actions out.
+
+Plain synchronous code (no trio, yaml or cattrs), so it is tested over a fake
+link without processes. It owns what the protocol says a server does with a
+request (``_meta`` checks, version negotiation, discovery, lists and
+pagination, tools, prompts, resources, completion, input_required rounds,
+subscriptions) and what the scenario scripts on top of it. The per-process
+state it keeps is only what the mock itself needs: the ids in flight, the
+open subscriptions, rule counters and the scenario's named state.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import re
+from typing import Any, Iterable
+
+from . import errors, jsonrpc, model, mrtr, protocol as p, templates
+from .actions import Action, Cancel, Dribble, Emit, Exit, Output, Park, Plan, Send, Sleep, Stderr, WriteRaw
+from .matching import matches, near_miss
+
+_DEFAULT_MESSAGES = {
+    p.PARSE_ERROR: "Parse error",
+    p.INVALID_REQUEST: "Invalid Request",
+    p.METHOD_NOT_FOUND: "Method not found",
+    p.INVALID_PARAMS: "Invalid params",
+    p.INTERNAL_ERROR: "Internal error",
+    p.MISSING_REQUIRED_CLIENT_CAPABILITY: "Missing required client capability",
+    p.UNSUPPORTED_PROTOCOL_VERSION: "Unsupported protocol version",
+}
+
+_CAPABILITY_FOR = {
+    p.TOOLS_LIST: "tools",
+    p.TOOLS_CALL: "tools",
+    p.PROMPTS_LIST: "prompts",
+    p.PROMPTS_GET: "prompts",
+    p.RESOURCES_LIST: "resources",
+    p.RESOURCES_READ: "resources",
+    p.RESOURCE_TEMPLATES_LIST: "resources",
+    p.COMPLETE: "completions",
+}
+
+
+def derive_capabilities(scenario: model.Scenario) -> dict[str, Any]:
+    """Server capabilities implied by what the scenario defines."""
+    from .check import iter_steps
+
+    caps: dict[str, Any] = {}
+    if any(isinstance(s, model.LogStep) for _, s in iter_steps(scenario)):
+        caps["logging"] = {}
+    if scenario.completions:
+        caps["completions"] = {}
+    if scenario.prompts:
+        caps["prompts"] = {"listChanged": True}
+    if scenario.resources or scenario.resourceTemplates:
+        caps["resources"] = {"subscribe": True, "listChanged": True}
+    if scenario.tools:
+        caps["tools"] = {"listChanged": True}
+    return caps
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _icons(icons: list[model.Icon] | None) -> list[dict[str, Any]] | None:
+    if icons is None:
+        return None
+    return [_drop_none({"src": i.src, "mimeType": i.mimeType, "sizes": i.sizes, "theme": i.theme}) for i in icons]
+
+
+def tool_definition(t: model.Tool) -> dict[str, Any]:
+    return _drop_none(
+        {
+            "name": t.name,
+            "title": t.title,
+            "description": t.description,
+            "inputSchema": t.inputSchema,
+            "outputSchema": t.outputSchema,
+            "annotations": t.annotations,
+            "icons": _icons(t.icons),
+            "_meta": t.meta,
+        }
+    )
+
+
+def prompt_definition(pr: model.Prompt) -> dict[str, Any]:
+    args = None
+    if pr.arguments is not None:
+        args = [
+            _drop_none({"name": a.name, "title": a.title, "description": a.description, "required": a.required or None})
+            for a in pr.arguments
+        ]
+    return _drop_none(
+        {
+            "name": pr.name,
+            "title": pr.title,
+            "description": pr.description,
+            "arguments": args,
+            "icons": _icons(pr.icons),
+            "_meta": pr.meta,
+        }
+    )
+
+
+def resource_definition(r: model.Resource) -> dict[str, Any]:
+    return _drop_none(
+        {
+            "uri": r.uri,
+            "name": r.name,
+            "title": r.title,
+            "description": r.description,
+            "mimeType": r.mimeType,
+            "size": r.size,
+            "annotations": r.annotations,
+            "icons": _icons(r.icons),
+            "_meta": r.meta,
+        }
+    )
+
+
+def template_definition(t: model.ResourceTemplate) -> dict[str, Any]:
+    return _drop_none(
+        {
+            "uriTemplate": t.uriTemplate,
+            "name": t.name,
+            "title": t.title,
+            "description": t.description,
+            "mimeType": t.mimeType,
+            "annotations": t.annotations,
+            "icons": _icons(t.icons),
+            "_meta": t.meta,
+        }
+    )
+
+
+_EXPR = re.compile(r"\{([+#./;?&]?)([A-Za-z0-9_.,*:]+)\}")
+
+
+def compile_uri_template(template: str) -> re.Pattern[str]:
+    """RFC 6570 level 1-2 templates (``{var}``, ``{+var}``) as a matching regex."""
+    out, pos = [], 0
+    for m in _EXPR.finditer(template):
+        out.append(re.escape(template[pos : m.start()]))
+        op, names = m.group(1), m.group(2).split(",")
+        for i, name in enumerate(names):
+            name = name.split(":")[0].rstrip("*")
+            if i:
+                out.append(",")
+            out.append(f"(?P<{name}>.+)" if op in ("+", "#") else f"(?P<{name}>[^/?#,]+)")
+        pos = m.end()
+    out.append(re.escape(template[pos:]))
+    return re.compile("".join(out) + r"\Z")
+
+
+class Subscription:
+    __slots__ = ("id", "honored")
+
+    def __init__(self, id: Any, honored: dict[str, Any]) -> None:
+        self.id = id
+        self.honored = honored
+
+    def wants(self, event: str, uri: str | None) -> bool:
+        field = p.EVENT_FILTER_FIELD[event]
+        if event == "resources/updated":
+            return uri in (self.honored.get(field) or ())
+        return bool(self.honored.get(field))
+
+
+class Engine:
+    """Turns inbound JSON-RPC messages into plans, following one scenario."""
+
+    def __init__(
+        self,
+        scenario: model.Scenario,
+        *,
+        seed: int | None = None,
+        time_scale: float = 1.0,
+        state_key: bytes | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.protocol = scenario.protocol
+        self.time_scale = time_scale
+        self.rng = random.Random(seed)
+        key = state_key or (scenario.protocol.stateKey.encode() if scenario.protocol.stateKey else None)
+        self.state_codec = mrtr.StateCodec(key)
+        self.state = scenario.state.initial
+        self.in_flight: dict[Any, str] = {}  # request id -> method
+        self.subscriptions: dict[Any, Subscription] = {}
+        self.requests_seen = 0
+        self._counters: dict[int, int] = {}
+        self._sequence_use: dict[int, int] = {}
+        self.capabilities = (
+            scenario.capabilities if scenario.capabilities is not None else derive_capabilities(scenario)
+        )
+        info = _drop_none(
+            {
+                "name": scenario.server.name,
+                "version": scenario.server.version,
+                "title": scenario.server.title,
+                "description": scenario.server.description,
+                "websiteUrl": scenario.server.websiteUrl,
+                "icons": _icons(scenario.server.icons),
+            }
+        )
+        self.server_info = info
+        self._tools = {t.name: t for t in scenario.tools}
+        self._prompts = {pr.name: pr for pr in scenario.prompts}
+        self._resources = {r.uri: r for r in scenario.resources}
+        self._templates = [(compile_uri_template(t.uriTemplate), t) for t in scenario.resourceTemplates]
+        self._overrides: dict[str, list[model.Rule]] = {}
+        for o in scenario.methods:
+            self._overrides.setdefault(o.method, []).extend(o.replies)
+        self._definitions: dict[int, dict[str, Any]] = {}
+        self.legacy_initialized = False
+        self.unmatched: list[dict[str, Any]] = []  # requests no rule answered, with near misses
+
+    # ------------------------------------------------------------ entry points
+
+    def handle(self, msg: jsonrpc.Message) -> Output | None:
+        """Plan the answer to one decoded message (``None``: nothing to do)."""
+        if isinstance(msg, jsonrpc.Request):
+            return self.handle_request(msg)
+        if isinstance(msg, jsonrpc.Notification):
+            return self.handle_notification(msg)
+        return None  # a response from the client: nothing to answer (the verifier notes it)
+
+    def handle_notification(self, note: jsonrpc.Notification) -> Output | None:
+        if note.method == p.CANCELLED:
+            rid = note.params.get("requestId")
+            if jsonrpc.valid_id(rid) and rid in self.in_flight:
+                reason = note.params.get("reason")
+                return Cancel(rid, reason if isinstance(reason, str) else None)
+        return None
+
+    def finished(self, request_id: Any) -> None:
+        """The shell tells us a planned request ended (answered or cancelled)."""
+        self.in_flight.pop(request_id, None)
+        self.subscriptions.pop(request_id, None)
+
+    def handle_request(self, req: jsonrpc.Request) -> Plan:
+        rid = req.id
+        if rid in self.in_flight:
+            raise errors.InvalidRequest(
+                f"Invalid Request: id {rid!r} is already in use by a request in flight", request_id=rid
+            )
+        self.requests_seen += 1
+        plan = self._plan(req)
+        if not plan.immediate:
+            self.in_flight[rid] = req.method
+        return plan
+
+    def fan_out(self, emit: Emit) -> list[Send]:
+        """Messages that deliver an emitted event to the open subscriptions."""
+        out = []
+        method = p.EVENT_METHOD[emit.event]
+        for sub in list(self.subscriptions.values()):
+            if emit.has_only and sub.id != emit.only:
+                continue
+            if not sub.wants(emit.event, emit.uri):
+                continue
+            params: dict[str, Any] = {"_meta": {p.META_SUBSCRIPTION_ID: sub.id}}
+            if emit.event == "resources/updated":
+                params["uri"] = emit.uri
+            msg = jsonrpc.notification(method, params)
+            out.append(Send(msg, jsonrpc.encode(msg)))
+        return out
+
+    def end_all_subscriptions(self) -> list[Any]:
+        return list(self.subscriptions)
+
+    # ------------------------------------------------------------ dispatch
+
+    def _plan(self, req: jsonrpc.Request) -> Plan:
+        method = req.method
+        params = req.params
+        proto = self.protocol
+        if method == p.DISCOVER and proto.discover != "normal":
+            return self._discover_fault(req)
+        if proto.era != "modern":
+            from . import legacy
+
+            legacy_plan = legacy.plan(self, req)
+            if legacy_plan is not None:
+                return legacy_plan
+        if method == p.INITIALIZE:
+            requested = params.get("protocolVersion")
+            raise errors.UnsupportedVersion(
+                "This server supports only per-request protocol versions "
+                f"{', '.join(proto.versions)} (no initialize handshake); send server/discover",
+                data={"supported": list(proto.versions), "requested": requested if isinstance(requested, str) else ""},
+                request_id=req.id,
+            )
+        meta = self._check_meta(req)
+        if proto.rejectFirst and self.requests_seen == 1:
+            raise errors.UnsupportedVersion(
+                "Unsupported protocol version",
+                data={"supported": list(proto.versions), "requested": meta[p.META_PROTOCOL_VERSION]},
+                request_id=req.id,
+            )
+        ctx = self._context(req, meta)
+        overrides = self._overrides.get(method)
+        if overrides:
+            chosen = self._select(overrides, ctx)
+            if chosen is not None:
+                rule, steps = chosen
+                return self._expand(req, ctx, steps, rule)
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            raise errors.MethodNotFound(f"Method not found: {method}", request_id=req.id)
+        cap = _CAPABILITY_FOR.get(method)
+        if cap is not None and cap not in self.capabilities:
+            raise errors.MethodNotFound(
+                f"Method not found: {method} (this server does not offer {cap})", request_id=req.id
+            )
+        return handler(self, req, ctx)
+
+    def _discover_fault(self, req: jsonrpc.Request) -> Plan:
+        mode = self.protocol.discover
+        if mode == "method-not-found":
+            raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
+        if mode == "invalid-params":
+            raise errors.InvalidParams("Invalid params", request_id=req.id)
+        if mode == "silent":
+            return Plan(req.id, [Park()], req.method, "protocol.discover: silent")
+        return Plan(req.id, [Exit(1)], req.method, "protocol.discover: exit")
+
+    def _check_meta(self, req: jsonrpc.Request) -> dict[str, Any]:
+        meta = req.params.get("_meta")
+        if type(meta) is not dict:
+            raise errors.InvalidParams(
+                f"Invalid params: missing params._meta (it must carry {p.META_PROTOCOL_VERSION} "
+                f"and {p.META_CLIENT_CAPABILITIES})",
+                request_id=req.id,
+            )
+        version = meta.get(p.META_PROTOCOL_VERSION)
+        if version is None:
+            raise errors.InvalidParams(
+                f"Invalid params: missing _meta[{p.META_PROTOCOL_VERSION!r}]", request_id=req.id
+            )
+        if type(version) is not str:
+            raise errors.InvalidParams(f"Invalid params: _meta[{p.META_PROTOCOL_VERSION!r}] must be a string", request_id=req.id)
+        caps = meta.get(p.META_CLIENT_CAPABILITIES)
+        if caps is None:
+            raise errors.InvalidParams(
+                f"Invalid params: missing _meta[{p.META_CLIENT_CAPABILITIES!r}]", request_id=req.id
+            )
+        if type(caps) is not dict:
+            raise errors.InvalidParams(
+                f"Invalid params: _meta[{p.META_CLIENT_CAPABILITIES!r}] must be an object", request_id=req.id
+            )
+        if version not in self.protocol.versions:
+            raise errors.UnsupportedVersion(
+                "Unsupported protocol version",
+                data={"supported": list(self.protocol.versions), "requested": version},
+                request_id=req.id,
+            )
+        level = meta.get(p.META_LOG_LEVEL)
+        if level is not None and level not in p.LOG_LEVEL_RANK:
+            raise errors.InvalidParams(
+                f"Invalid params: _meta[{p.META_LOG_LEVEL!r}] must be one of {', '.join(p.LOG_LEVELS)}",
+                request_id=req.id,
+            )
+        token = meta.get(p.META_PROGRESS_TOKEN)
+        if token is not None and type(token) not in (str, int):
+            raise errors.InvalidParams("Invalid params: _meta.progressToken must be a string or an integer", request_id=req.id)
+        return meta
+
+    def _context(self, req: jsonrpc.Request, meta: dict[str, Any]) -> dict[str, Any]:
+        params = req.params
+        args = params.get("arguments")
+        return {
+            "id": req.id,
+            "method": req.method,
+            "params": params,
+            "meta": meta,
+            "arguments": args if isinstance(args, dict) else {},
+            "name": params.get("name"),
+            "uri": params.get("uri"),
+            "vars": {},
+            "round": 1,
+            "inputResponses": {},
+            "state": self.state,
+        }
+
+    # ------------------------------------------------------------ rules
+
+    def _select(self, rules: list[model.Rule], ctx: dict[str, Any]) -> tuple[model.Rule, list[model.Step]] | None:
+        for rule in rules:
+            when = rule.when
+            if not matches(when, ctx):
+                continue
+            key = id(rule)
+            count = self._counters.get(key, 0) + 1
+            self._counters[key] = count
+            if when.nth is not None and count != when.nth:
+                continue
+            if when.every is not None and count % when.every:
+                continue
+            if when.first is not None and count > when.first:
+                continue
+            if when.after is not None and count <= when.after:
+                continue
+            if when.probability is not None and self.rng.random() >= when.probability:
+                continue
+            if rule.sequence is not None:
+                used = self._sequence_use.get(key, 0)
+                self._sequence_use[key] = used + 1
+                n = len(rule.sequence)
+                return rule, rule.sequence[used % n if rule.cycle else min(used, n - 1)]
+            return rule, rule.steps or []
+        return None
+
+    def _answer(self, req: jsonrpc.Request, ctx: dict[str, Any], rules: list[model.Rule], what: str) -> Plan:
+        chosen = self._select(rules, ctx)
+        if chosen is None:
+            miss = near_miss(rules, ctx)
+            self.unmatched.append({"id": req.id, "method": req.method, "what": what, "nearMiss": miss})
+            raise errors.ScriptedError(
+                p.INTERNAL_ERROR,
+                f"mockmcp: no rule of {what} matched this request" + (f" ({miss['reason']})" if miss else ""),
+                data={"nearMiss": miss} if miss else errors._ABSENT,
+                request_id=req.id,
+            )
+        rule, steps = chosen
+        return self._expand(req, ctx, steps, rule)
+
+    # ------------------------------------------------------------ steps -> actions
+
+    def _expand(self, req: jsonrpc.Request, ctx: dict[str, Any], steps: Iterable[model.Step], rule: model.Rule | None, *, subscription: bool = False) -> Plan:
+        actions: list[Action] = []
+        meta = ctx["meta"]
+        token = meta.get(p.META_PROGRESS_TOKEN)
+        level = meta.get(p.META_LOG_LEVEL)
+        scale = self.time_scale
+        for step in steps:
+            t = type(step)
+            if t is model.ResultStep:
+                actions.append(self._final(req, self._complete(req, templates.render(step.result, ctx))))
+                break
+            if t is model.TextStep:
+                text = templates.render(step.text, ctx)
+                actions.append(self._final(req, self._complete(req, self._text_result(req, ctx, _str(text)))))
+                break
+            if t is model.ErrorStep:
+                e = step.error
+                actions.append(self._error(req, e.code, e.message, templates.render(e.data, ctx), ctx))
+                break
+            if t is model.InputRequiredStep:
+                actions.append(self._input_required(req, ctx, step.inputRequired))
+                break
+            if t is model.SleepStep:
+                d = step.sleep
+                seconds = d.seconds if type(d) is model.Duration else self.rng.uniform(d.min.seconds, d.max.seconds)
+                actions.append(Sleep(seconds * scale))
+            elif t is model.ProgressStep:
+                if token is not None:
+                    pr = step.progress
+                    prm = _drop_none({"progressToken": token, "progress": pr.progress, "total": pr.total,
+                                      "message": templates.render(pr.message, ctx)})
+                    actions.append(self._send(jsonrpc.notification(p.PROGRESS, prm)))
+            elif t is model.LogStep:
+                lg = step.log
+                if level is not None and p.LOG_LEVEL_RANK[lg.level] >= p.LOG_LEVEL_RANK[level]:
+                    prm = _drop_none({"level": lg.level, "logger": lg.logger})
+                    prm["data"] = templates.render(lg.data, ctx)
+                    actions.append(self._send(jsonrpc.notification(p.MESSAGE, prm)))
+            elif t is model.EmitStep:
+                uri = templates.render(step.emit.uri, ctx)
+                if subscription:
+                    actions.append(Emit(step.emit.event, uri, req.id, True))
+                else:
+                    actions.append(Emit(step.emit.event, uri))
+            elif t is model.SetStateStep:
+                self.state = step.setState
+                ctx["state"] = self.state
+            elif t is model.EndSubscriptionStep:
+                if step.endSubscription.how == "cancelled":
+                    msg = jsonrpc.notification(p.CANCELLED, {"requestId": req.id, "reason": "subscription ended by the server"})
+                    actions.append(Send(msg, jsonrpc.encode(msg), final=True))
+                else:
+                    result = self._complete(req, {"_meta": {p.META_SUBSCRIPTION_ID: req.id}})
+                    actions.append(self._final(req, result))
+                break
+            elif t is model.RawStep:
+                actions.append(WriteRaw(jsonrpc.encode(templates.render(step.raw, ctx))))
+            elif t is model.RawBytesStep:
+                actions.append(WriteRaw(templates.render(step.rawBytes, ctx).encode("latin-1")))
+            elif t is model.HangStep:
+                actions.append(Park())
+                break
+            elif t is model.ExitStep:
+                partial = b""
+                if step.exit.partialBytes is not None:
+                    partial = jsonrpc.encode(
+                        jsonrpc.result_response(req.id, self._complete(req, self._text_result(req, ctx, "")))
+                    )[: step.exit.partialBytes]
+                actions.append(Exit(step.exit.status, partial))
+                break
+            elif t is model.DribbleStep:
+                actions.append(Dribble(max(1, step.dribble.chunkBytes), step.dribble.pause.seconds * scale))
+            elif t is model.StderrStep:
+                actions.append(Stderr(templates.render(step.stderr, ctx), step.repeat))
+            else:  # pragma: no cover - every step type is handled above
+                raise AssertionError(f"unhandled step {step!r}")
+        else:
+            if subscription:
+                actions.append(Park())
+            else:
+                # The checker rejects replies without a final step; be loud if one slips through.
+                actions.append(self._error(req, p.INTERNAL_ERROR, "mockmcp: the scripted reply ended without an answer", None, ctx))
+        immediate = all(type(a) is Send for a in actions)
+        return Plan(req.id, actions, req.method, rule.name if rule is not None else None, immediate)
+
+    def _send(self, msg: dict[str, Any], final: bool = False) -> Send:
+        return Send(msg, jsonrpc.encode(msg), final)
+
+    def _final(self, req: jsonrpc.Request, result: dict[str, Any]) -> Send:
+        return self._send(jsonrpc.result_response(req.id, result), True)
+
+    def _error(self, req: jsonrpc.Request, code: int, message: str | None, data: Any, ctx: dict[str, Any]) -> Send:
+        err: dict[str, Any] = {"code": code, "message": templates.render(message, ctx) if message is not None else _DEFAULT_MESSAGES.get(code, "Error")}
+        if data is not None:
+            err["data"] = data
+        return self._send({"jsonrpc": p.JSONRPC_VERSION, "id": req.id, "error": err}, True)
+
+    def _complete(self, req: jsonrpc.Request, result: Any, *, hints: tuple[int | None, str | None] = (None, None)) -> dict[str, Any]:
+        """Fill in what every complete result carries."""
+        if type(result) is not dict:
+            result = {"value": result}
+        out = dict(result)
+        out.setdefault("resultType", "complete")
+        if self.protocol.serverInfo:
+            meta = dict(out["_meta"]) if isinstance(out.get("_meta"), dict) else {}
+            meta.setdefault(p.META_SERVER_INFO, self.server_info)
+            out["_meta"] = meta
+        if req.method in p.CACHEABLE and out["resultType"] == "complete":
+            ttl, scope = self._cache_hints(req.method, hints)
+            out.setdefault("ttlMs", ttl)
+            out.setdefault("cacheScope", scope)
+        return out
+
+    def _cache_hints(self, method: str, override: tuple[int | None, str | None]) -> tuple[int, str]:
+        c = self.scenario.cache
+        block = {
+            p.DISCOVER: c.discover,
+            p.TOOLS_LIST: c.tools,
+            p.PROMPTS_LIST: c.prompts,
+            p.RESOURCES_LIST: c.resources,
+            p.RESOURCE_TEMPLATES_LIST: c.resourceTemplates,
+            p.RESOURCES_READ: c.read,
+        }.get(method)
+        ttl, scope = c.ttlMs, c.cacheScope
+        if block is not None:
+            ttl = block.ttlMs if block.ttlMs is not None else ttl
+            scope = block.cacheScope or scope
+        if override[0] is not None:
+            ttl = override[0]
+        if override[1] is not None:
+            scope = override[1]
+        return ttl, scope
+
+    def _text_result(self, req: jsonrpc.Request, ctx: dict[str, Any], text: str) -> dict[str, Any]:
+        if req.method == p.PROMPTS_GET:
+            return {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
+        if req.method == p.RESOURCES_READ:
+            return {"contents": [{"uri": ctx["uri"], "text": text}]}
+        return {"content": [{"type": "text", "text": text}]}
+
+    def _input_required(self, req: jsonrpc.Request, ctx: dict[str, Any], spec: model.InputRequiredSpec) -> Send:
+        requests = templates.render(spec.inputRequests, ctx)
+        if self.protocol.checkCapabilities:
+            missing = mrtr.missing_capabilities(requests, ctx["meta"].get(p.META_CLIENT_CAPABILITIES) or {})
+            if missing:
+                return self._send(
+                    errors.MissingClientCapability(
+                        "Missing required client capability: this request needs "
+                        + ", ".join(mrtr.describe_capabilities(missing)),
+                        data={"requiredCapabilities": missing},
+                        request_id=req.id,
+                    ).response(),
+                    True,
+                )
+        result: dict[str, Any] = {"resultType": "input_required"}
+        if requests:
+            result["inputRequests"] = requests
+        if spec.requestState is not False:
+            user = spec.requestState if isinstance(spec.requestState, str) else None
+            result["requestState"] = self.state_codec.issue(
+                mrtr.origin(req.method, ctx), ctx["round"], {k: v.get("method") for k, v in requests.items()}, templates.render(user, ctx)
+            )
+        if self.protocol.serverInfo:
+            result["_meta"] = {p.META_SERVER_INFO: self.server_info}
+        return self._final(req, result)
+
+    # ------------------------------------------------------------ MRTR
+
+    def _rounds(self, req: jsonrpc.Request, ctx: dict[str, Any]) -> None:
+        """Fill ``round`` and ``inputResponses`` from a retry's state and answers."""
+        params = req.params
+        responses = params.get("inputResponses")
+        if responses is not None and type(responses) is not dict:
+            raise errors.InvalidParams("Invalid params: inputResponses must be an object", request_id=req.id)
+        responses = responses or {}
+        ctx["inputResponses"] = responses
+        state = params.get("requestState")
+        if state is None:
+            ctx["round"] = 2 if responses else 1
+            return
+        if type(state) is not str:
+            raise errors.InvalidParams("Invalid params: requestState must be a string", request_id=req.id)
+        try:
+            decoded = self.state_codec.verify(state)
+        except mrtr.StateError as exc:
+            raise errors.InvalidParams(f"Invalid params: requestState rejected: {exc}", request_id=req.id) from None
+        if decoded.origin != mrtr.origin(req.method, ctx):
+            raise errors.InvalidParams(
+                "Invalid params: requestState was issued for a different request "
+                f"({decoded.describe_origin()}), not this {req.method} with these arguments",
+                request_id=req.id,
+            )
+        for key, kind in decoded.asked.items():
+            if key in responses:
+                problem = mrtr.check_response(kind, responses[key])
+                if problem:
+                    raise errors.InvalidParams(
+                        f"Invalid params: inputResponses[{key!r}] is not a valid answer to {kind}: {problem}",
+                        request_id=req.id,
+                    )
+        missing = [k for k in decoded.asked if k not in responses]
+        ctx["round"] = decoded.round if missing else decoded.round + 1
+        ctx["missingInputs"] = missing
+        ctx["requestState"] = decoded.user
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else templates._text(value)
+
+
+# ---------------------------------------------------------------- method handlers
+
+
+def _paginate(engine: Engine, req: jsonrpc.Request, items: list[dict[str, Any]], key: str, kind: str) -> Plan:
+    cursor = req.params.get("cursor")
+    start = 0
+    if cursor is not None:
+        start = _decode_cursor(cursor, kind, len(items), req.id)
+    size = engine.protocol.pageSize or len(items) or 1
+    page = items[start : start + size]
+    result: dict[str, Any] = {key: page}
+    if start + size < len(items):
+        result["nextCursor"] = _encode_cursor(kind, start + size)
+    return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
+
+
+def _encode_cursor(kind: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"mockmcp:{kind}:{offset}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: Any, kind: str, total: int, rid: Any) -> int:
+    if type(cursor) is str:
+        try:
+            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+            tag, k, offset = raw.split(":")
+            if tag == "mockmcp" and k == kind and offset.isdigit() and 0 < int(offset) <= total:
+                return int(offset)
+        except (ValueError, UnicodeDecodeError):
+            pass
+    raise errors.InvalidParams(f"Invalid params: invalid cursor {cursor!r}", data={"cursor": cursor}, request_id=rid)
+
+
+def _visible(engine: Engine, item: Any) -> bool:
+    return item.states is None or engine.state in item.states
+
+
+def _cached_defs(engine: Engine, items: list[Any], make: Any) -> list[dict[str, Any]]:
+    out = []
+    for item in items:
+        if _visible(engine, item):
+            d = engine._definitions.get(id(item))
+            if d is None:
+                d = engine._definitions[id(item)] = make(item)
+            out.append(d)
+    return out
+
+
+def _discover(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
+    result: dict[str, Any] = {"supportedVersions": list(engine.protocol.versions), "capabilities": engine.capabilities}
+    if engine.scenario.server.instructions is not None:
+        result["instructions"] = engine.scenario.server.instructions
+    return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
+
+
+def _tools_list(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
+    return _paginate(engine, req, _cached_defs(engine, engine.scenario.tools, tool_definition), "tools", "tools")
+
+
+def _prompts_list(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
+    return _paginate(engine, req, _cached_defs(engine, engine.scenario.prompts, prompt_definition), "prompts", "prompts")
+
+
+def _resources_list(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
+    return _paginate(engine, req, _cached_defs(engine, engine.scenario.resources, resource_definition), "resources", "resources")
+
+
+def _templates_list(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
+    defs = _cached_defs(engine, engine.scenario.resourceTemplates, template_definition)
+    return _paginate(engine, req, defs, "resourceTemplates", "templates")
+
+
+def _require_str(req: jsonrpc.Request, key: str) -> str:
+    value = req.params.get(key)
+    if type(value) is not str:
+        what = "missing" if value is None else "must be a string"
+        raise errors.InvalidParams(f"Invalid params: {key!r} {what}", request_id=req.id)
+    return value
+
+
+def _tools_call(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
+    name = _require_str(req, "name")
+    tool = engine._tools.get(name)
+    if tool is None or not _visible(engine, tool):
+        raise errors.InvalidParams(f"Unknown tool: {name}", data={"name": name}, request_id=req.id)
+    args = req.params.get("arguments")
+    if args is not None and type(args) is not dict:
+        raise errors.InvalidParams("Invalid params: 'arguments' must be an object", request_id=req.id)
+    engine._rounds(req, ctx)
+    if not tool.replies:
+        return Plan(req.id, [engine._final(req, engine._complete(req, {"content": []}))], req.method, None, True)
+    return engine._answer(req, ctx, tool.replies, f"tool {name!r}")
+
+
+def _prompts_get(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
+    name = _require_str(req, "name")
+    prompt = engine._prompts.get(name)
+    if prompt is None or not _visible(engine, prompt):
+        raise errors.InvalidParams(f"Unknown prompt: {name}", data={"name": name}, request_id=req.id)
+    args = req.params.get("arguments")
+    if args is not None and (type(args) is not dict or any(type(v) is not str for v in args.values())):
+        raise errors.InvalidParams("Invalid params: prompt 'arguments' must map names to strings", request_id=req.id)
+    missing = [a.name for a in prompt.arguments or () if a.required and a.name not in (args or {})]
+    if missing:
+        raise errors.InvalidParams(
+            f"Invalid params: missing required argument{'s' if len(missing) > 1 else ''} {', '.join(missing)} for prompt {name}",
+            data={"missing": missing},
+            request_id=req.id,
+        )
+    engine._rounds(req, ctx)
+    if not prompt.replies:
+        text = prompt.description or prompt.name
+        result = {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
+        return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
+    return engine._answer(req, ctx, prompt.replies, f"prompt {name!r}")
+
+
+def _resources_read(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
+    uri = _require_str(req, "uri")
+    res = engine._resources.get(uri)
+    if res is not None and _visible(engine, res):
+        engine._rounds(req, ctx)
+        if res.replies:
+            return engine._answer(req, ctx, res.replies, f"resource {uri!r}")
+        content = _drop_none({"uri": uri, "mimeType": res.mimeType, "text": res.text, "blob": res.blob})
+        if "text" not in content and "blob" not in content:
+            content["text"] = ""
+        result = engine._complete(req, {"contents": [content]}, hints=(res.ttlMs, res.cacheScope))
+        return Plan(req.id, [engine._final(req, result)], req.method, None, True)
+    for pattern, tmpl in engine._templates:
+        if not _visible(engine, tmpl):
+            continue
+        m = pattern.match(uri)
+        if m:
+            ctx["vars"] = m.groupdict()
+            engine._rounds(req, ctx)
+            if not tmpl.replies:
+                break
+            return engine._answer(req, ctx, tmpl.replies, f"resource template {tmpl.uriTemplate!r}")
+    raise errors.InvalidParams(f"Resource not found: {uri}", data={"uri": uri}, request_id=req.id)
+
+
+def _complete_handler(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
+    ref = req.params.get("ref")
+    argument = req.params.get("argument")
+    if type(ref) is not dict or type(argument) is not dict or type(argument.get("name")) is not str:
+        raise errors.InvalidParams("Invalid params: completion/complete needs 'ref' and 'argument.name'", request_id=req.id)
+    value = argument.get("value", "")
+    if type(value) is not str:
+        raise errors.InvalidParams("Invalid params: 'argument.value' must be a string", request_id=req.id)
+    kind = ref.get("type")
+    if kind == "ref/prompt":
+        target = ref.get("name")
+        if target not in engine._prompts:
+            raise errors.InvalidParams(f"Unknown prompt: {target}", request_id=req.id)
+        found = [c for c in engine.scenario.completions if c.prompt == target and c.argument == argument["name"]]
+    elif kind == "ref/resource":
+        target = ref.get("uri")
+        if not any(t.uriTemplate == target for t in engine.scenario.resourceTemplates) and target not in engine._resources:
+            raise errors.InvalidParams(f"Unknown resource template: {target}", request_id=req.id)
+        found = [c for c in engine.scenario.completions if c.resourceTemplate == target and c.argument == argument["name"]]
+    else:
+        raise errors.InvalidParams("Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'", request_id=req.id)
+    values = [v for c in found for v in c.values if v.lower().startswith(value.lower())]
+    result = {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
+    return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
+
+
+def _listen(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
+    wanted = req.params.get("notifications")
+    if type(wanted) is not dict:
+        raise errors.InvalidParams("Invalid params: subscriptions/listen needs a 'notifications' object", request_id=req.id)
+    caps = engine.capabilities
+    honored: dict[str, Any] = {}
+    for field, cap in (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"), ("resourcesListChanged", "resources")):
+        if wanted.get(field) is True and (caps.get(cap) or {}).get("listChanged"):
+            honored[field] = True
+    uris = wanted.get("resourceSubscriptions")
+    if uris is not None:
+        if type(uris) is not list or any(type(u) is not str for u in uris):
+            raise errors.InvalidParams("Invalid params: resourceSubscriptions must be a list of URIs", request_id=req.id)
+        if (caps.get("resources") or {}).get("subscribe"):
+            honored["resourceSubscriptions"] = list(uris)
+    engine.subscriptions[req.id] = Subscription(req.id, honored)
+    ack = jsonrpc.notification(
+        p.SUBSCRIPTIONS_ACKNOWLEDGED, {"_meta": {p.META_SUBSCRIPTION_ID: req.id}, "notifications": honored}
+    )
+    plan = engine._expand(req, ctx, engine.scenario.subscriptions.timeline, None, subscription=True)
+    plan.actions.insert(0, engine._send(ack))
+    plan.immediate = False
+    return plan
+
+
+_HANDLERS = {
+    p.DISCOVER: _discover,
+    p.TOOLS_LIST: _tools_list,
+    p.TOOLS_CALL: _tools_call,
+    p.PROMPTS_LIST: _prompts_list,
+    p.PROMPTS_GET: _prompts_get,
+    p.RESOURCES_LIST: _resources_list,
+    p.RESOURCES_READ: _resources_read,
+    p.RESOURCE_TEMPLATES_LIST: _templates_list,
+    p.COMPLETE: _complete_handler,
+    p.SUBSCRIPTIONS_LISTEN: _listen,
+}

@@ -1,0 +1,80 @@
+"""Newline-delimited framing: bytes in, complete lines out.
+
+Pure and synchronous (sans-I/O). Tolerates ``\\r\\n``, bounds the length of one
+line so that a client that never sends a newline cannot grow our memory, and
+reports an over-long line once so the connection can answer it and recover on
+the next line.
+"""
+
+from __future__ import annotations
+
+DEFAULT_MAX_LINE = 4 * 1024 * 1024  # 4 MiB; `mockmcp run --max-line-bytes` changes it
+
+
+class Oversized:
+    """Marker for a line that exceeded the limit (its bytes were dropped)."""
+
+    __slots__ = ("length",)
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+
+    def __repr__(self) -> str:
+        return f"Oversized({self.length})"
+
+
+class LineFramer:
+    """Split a byte stream into lines without their terminators."""
+
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
+        self.max_line = max_line
+        self._buf = bytearray()
+        self._discarding = 0  # > 0 while skipping the rest of an over-long line
+
+    def feed(self, data: bytes) -> list[bytes | Oversized]:
+        out: list[bytes | Oversized] = []
+        if self._discarding:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._discarding += len(data)
+                return out
+            out.append(Oversized(self._discarding + nl))
+            self._discarding = 0
+            data = data[nl + 1 :]
+        buf = self._buf
+        if not buf and data.endswith(b"\n") and len(data) <= self.max_line:
+            # Fast path: the chunk holds only whole lines.
+            for line in data.split(b"\n")[:-1]:
+                out.append(_strip_cr(line))
+            return out
+        buf += data
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            if nl - start > self.max_line:
+                out.append(Oversized(nl - start))
+            else:
+                out.append(_strip_cr(bytes(buf[start:nl])))
+            start = nl + 1
+        del buf[:start]
+        if len(buf) > self.max_line:
+            self._discarding = len(buf)
+            buf.clear()
+        return out
+
+    def close(self) -> list[bytes | Oversized]:
+        """End of input: a final line without a newline still counts."""
+        out: list[bytes | Oversized] = []
+        if self._discarding:
+            out.append(Oversized(self._discarding))
+            self._discarding = 0
+        elif self._buf:
+            out.append(_strip_cr(bytes(self._buf)))
+        self._buf.clear()
+        return out
+
+
+def _strip_cr(line: bytes) -> bytes:
+    return line[:-1] if line.endswith(b"\r") else line

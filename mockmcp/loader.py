@@ -1,0 +1,498 @@
+"""Scenario files in, ``model.Scenario`` out: the only module that imports yaml or cattrs.
+
+Loading is strict. YAML is read with the YAML 1.2 core schema (``yes``/``on`` are
+strings, ``2026-07-28`` is a string, not a date), duplicate keys and non-string
+keys are errors, aliases may not expand beyond a bound (no billion laughs), and
+one cattrs converter structures the data without coercion (``3`` is not a
+string). Every problem becomes a ``Problem`` with file, line, column and a JSON
+path, printed as ``FILE:LINE:COL: message (at $.path)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import re
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import attrs
+import cattrs
+import yaml
+from cattrs.errors import (
+    AttributeValidationNote,
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+    IterableValidationNote,
+)
+from cattrs.gen import make_dict_structure_fn, override
+
+from . import model
+from .problems import LoadError, Problem, format_path
+
+MAX_ALIAS_NODES = 100_000
+
+# ------------------------------------------------------------------ YAML
+
+
+try:
+    _BaseLoader: type = yaml.CSafeLoader  # libyaml parser when present (faster)
+except AttributeError:  # pragma: no cover - pure-Python PyYAML
+    _BaseLoader = yaml.SafeLoader
+
+
+class _CoreSchemaLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """SafeLoader with YAML 1.2 core-schema implicit typing."""
+
+
+_CoreSchemaLoader.yaml_implicit_resolvers = {}
+for _tag, _regexp, _first in [
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        list("-+0123456789."),
+    ),
+]:
+    _CoreSchemaLoader.add_implicit_resolver(_tag, re.compile(_regexp), list(_first))
+
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+
+Positions = dict[tuple[Any, ...], tuple[int, int]]
+
+
+class _Builder:
+    """Turn a composed YAML node tree into plain data, remembering positions."""
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+        self.positions: Positions = {}
+        self.alias_nodes = 0
+        self._seen: dict[int, int] = {}
+        self._active: set[int] = set()
+
+    def fail(self, node: yaml.Node, message: str, path: tuple[Any, ...]) -> LoadError:
+        m = node.start_mark
+        return LoadError([Problem(self.filename, m.line + 1, m.column + 1, message, path)])
+
+    def build(self, node: yaml.Node, path: tuple[Any, ...] = ()) -> Any:
+        key = id(node)
+        if key in self._active:
+            raise self.fail(node, "recursive alias", path)
+        if key in self._seen:
+            self.alias_nodes += self._seen[key]
+            if self.alias_nodes > MAX_ALIAS_NODES:
+                raise self.fail(
+                    node, f"aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias bomb?)", path
+                )
+        m = node.start_mark
+        self.positions.setdefault(path, (m.line + 1, m.column + 1))
+        self._active.add(key)
+        try:
+            before = len(self.positions)
+            value = self._build(node, path)
+            self._seen.setdefault(key, max(1, len(self.positions) - before + 1))
+            return value
+        finally:
+            self._active.discard(key)
+
+    def _build(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
+        tag = node.tag
+        if isinstance(node, yaml.ScalarNode):
+            v = node.value
+            if tag == _STR:
+                return v
+            if tag == _NULL:
+                return None
+            if tag == _BOOL:
+                return v.lower() == "true"
+            if tag == _INT:
+                return int(v, 0) if v[:2] in ("0x", "0o") else int(v)
+            if tag == _FLOAT:
+                if "inf" in v.lower() or "nan" in v.lower():
+                    raise self.fail(node, f"{v} is not a JSON number", path)
+                return float(v)
+            raise self.fail(node, f"unsupported YAML tag {tag}", path)
+        if isinstance(node, yaml.SequenceNode):
+            if tag != _SEQ:
+                raise self.fail(node, f"unsupported YAML tag {tag}", path)
+            return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+        if isinstance(node, yaml.MappingNode):
+            if tag != _MAP:
+                raise self.fail(node, f"unsupported YAML tag {tag}", path)
+            out: dict[str, Any] = {}
+            for knode, vnode in node.value:
+                if knode.tag == "tag:yaml.org,2002:merge":
+                    raise self.fail(knode, "merge keys (<<) are not supported", path)
+                if not isinstance(knode, yaml.ScalarNode) or knode.tag != _STR:
+                    shown = knode.value if isinstance(knode, yaml.ScalarNode) else "a collection"
+                    raise self.fail(knode, f"mapping keys must be strings, got {shown!r}", path)
+                k = knode.value
+                if k in out:
+                    first = self.positions.get(path + (k,), ("?", "?"))
+                    raise self.fail(
+                        knode, f"duplicate key {k!r} (first defined at line {first[0]})", path + (k,)
+                    )
+                km = knode.start_mark
+                self.positions[path + (k,)] = (km.line + 1, km.column + 1)
+                out[k] = self.build(vnode, path + (k,))
+            return out
+        raise self.fail(node, "unsupported YAML node", path)  # pragma: no cover
+
+
+def parse_yaml(text: str, filename: str) -> tuple[Any, Positions]:
+    """Parse YAML text into plain JSON-like data plus a path -> (line, col) map."""
+    try:
+        node = yaml.compose(text, Loader=_CoreSchemaLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        msg = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+        raise LoadError([Problem(filename, line, col, f"YAML syntax error: {msg}", ())]) from None
+    except yaml.YAMLError as exc:
+        raise LoadError([Problem(filename, 1, 1, f"YAML error: {exc}", ())]) from None
+    if node is None:
+        raise LoadError([Problem(filename, 1, 1, "the file is empty", ())])
+    builder = _Builder(filename)
+    data = builder.build(node)
+    return data, builder.positions
+
+
+# ------------------------------------------------------------------ cattrs
+
+_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m)\s*$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0}
+
+
+def parse_duration(value: Any) -> model.Duration:
+    if type(value) is not str:
+        raise TypeError(f"expected a duration like '250ms' or '1.5s', got {_show(value)}")
+    m = _DURATION.match(value)
+    if not m:
+        raise ValueError(f"invalid duration {value!r}: use a number with ms, s or m (like '250ms')")
+    return model.Duration(float(m.group(1)) * _UNIT[m.group(2)])
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"number {value}"
+    if isinstance(value, str):
+        return f"string {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _strict(kind: type, accept: tuple[type, ...], name: str) -> Any:
+    def hook(value: Any, _: Any) -> Any:
+        if type(value) not in accept:
+            raise TypeError(f"expected {name}, got {_show(value)}")
+        return kind(value)
+
+    return hook
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if tp is str:
+        return "a string"
+    if tp is int:
+        return "an integer"
+    if tp is float:
+        return "a number"
+    if tp is bool:
+        return "a boolean"
+    if tp is type(None):
+        return "null"
+    if origin is list:
+        return "a list"
+    if origin is dict or attrs.has(tp):
+        return "a mapping" if tp is not model.Duration else "a duration"
+    if origin is Literal:
+        return " or ".join(repr(a) for a in typing.get_args(tp))
+    return str(tp)
+
+
+def _accepts(tp: Any, value: Any) -> bool:
+    origin = typing.get_origin(tp)
+    t = type(value)
+    if tp is Any:
+        return True
+    if tp is type(None):
+        return value is None
+    if tp is str:
+        return t is str
+    if tp is int:
+        return t is int
+    if tp is float:
+        return t in (int, float)
+    if tp is bool:
+        return t is bool
+    if tp is model.Duration:
+        return t is str
+    if origin is list:
+        return t is list
+    if origin is dict or attrs.has(tp):
+        return t is dict
+    if origin is Literal:
+        return any(value == a and type(value) is type(a) for a in typing.get_args(tp))
+    return False
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (Union, types.UnionType)
+
+
+def make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+    conv.register_structure_hook(str, _strict(str, (str,), "a string"))
+    conv.register_structure_hook(int, _strict(int, (int,), "an integer"))
+    conv.register_structure_hook(float, _strict(float, (int, float), "a number"))
+    conv.register_structure_hook(bool, _strict(bool, (bool,), "a boolean"))
+    conv.register_structure_hook(model.Duration, lambda v, _: parse_duration(v))
+
+    def structure_literal(value: Any, tp: Any) -> Any:
+        if not _accepts(tp, value):
+            raise ValueError(f"expected {_type_name(tp)}, got {_show(value)}")
+        return value
+
+    conv.register_structure_hook_func(lambda t: typing.get_origin(t) is Literal, structure_literal)
+
+    def structure_list(value: Any, tp: Any) -> Any:
+        if type(value) is not list:
+            raise TypeError(f"expected a list, got {_show(value)}")
+        (item,) = typing.get_args(tp) or (Any,)
+        if item is Any:
+            return value
+        errors = []
+        out = []
+        for i, v in enumerate(value):
+            try:
+                out.append(conv.structure(v, item))
+            except Exception as exc:  # collected and re-raised as one group below
+                exc.__notes__ = [*getattr(exc, "__notes__", []), IterableValidationNote(f"index {i}", i, item)]
+                errors.append(exc)
+        if errors:
+            raise IterableValidationError("while structuring a list", errors, tp)
+        return out
+
+    conv.register_structure_hook_func(lambda t: typing.get_origin(t) is list, structure_list)
+
+    def structure_dict(value: Any, tp: Any) -> Any:
+        if type(value) is not dict:
+            raise TypeError(f"expected a mapping, got {_show(value)}")
+        return value
+
+    conv.register_structure_hook_func(lambda t: typing.get_origin(t) is dict, structure_dict)
+
+    def structure_step(value: Any, _: Any) -> Any:
+        if type(value) is not dict or not value:
+            raise TypeError(f"expected a step (a mapping with one of {', '.join(model.STEP_KEYS)}), got {_show(value)}")
+        kinds = [k for k in value if k in model.STEP_KEYS]
+        if len(kinds) != 1:
+            if not kinds:
+                raise ValueError(
+                    f"unknown step {', '.join(map(repr, value))}: expected one of {', '.join(model.STEP_KEYS)}"
+                )
+            raise ValueError(f"a step has exactly one kind, found {', '.join(kinds)}")
+        return conv.structure(value, model.STEP_KEYS[kinds[0]])
+
+    def structure_union(value: Any, tp: Any) -> Any:
+        if tp == model.Step:
+            return structure_step(value, tp)
+        for arg in typing.get_args(tp):
+            if _accepts(arg, value):
+                return value if arg is Any or arg is type(None) else conv.structure(value, arg)
+        names = " or ".join(_type_name(a) for a in typing.get_args(tp))
+        raise TypeError(f"expected {names}, got {_show(value)}")
+
+    conv.register_structure_hook_func(_is_union, structure_union)
+
+    def attrs_factory(cls: type) -> Any:
+        overrides = {
+            f.name: override(rename=f.metadata["key"]) for f in attrs.fields(cls) if "key" in f.metadata
+        }
+        fn = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **overrides)
+
+        def hook(value: Any, tp: Any) -> Any:
+            if type(value) is not dict:
+                raise TypeError(f"expected a mapping, got {_show(value)}")
+            return fn(value, tp)
+
+        return hook
+
+    conv.register_structure_hook_factory(attrs.has, attrs_factory)
+    return conv
+
+
+_converter: cattrs.Converter | None = None
+
+
+def converter() -> cattrs.Converter:
+    global _converter
+    if _converter is None:
+        _converter = make_converter()
+    return _converter
+
+
+def _yaml_key(cls: Any, name: str) -> str:
+    if attrs.has(cls):
+        for f in attrs.fields(cls):
+            if f.name == name:
+                return f.metadata.get("key", name)
+    return name
+
+
+def _flatten(exc: BaseException, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], str]]) -> None:
+    if isinstance(exc, ClassValidationError):
+        with_notes, others = exc.group_exceptions()
+        for sub, note in with_notes:
+            _flatten(sub, path + (_yaml_key(exc.cl, note.name),), out)
+        for sub in others:
+            _flatten(sub, path, out)
+    elif isinstance(exc, IterableValidationError):
+        with_notes, others = exc.group_exceptions()
+        for sub, note in with_notes:
+            _flatten(sub, path + (note.index,), out)
+        for sub in others:
+            _flatten(sub, path, out)
+    elif isinstance(exc, ForbiddenExtraKeysError):
+        for key in sorted(exc.extra_fields):
+            out.append((path + (key,), f"unknown key {key!r}"))
+    elif isinstance(exc, KeyError):
+        out.append((path, f"missing required key {exc.args[0]!r}"))
+    else:
+        out.append((path, str(exc)))
+
+
+def _position(positions: Positions, path: tuple[Any, ...]) -> tuple[int, int]:
+    while path not in positions and path:
+        path = path[:-1]
+    return positions.get(path, (1, 1))
+
+
+def structure(data: Any, positions: Positions, filename: str) -> model.Scenario:
+    try:
+        return converter().structure(data, model.Scenario)
+    except (ClassValidationError, IterableValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
+        flat: list[tuple[tuple[Any, ...], str]] = []
+        _flatten(exc, (), flat)
+        problems = [Problem(filename, *_position(positions, p), msg, p) for p, msg in flat]
+        raise LoadError(problems) from None
+
+
+# ------------------------------------------------------------------ files
+
+
+def bundled_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    packaged = here / "scenarios"
+    return packaged if packaged.is_dir() else here.parent / "scenarios"
+
+
+def bundled_names() -> list[str]:
+    return sorted(p.stem for p in bundled_dir().glob("*.yaml"))
+
+
+def resolve(name_or_path: str) -> Path:
+    """A scenario argument is a file path, or the name of a bundled scenario."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or os.sep in name_or_path or p.exists():
+        return p
+    candidate = bundled_dir() / f"{name_or_path}.yaml"
+    if candidate.exists():
+        return candidate
+    known = ", ".join(bundled_names())
+    raise LoadError([Problem(name_or_path, 0, 0, f"no such file or bundled scenario (bundled: {known})", ())])
+
+
+def load_text(text: str, filename: str, *, base_dir: Path | None = None, allow_absolute: bool = False):
+    """Parse, structure and check scenario text; returns (scenario, warnings)."""
+    from . import check  # semantic checks live beside the model, not here
+
+    data, positions = parse_yaml(text, filename)
+    if type(data) is not dict:
+        raise LoadError([Problem(filename, 1, 1, f"a scenario must be a mapping, got {_show(data)}", ())])
+    if "mockmcp" not in data:
+        raise LoadError([Problem(filename, 1, 1, "missing required key 'mockmcp' (the format version: 1)", ())])
+    scenario = structure(data, positions, filename)
+    scenario, problems = check.check(scenario, base_dir=base_dir, allow_absolute=allow_absolute)
+    errors = [Problem(filename, *_position(positions, pr.path), pr.message, pr.path, pr.level) for pr in problems]
+    if any(p.level == "error" for p in errors):
+        raise LoadError(errors)
+    return scenario, errors
+
+
+def load_data(data: dict[str, Any], filename: str = "<inline>") -> model.Scenario:
+    """Load an already-parsed scenario (for the Python API's inline dicts)."""
+    import json
+
+    return load_text(json.dumps(data), filename)[0]
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "mockmcp"
+
+
+def load(name_or_path: str, *, allow_absolute: bool = False, use_cache: bool = True):
+    """Load a scenario by file path or bundled name; returns (scenario, warnings).
+
+    A successfully loaded scenario is cached as a pickle keyed by the file's
+    bytes and mockmcp's version, so the next spawn skips YAML and cattrs (most
+    suites spawn the same scenario hundreds of times). Scenarios that reference
+    other files are not cached.
+    """
+    from . import __version__
+
+    path = resolve(name_or_path)
+    filename = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LoadError([Problem(filename, 0, 0, f"cannot read: {exc.strerror or exc}", ())]) from None
+    digest = hashlib.sha256(
+        b"%s\0%s\0%s\0%d\0" % (__version__.encode(), sys.version.encode(), str(path.resolve().parent).encode(), allow_absolute)
+        + raw
+    ).hexdigest()
+    cache_file = _cache_dir() / f"{digest}.pickle"
+    if use_cache:
+        try:
+            with open(cache_file, "rb") as fh:
+                return pickle.load(fh)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            pass
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LoadError([Problem(filename, 1, 1, f"not UTF-8 (byte {exc.start})", ())]) from None
+    result = load_text(text, filename, base_dir=path.resolve().parent, allow_absolute=allow_absolute)
+    if use_cache and not any(r.file for r in result[0].resources):
+        try:
+            cache_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
+            with open(tmp, "wb") as fh:
+                pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, cache_file)
+        except OSError:
+            pass  # a read-only home is fine: we just load from YAML next time
+    return result

@@ -1,0 +1,473 @@
+"""The scenario model: frozen attrs classes that describe what the mock does.
+
+This module never sees YAML; ``loader`` turns a file into these objects with one
+strict cattrs converter, and ``schema`` derives the editor JSON Schema from them.
+Field names are the scenario keys (camelCase, like the MCP wire format); a field
+whose YAML key cannot be a Python name carries ``metadata={"key": ...}``.
+
+Steps are single-key mappings (``{sleep: 20ms}``, ``{result: {...}}``); each
+step class has exactly one required field, named like its key, which is how the
+loader tells them apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import attrs
+from attrs import field, frozen
+
+JSON = Any  # any JSON value; passed through as written
+
+
+def _meta_field() -> Any:
+    return field(default=None, metadata={"key": "_meta"})
+
+
+def _doc(text: str, default: Any = attrs.NOTHING, **kw: Any) -> Any:
+    return field(default=default, metadata={"doc": text}, **kw)
+
+
+@frozen
+class Duration:
+    """A time span written as ``250ms``, ``1.5s`` or ``2m``."""
+
+    seconds: float
+
+
+@frozen
+class RandomDelay:
+    """A random delay drawn uniformly from [min, max] (seeded by ``--seed``)."""
+
+    min: Duration
+    max: Duration
+
+
+# ---------------------------------------------------------------- steps
+
+
+@frozen
+class ErrorSpec:
+    code: int
+    message: str | None = None  # null is a deliberate fault (`message: null`)
+    data: JSON = None
+
+
+@frozen
+class InputRequiredSpec:
+    """An ``input_required`` result: input requests keyed by name, and/or state.
+
+    ``requestState: true`` (default) lets mockmcp issue its own HMAC-protected
+    state (carrying the round); a string is appended to it as scenario data;
+    ``false`` sends none (then at least one input request is needed).
+    """
+
+    inputRequests: dict[str, JSON] = attrs.Factory(dict)
+    requestState: bool | str = True
+
+
+@frozen
+class ProgressSpec:
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+@frozen
+class LogSpec:
+    level: Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+    data: JSON
+    logger: str | None = None
+
+
+@frozen
+class EmitSpec:
+    event: Literal["tools/list_changed", "prompts/list_changed", "resources/list_changed", "resources/updated"]
+    uri: str | None = None
+
+
+@frozen
+class ResultStep:
+    """A complete result; ``resultType`` and serverInfo are filled in."""
+
+    result: dict[str, JSON]
+
+
+@frozen
+class TextStep:
+    """Shorthand for a complete result holding one text (tool, prompt or resource)."""
+
+    text: str
+
+
+@frozen
+class ErrorStep:
+    error: ErrorSpec
+
+
+@frozen
+class InputRequiredStep:
+    inputRequired: InputRequiredSpec
+
+
+@frozen
+class SleepStep:
+    sleep: Duration | RandomDelay
+
+
+@frozen
+class ProgressStep:
+    progress: ProgressSpec
+
+
+@frozen
+class LogStep:
+    log: LogSpec
+
+
+@frozen
+class EmitStep:
+    emit: EmitSpec
+
+
+@frozen
+class SetStateStep:
+    """Move the scenario's state machine (per process) to another state."""
+
+    setState: str
+
+
+@frozen
+class EndSubscriptionSpec:
+    how: Literal["result", "cancelled"] = "result"
+
+
+@frozen
+class EndSubscriptionStep:
+    """In a subscription timeline: end the stream gracefully or by cancellation."""
+
+    endSubscription: EndSubscriptionSpec
+
+
+@frozen
+class RawStep:
+    """Write exactly this JSON value as one line (no checks, no filling in)."""
+
+    raw: JSON
+
+
+@frozen
+class RawBytesStep:
+    """Write exactly these bytes (a string; ``\\n`` etc. as YAML escapes)."""
+
+    rawBytes: str
+
+
+@frozen
+class HangStep:
+    """Never answer this request (other requests are still served)."""
+
+    hang: Literal[True]
+
+
+@frozen
+class ExitSpec:
+    status: int = 1
+    # where to die: now, or after writing only the first `partialBytes` of the next message
+    partialBytes: int | None = None
+
+
+@frozen
+class ExitStep:
+    exit: ExitSpec
+
+
+@frozen
+class DribbleSpec:
+    chunkBytes: int = 1
+    pause: Duration = Duration(0.01)
+
+
+@frozen
+class DribbleStep:
+    """Write every following message of this reply in small chunks with pauses."""
+
+    dribble: DribbleSpec
+
+
+@frozen
+class StderrStep:
+    """Write text to stderr, ``repeat`` times (a flood of logs)."""
+
+    stderr: str
+    repeat: int = 1
+
+
+Step = Union[
+    ResultStep,
+    TextStep,
+    ErrorStep,
+    InputRequiredStep,
+    SleepStep,
+    ProgressStep,
+    LogStep,
+    EmitStep,
+    SetStateStep,
+    EndSubscriptionStep,
+    RawStep,
+    RawBytesStep,
+    HangStep,
+    ExitStep,
+    DribbleStep,
+    StderrStep,
+]
+STEP_TYPES: tuple[type, ...] = Step.__args__  # type: ignore[attr-defined]
+# The key that identifies each step type (its first field).
+STEP_KEYS: dict[str, type] = {attrs.fields(t)[0].name: t for t in STEP_TYPES}
+TERMINAL_STEPS = (ResultStep, TextStep, ErrorStep, InputRequiredStep, HangStep, ExitStep)
+
+
+# ---------------------------------------------------------------- rules
+
+
+@frozen
+class Match:
+    """``when``: which requests a rule answers. Every given key must match.
+
+    Mappings match as subsets (extra keys in the request are fine); lists and
+    scalars match exactly; ``{$regex: ...}``, ``{$present: true}``,
+    ``{$absent: true}``, ``{$type: string}`` and ``{$contains: ...}`` are matchers.
+    """
+
+    arguments: dict[str, JSON] | None = None
+    exactArguments: bool = False
+    round: int | None = None
+    inputResponses: dict[str, JSON] | None = None
+    vars: dict[str, JSON] | None = None
+    params: dict[str, JSON] | None = None
+    meta: dict[str, JSON] | None = None
+    state: str | list[str] | None = None
+    # targeting, counted per process over requests that match everything else
+    nth: int | None = None
+    every: int | None = None
+    first: int | None = None
+    after: int | None = None
+    probability: float | None = None
+
+
+@frozen
+class Rule:
+    """One scripted reply: if ``when`` matches, run ``steps``.
+
+    ``sequence`` instead gives successive replies for successive matching calls
+    (stays at the last one, or starts over with ``cycle: true``).
+    """
+
+    when: Match = Match()
+    steps: list[Step] | None = None
+    sequence: list[list[Step]] | None = None
+    cycle: bool = False
+    name: str | None = None
+
+
+# ---------------------------------------------------------------- primitives
+
+
+@frozen
+class Icon:
+    src: str
+    mimeType: str | None = None
+    sizes: list[str] | None = None
+    theme: Literal["light", "dark"] | None = None
+
+
+@frozen
+class Tool:
+    name: str
+    replies: list[Rule] = attrs.Factory(list)
+    title: str | None = None
+    description: str | None = None
+    inputSchema: dict[str, JSON] = attrs.Factory(lambda: {"type": "object"})
+    outputSchema: dict[str, JSON] | None = None
+    annotations: dict[str, JSON] | None = None
+    icons: list[Icon] | None = None
+    meta: dict[str, JSON] | None = _meta_field()
+    states: list[str] | None = None
+
+
+@frozen
+class PromptArgument:
+    name: str
+    title: str | None = None
+    description: str | None = None
+    required: bool = False
+
+
+@frozen
+class Prompt:
+    name: str
+    replies: list[Rule] = attrs.Factory(list)
+    title: str | None = None
+    description: str | None = None
+    arguments: list[PromptArgument] | None = None
+    icons: list[Icon] | None = None
+    meta: dict[str, JSON] | None = _meta_field()
+    states: list[str] | None = None
+
+
+@frozen
+class Resource:
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mimeType: str | None = None
+    size: int | None = None
+    annotations: dict[str, JSON] | None = None
+    icons: list[Icon] | None = None
+    meta: dict[str, JSON] | None = _meta_field()
+    text: str | None = None
+    blob: str | None = None  # base64
+    file: str | None = None  # path relative to the scenario's folder
+    ttlMs: int | None = None
+    cacheScope: Literal["public", "private"] | None = None
+    replies: list[Rule] = attrs.Factory(list)
+    states: list[str] | None = None
+
+
+@frozen
+class ResourceTemplate:
+    uriTemplate: str
+    name: str
+    replies: list[Rule] = attrs.Factory(list)
+    title: str | None = None
+    description: str | None = None
+    mimeType: str | None = None
+    annotations: dict[str, JSON] | None = None
+    icons: list[Icon] | None = None
+    meta: dict[str, JSON] | None = _meta_field()
+    ttlMs: int | None = None
+    cacheScope: Literal["public", "private"] | None = None
+    states: list[str] | None = None
+
+
+@frozen
+class Completion:
+    """Completion values for one argument of a prompt or resource template."""
+
+    argument: str
+    prompt: str | None = None
+    resourceTemplate: str | None = None
+    values: list[str] = attrs.Factory(list)
+
+
+@frozen
+class MethodOverride:
+    """Rules for any method, consulted before the built-in behaviour.
+
+    This is how a scenario scripts ``server/discover`` faults, answers an
+    unknown method, or breaks a list result on purpose.
+    """
+
+    method: str
+    replies: list[Rule] = attrs.Factory(list)
+
+
+@frozen
+class Subscriptions:
+    """What happens on every ``subscriptions/listen`` stream after the ack."""
+
+    timeline: list[Step] = attrs.Factory(list)
+
+
+# ---------------------------------------------------------------- server
+
+
+@frozen
+class Server:
+    name: str = "mockmcp"
+    version: str = "0.1.0"
+    title: str | None = None
+    description: str | None = None
+    websiteUrl: str | None = None
+    icons: list[Icon] | None = None
+    instructions: str | None = None
+
+
+@frozen
+class CacheHints:
+    ttlMs: int | None = None
+    cacheScope: Literal["public", "private"] | None = None
+
+
+@frozen
+class Cache:
+    """Caching hints for cacheable results; per-method blocks override the defaults."""
+
+    ttlMs: int = 60_000
+    cacheScope: Literal["public", "private"] = "public"
+    discover: CacheHints | None = None
+    tools: CacheHints | None = None
+    prompts: CacheHints | None = None
+    resources: CacheHints | None = None
+    resourceTemplates: CacheHints | None = None
+    read: CacheHints | None = None
+
+
+@frozen
+class Protocol:
+    """How the server speaks the protocol (the deliberate deviations live here too)."""
+
+    versions: list[str] = attrs.Factory(lambda: ["2026-07-28"])
+    era: Literal["modern", "legacy", "dual"] = "modern"
+    discover: Literal["normal", "method-not-found", "invalid-params", "silent", "exit"] = "normal"
+    rejectFirst: bool = False  # answer the first request with -32022 (version-retry flows)
+    serverInfo: bool = True
+    parseErrorIdNull: bool = False
+    checkCapabilities: bool = True
+    stateKey: str | None = None
+    pageSize: int | None = None
+    ignoreEof: bool = False
+    ignoreSigterm: bool = False
+
+
+@frozen
+class StateMachine:
+    initial: str = "start"
+    states: list[str] | None = None
+
+
+@frozen
+class Expectation:
+    """What the client must do (checked at exit; see docs/verification.md)."""
+
+    method: str
+    name: str | None = None
+    uri: str | None = None
+    arguments: dict[str, JSON] | None = None
+    params: dict[str, JSON] | None = None
+    atLeast: int | None = None
+    atMost: int | None = None
+    exactly: int | None = None
+    never: bool = False
+    before: str | None = None  # the `id` of another expectation that must come later
+    id: str | None = None
+
+
+@frozen
+class Scenario:
+    mockmcp: Literal[1]
+    description: str = ""
+    server: Server = Server()
+    protocol: Protocol = Protocol()
+    capabilities: dict[str, JSON] | None = None
+    cache: Cache = Cache()
+    state: StateMachine = StateMachine()
+    tools: list[Tool] = attrs.Factory(list)
+    prompts: list[Prompt] = attrs.Factory(list)
+    resources: list[Resource] = attrs.Factory(list)
+    resourceTemplates: list[ResourceTemplate] = attrs.Factory(list)
+    completions: list[Completion] = attrs.Factory(list)
+    subscriptions: Subscriptions = Subscriptions()
+    methods: list[MethodOverride] = attrs.Factory(list)
+    expectations: list[Expectation] = attrs.Factory(list)

@@ -1,0 +1,144 @@
+"""Multi round-trip requests: the stateless ``requestState`` and the input checks.
+
+The server keeps nothing between rounds. What it needs travels in
+``requestState``: the round, the keys it asked for, and a digest of the
+originating request (method, tool/prompt name or URI, arguments). The state is
+HMAC-SHA256 protected with a per-process random key (or the scenario's
+``protocol.stateKey`` for reproducible tests), so a tampered or foreign state
+is rejected rather than trusted.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+from typing import Any
+
+from . import protocol as p
+
+
+class StateError(ValueError):
+    """A requestState that is malformed or fails verification."""
+
+
+def origin(method: str, ctx: dict[str, Any]) -> str:
+    """A digest of what identifies the originating request."""
+    target = ctx.get("name") if method != p.RESOURCES_READ else ctx.get("uri")
+    args = json.dumps(ctx.get("arguments") or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(args.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{method}|{target}|{digest}"
+
+
+class DecodedState:
+    __slots__ = ("origin", "round", "asked", "user")
+
+    def __init__(self, origin: str, round: int, asked: dict[str, str], user: Any) -> None:
+        self.origin = origin
+        self.round = round
+        self.asked = asked
+        self.user = user
+
+    def describe_origin(self) -> str:
+        method, target, _ = (self.origin.split("|") + ["", ""])[:3]
+        return f"{method} of {target!r}"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class StateCodec:
+    def __init__(self, key: bytes | None = None) -> None:
+        self.key = key if key is not None else os.urandom(32)
+
+    def _mac(self, payload: bytes) -> bytes:
+        return hmac.new(self.key, payload, hashlib.sha256).digest()[:16]
+
+    def issue(self, origin: str, round: int, asked: dict[str, str], user: Any = None) -> str:
+        body: dict[str, Any] = {"v": 1, "o": origin, "r": round, "a": asked}
+        if user is not None:
+            body["u"] = user
+        payload = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
+
+    def verify(self, token: str) -> DecodedState:
+        parts = token.split(".")
+        if len(parts) != 2:
+            raise StateError("malformed (not issued by this server)")
+        try:
+            payload, mac = _unb64(parts[0]), _unb64(parts[1])
+        except (ValueError, UnicodeEncodeError):
+            raise StateError("malformed (not base64)") from None
+        if not hmac.compare_digest(mac, self._mac(payload)):
+            raise StateError("integrity check failed (tampered, or issued by another server process)")
+        try:
+            body = json.loads(payload)
+            return DecodedState(body["o"], int(body["r"]), dict(body["a"]), body.get("u"))
+        except (ValueError, KeyError, TypeError):  # pragma: no cover - we signed it ourselves
+            raise StateError("malformed payload") from None
+
+
+def missing_capabilities(requests: dict[str, Any], caps: dict[str, Any]) -> dict[str, Any]:
+    """The client capabilities these input requests need and the client lacks."""
+    missing: dict[str, Any] = {}
+    for req in requests.values():
+        method = req.get("method") if isinstance(req, dict) else None
+        params = (req.get("params") if isinstance(req, dict) else None) or {}
+        if method == p.ELICIT:
+            mode = params.get("mode", "form") if isinstance(params, dict) else "form"
+            have = caps.get("elicitation")
+            if mode == "url":
+                if not isinstance(have, dict) or "url" not in have:
+                    missing.setdefault("elicitation", {})["url"] = {}
+            else:
+                # An empty elicitation object means form mode (the revision's backwards-compatible default).
+                if not isinstance(have, dict) or (have and "form" not in have):
+                    missing.setdefault("elicitation", {})["form"] = {}
+        elif method == p.SAMPLE:
+            if not isinstance(caps.get("sampling"), dict):
+                missing["sampling"] = {}
+        elif method == p.LIST_ROOTS:
+            if not isinstance(caps.get("roots"), dict):
+                missing["roots"] = {}
+    return missing
+
+
+def describe_capabilities(missing: dict[str, Any]) -> list[str]:
+    out = []
+    for cap, sub in missing.items():
+        if sub:
+            out += [f"{cap}.{k}" for k in sub]
+        else:
+            out.append(cap)
+    return out
+
+
+def check_response(kind: str, value: Any) -> str | None:
+    """Why ``value`` is not a valid answer to an input request of ``kind``."""
+    if type(value) is not dict:
+        return "it must be an object"
+    if kind == p.ELICIT:
+        if value.get("action") not in ("accept", "decline", "cancel"):
+            return "'action' must be accept, decline or cancel"
+        content = value.get("content")
+        if content is not None and type(content) is not dict:
+            return "'content' must be an object"
+    elif kind == p.SAMPLE:
+        if value.get("role") not in ("user", "assistant"):
+            return "'role' must be user or assistant"
+        if type(value.get("model")) is not str:
+            return "'model' must be a string"
+        if type(value.get("content")) not in (dict, list):
+            return "'content' must be a content block or a list of them"
+    elif kind == p.LIST_ROOTS:
+        roots = value.get("roots")
+        if type(roots) is not list or any(type(r) is not dict or type(r.get("uri")) is not str for r in roots):
+            return "'roots' must be a list of objects with a 'uri'"
+    return None

@@ -1,0 +1,80 @@
+"""``mockmcp run``: load a scenario and serve it on this process's stdio."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from typing import Any
+
+
+def run(args: argparse.Namespace) -> int:
+    from .loader import load
+    from .problems import LoadError
+
+    try:
+        scenario, warnings = load(args.scenario, allow_absolute=args.allow_absolute_paths, use_cache=not args.no_cache)
+    except LoadError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return 2
+    import trio
+
+    from .connection import Connection
+    from .engine import Engine
+    from .framing import DEFAULT_MAX_LINE
+    from .server import Shell, StderrLog
+
+    log = StderrLog(args.log_level)
+    for w in warnings:
+        log("warning", str(w))
+    if scenario.protocol.ignoreSigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    engine = Engine(scenario, seed=args.seed, time_scale=args.time_scale)
+    conn = Connection(engine, max_line=args.max_line_bytes or DEFAULT_MAX_LINE)
+    observers = _observers(args, engine, conn, log)
+
+    async def main() -> int:
+        stdin = trio.lowlevel.FdStream(os.dup(0))
+        stdout = trio.lowlevel.FdStream(os.dup(1))
+        shell = Shell(
+            conn,
+            stdin,
+            stdout,
+            grace=args.grace,
+            ignore_eof=scenario.protocol.ignoreEof,
+            log=log,
+            on_output=observers.get("output"),
+            on_event=observers.get("event"),
+        )
+        status = 0
+        async with trio.open_nursery() as nursery:
+
+            async def watch_signals() -> None:
+                sigs = {signal.SIGINT} | ({signal.SIGTERM} if not scenario.protocol.ignoreSigterm else set())
+                with trio.open_signal_receiver(*sigs) as received:
+                    async for signum in received:
+                        log("info", f"received {signal.Signals(signum).name}; shutting down")
+                        nursery.cancel_scope.cancel()
+                        return
+
+            nursery.start_soon(watch_signals)
+            status = await shell.serve()
+            nursery.cancel_scope.cancel()
+        return status
+
+    status = trio.run(main)
+    finish = observers.get("finish")
+    if finish is not None:
+        status = finish(status)
+    return status
+
+
+def _observers(args: argparse.Namespace, engine: Any, conn: Any, log: Any) -> dict[str, Any]:
+    """Hook the journal and the verifier in only when asked for (they cost start-up time)."""
+    if not (args.journal or args.report or args.strict):
+        return {}
+    from .verify import attach
+
+    return attach(engine, conn, log, journal=args.journal, report=args.report, strict=args.strict)

@@ -1,0 +1,270 @@
+"""The trio shell: stdin and stdout, time and concurrency around the core.
+
+One reader feeds stdin into the ``Connection``; plans that only send are
+written at once, everything else runs in a task of its own with its own cancel
+scope (so a client's ``notifications/cancelled`` stops exactly that request);
+one writer task owns stdout, so lines never interleave. At EOF, requests with
+scripted work still pending get a bounded grace period, hangs and
+subscriptions are dropped at once, and the process exits.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable
+
+import trio
+
+from .actions import Cancel, Dribble, Emit, Exit, Park, Plan, Send, Sleep, Stderr, WriteRaw
+from .connection import Connection
+
+LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "quiet": 100}
+
+
+class StderrLog:
+    """Human-readable logs on stderr (never stdout)."""
+
+    def __init__(self, level: str = "info", write: Callable[[bytes], Any] | None = None) -> None:
+        self.level = LEVELS[level]
+        self._write = write or (lambda b: os.write(2, b))
+
+    def __call__(self, level: str, text: str) -> None:
+        if LEVELS[level] >= self.level:
+            self.raw(f"mockmcp: {level}: {text}\n")
+
+    def raw(self, text: str) -> None:
+        try:
+            self._write(text.encode("utf-8", "replace"))
+        except OSError:
+            pass  # stderr closed: logs are best effort, the protocol is not
+
+
+class _DribbleJob:
+    __slots__ = ("data", "chunk", "pause")
+
+    def __init__(self, data: bytes, chunk: int, pause: float) -> None:
+        self.data, self.chunk, self.pause = data, chunk, pause
+
+
+class _ExitJob:
+    __slots__ = ("status",)
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+
+class Shell:
+    def __init__(
+        self,
+        connection: Connection,
+        stdin: trio.abc.ReceiveStream,
+        stdout: trio.abc.SendStream,
+        *,
+        grace: float = 1.0,
+        ignore_eof: bool = False,
+        log: StderrLog | None = None,
+        exit_process: Callable[[int], Any] | None = None,
+        on_output: Callable[[Any, bytes], None] | None = None,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        read_size: int = 65536,
+    ) -> None:
+        self.conn = connection
+        self.stdin = stdin
+        self.stdout = stdout
+        self.grace = grace
+        self.ignore_eof = ignore_eof
+        self.log = log or StderrLog("warning")
+        self.exit_process = exit_process or _hard_exit
+        self.on_output = on_output
+        self.on_event = on_event
+        self.read_size = read_size
+        self.scopes: dict[Any, trio.CancelScope] = {}
+        self.busy = 0  # tasks with scripted work left (not parked)
+        self.idle = trio.Event()
+        self.exit_status = 0
+        self._send, self._receive = trio.open_memory_channel[Any](256)
+
+    # ---------------------------------------------------------- writer
+
+    async def _writer(self) -> None:
+        stdout = _SafeOut(self.stdout, self.log)
+        async with self._receive:
+            async for item in self._receive:
+                batch = [item]
+                while len(batch) < 512:
+                    try:
+                        batch.append(self._receive.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                pending: list[bytes] = []
+                for job in batch:
+                    if type(job) is bytes:
+                        pending.append(job)
+                        continue
+                    if pending:
+                        await stdout.send_all(b"".join(pending))
+                        pending = []
+                    if type(job) is _DribbleJob:
+                        for i in range(0, len(job.data), job.chunk):
+                            await stdout.send_all(job.data[i : i + job.chunk])
+                            if i + job.chunk < len(job.data):
+                                await trio.sleep(job.pause)
+                    elif type(job) is _ExitJob:
+                        self.log("info", f"exiting with status {job.status} (scripted)")
+                        self.exit_process(job.status)
+                        await trio.sleep_forever()  # a fake exit in tests: stop writing
+                if pending:
+                    await stdout.send_all(b"".join(pending))
+
+    def _emitted(self, send: Send) -> None:
+        if self.on_output is not None:
+            self.on_output(send.message, send.data)
+
+    # ---------------------------------------------------------- plans
+
+    async def _run_plan(self, plan: Plan, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        rid = plan.request_id
+        parked = False
+        self.busy += 1
+        with trio.CancelScope() as scope:
+            self.scopes[rid] = scope
+            task_status.started()
+            dribble: Dribble | None = None
+            try:
+                for action in plan.actions:
+                    t = type(action)
+                    if t is Send:
+                        self._emitted(action)
+                        if dribble is None:
+                            await self._send.send(action.data)
+                        else:
+                            await self._send.send(_DribbleJob(action.data, dribble.chunk, dribble.pause))
+                    elif t is Sleep:
+                        await trio.sleep(action.seconds)
+                    elif t is Emit:
+                        for send in self.conn.engine.fan_out(action):
+                            self._emitted(send)
+                            await self._send.send(send.data)
+                    elif t is Park:
+                        parked = True
+                        self._not_busy()
+                        await trio.sleep_forever()
+                    elif t is WriteRaw:
+                        if self.on_output is not None:
+                            self.on_output(None, action.data)
+                        if dribble is None:
+                            await self._send.send(action.data)
+                        else:
+                            await self._send.send(_DribbleJob(action.data, dribble.chunk, dribble.pause))
+                    elif t is Exit:
+                        if action.partial:
+                            if self.on_output is not None:
+                                self.on_output(None, action.partial)
+                            await self._send.send(action.partial)
+                        if self.on_event is not None:
+                            self.on_event("exit", {"status": action.status, "id": rid})
+                        await self._send.send(_ExitJob(action.status))
+                        await trio.sleep_forever()
+                    elif t is Dribble:
+                        dribble = action
+                    elif t is Stderr:
+                        for _ in range(action.repeat):
+                            self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
+                            await trio.lowlevel.checkpoint()
+                    else:  # pragma: no cover
+                        raise AssertionError(f"unknown action {action!r}")
+            finally:
+                if self.scopes.get(rid) is scope:
+                    del self.scopes[rid]
+                self.conn.finished(rid)
+                if not parked:
+                    self._not_busy()
+
+    def _not_busy(self) -> None:
+        self.busy -= 1
+        if self.busy == 0:
+            self.idle.set()
+            self.idle = trio.Event()
+
+    def _cancel(self, cancel: Cancel) -> None:
+        scope = self.scopes.get(cancel.request_id)
+        if scope is not None:
+            scope.cancel()
+            why = f" ({cancel.reason})" if cancel.reason else ""
+            self.log("info", f"request {cancel.request_id!r} cancelled by the client{why}")
+            if self.on_event is not None:
+                self.on_event("cancelled", {"id": cancel.request_id, "reason": cancel.reason})
+
+    async def _dispatch(self, outputs: list[Any], nursery: trio.Nursery) -> None:
+        immediate: list[bytes] = []
+        for out in outputs:
+            if type(out) is Plan:
+                if out.immediate:
+                    for action in out.actions:
+                        self._emitted(action)
+                        immediate.append(action.data)
+                else:
+                    if immediate:
+                        await self._send.send(b"".join(immediate))
+                        immediate = []
+                    await nursery.start(self._run_plan, out)
+            else:
+                self._cancel(out)
+        if immediate:
+            await self._send.send(b"".join(immediate))
+
+    # ---------------------------------------------------------- main loop
+
+    async def serve(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> int:
+        async with trio.open_nursery() as outer:
+            outer.start_soon(self._writer)
+            async with trio.open_nursery() as requests:
+                task_status.started()
+                try:
+                    while True:
+                        try:
+                            data = await self.stdin.receive_some(self.read_size)
+                        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                            data = b""
+                        if not data:
+                            break
+                        await self._dispatch(self.conn.receive_data(data), requests)
+                    await self._dispatch(self.conn.receive_eof(), requests)
+                    if self.ignore_eof:
+                        self.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal)")
+                        await trio.sleep_forever()
+                    self.log("debug", "stdin closed")
+                    if self.busy:
+                        with trio.move_on_after(self.grace):
+                            while self.busy:
+                                await self.idle.wait()
+                finally:
+                    requests.cancel_scope.cancel()
+            await self._send.aclose()
+        return self.exit_status
+
+
+class _SafeOut:
+    """stdout that turns a reader gone away into silence (the client closed the pipe)."""
+
+    def __init__(self, stream: trio.abc.SendStream, log: StderrLog) -> None:
+        self.stream = stream
+        self.log = log
+        self.broken = False
+
+    async def send_all(self, data: bytes) -> None:
+        if self.broken:
+            return
+        try:
+            await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, BrokenPipeError):
+            self.broken = True
+            self.log("info", "stdout closed by the client; dropping further output")
+
+
+def _hard_exit(status: int) -> None:
+    try:
+        sys.stderr.flush()
+    finally:
+        os._exit(status)
