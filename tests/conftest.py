@@ -1,0 +1,128 @@
+"""Shared test helpers: the official schema, a fake link for the core, subprocess spawning.
+
+Every line the mock writes in these tests can be checked against the official
+JSON Schema of revision 2026-07-28, read from ``../shared`` (never copied into
+the project).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("MOCKMCP_SHARED", ROOT.parent / "shared"))
+SCHEMA_PATH = SHARED / "spec" / "2026-07-28" / "schema.json"
+EXAMPLES = SHARED / "spec" / "2026-07-28" / "examples"
+SCENARIOS = ROOT / "scenarios"
+
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "0"},
+}
+
+# Result shape by request method, for schema validation of responses.
+RESULT_DEF = {
+    "server/discover": "DiscoverResult",
+    "tools/list": "ListToolsResult",
+    "tools/call": "CallToolResult",
+    "prompts/list": "ListPromptsResult",
+    "prompts/get": "GetPromptResult",
+    "resources/list": "ListResourcesResult",
+    "resources/read": "ReadResourceResult",
+    "resources/templates/list": "ListResourceTemplatesResult",
+    "completion/complete": "CompleteResult",
+    "subscriptions/listen": "SubscriptionsListenResult",
+}
+NOTIFICATION_DEF = {
+    "notifications/progress": "ProgressNotification",
+    "notifications/message": "LoggingMessageNotification",
+    "notifications/cancelled": "CancelledNotification",
+    "notifications/tools/list_changed": "ToolListChangedNotification",
+    "notifications/prompts/list_changed": "PromptListChangedNotification",
+    "notifications/resources/list_changed": "ResourceListChangedNotification",
+    "notifications/resources/updated": "ResourceUpdatedNotification",
+    "notifications/subscriptions/acknowledged": "SubscriptionsAcknowledgedNotification",
+}
+
+
+class SchemaChecker:
+    """Validates server output against the official JSON Schema."""
+
+    def __init__(self) -> None:
+        import jsonschema
+
+        self.schema = json.loads(SCHEMA_PATH.read_text())
+        self._validators: dict[str, Any] = {}
+        self._jsonschema = jsonschema
+
+    def validator(self, name: str) -> Any:
+        v = self._validators.get(name)
+        if v is None:
+            schema = {"$schema": self.schema["$schema"], "$defs": self.schema["$defs"], "$ref": f"#/$defs/{name}"}
+            cls = self._jsonschema.validators.validator_for(schema)
+            v = self._validators[name] = cls(schema)
+        return v
+
+    def check(self, message: Any, method: str | None = None) -> None:
+        """Raise if ``message`` (a parsed server message) is not valid for this revision."""
+        self.validator("JSONRPCMessage").validate(message)
+        assert isinstance(message, dict)
+        if "method" in message:
+            assert "id" not in message, f"the server sent a request: {message}"
+            name = NOTIFICATION_DEF.get(message["method"])
+            assert name, f"unknown server notification {message['method']}"
+            self.validator(name).validate(message)
+        elif "result" in message:
+            result = message["result"]
+            assert "resultType" in result, f"result without resultType: {message}"
+            if result["resultType"] == "input_required":
+                self.validator("InputRequiredResult").validate(result)
+                assert "inputRequests" in result or "requestState" in result
+            elif method in RESULT_DEF:
+                self.validator(RESULT_DEF[method]).validate(result)
+        else:
+            self.validator("JSONRPCErrorResponse").validate(message)
+
+    def check_line(self, line: bytes, method: str | None = None) -> dict[str, Any]:
+        assert line.endswith(b"\n") and b"\n" not in line[:-1], f"not one line: {line!r}"
+        message = json.loads(line)
+        self.check(message, method)
+        return message
+
+
+_checker: SchemaChecker | None = None
+
+
+@pytest.fixture(scope="session")
+def schema() -> SchemaChecker:
+    global _checker
+    if _checker is None:
+        _checker = SchemaChecker()
+    return _checker
+
+
+def request(rid: Any, method: str, params: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    p = dict(params or {})
+    p["_meta"] = {**META, **(meta or {})}
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": p}
+
+
+def line(msg: Any) -> bytes:
+    return (json.dumps(msg) + "\n").encode()
+
+
+def mockmcp_cmd(*args: str) -> list[str]:
+    """The command that spawns the mock from this checkout's interpreter."""
+    return [sys.executable, "-m", "mockmcp", *args]
+
+
+def run_mock(*args: str, input: bytes = b"", timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(mockmcp_cmd(*args), input=input, capture_output=True, timeout=timeout)
