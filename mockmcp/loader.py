@@ -262,6 +262,9 @@ def _is_union(tp: Any) -> bool:
     return typing.get_origin(tp) in (Union, types.UnionType)
 
 
+_STRUCTURE_ERRORS = (ClassValidationError, IterableValidationError, ForbiddenExtraKeysError, TypeError, ValueError, KeyError)
+
+
 def make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     conv.register_structure_hook(str, _strict(str, (str,), "a string"))
@@ -288,7 +291,7 @@ def make_converter() -> cattrs.Converter:
         for i, v in enumerate(value):
             try:
                 out.append(conv.structure(v, item))
-            except Exception as exc:  # collected and re-raised as one group below
+            except _STRUCTURE_ERRORS as exc:  # collected and re-raised as one group below
                 exc.__notes__ = [*getattr(exc, "__notes__", []), IterableValidationNote(f"index {i}", i, item)]
                 errors.append(exc)
         if errors:
@@ -397,6 +400,7 @@ def structure(data: Any, positions: Positions, filename: str) -> model.Scenario:
         flat: list[tuple[tuple[Any, ...], str]] = []
         _flatten(exc, (), flat)
         problems = [Problem(filename, *_position(positions, p), msg, p) for p, msg in flat]
+        problems.sort(key=lambda pr: (pr.line, pr.column))
         raise LoadError(problems) from None
 
 
