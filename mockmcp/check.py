@@ -240,6 +240,10 @@ def check(s: model.Scenario, *, base_dir: Path | None = None, allow_absolute: bo
                 found.append(Found(path + ("when", name), f"{name} must be at least 1"))
         if w.probability is not None and not 0 <= w.probability <= 1:
             found.append(Found(path + ("when", "probability"), "probability must be between 0 and 1"))
+    if s.expectations:
+        from .expectations import problems as expectation_problems
+
+        found.extend(Found(path, message) for path, message in expectation_problems(s.expectations))
     if not s.protocol.versions:
         found.append(Found(("protocol", "versions"), "at least one protocol version is needed"))
     if s.protocol.pageSize is not None and s.protocol.pageSize < 1:

@@ -24,6 +24,7 @@ class Connection:
         self.engine = engine
         self.framer = LineFramer(max_line)
         self.observers: list[InboundObserver] = []
+        self.plan_observers: list[Callable[[Plan], None]] = []  # which rule answered (for the journal)
         self.id_null_on_parse_error = engine.protocol.parseErrorIdNull
 
     def receive_data(self, data: bytes) -> list[Output]:
@@ -53,7 +54,11 @@ class Connection:
                 return None
             msg = jsonrpc.decode(line)
             self._observe(line, msg, None)
-            return self.engine.handle(msg)
+            result = self.engine.handle(msg)
+            if self.plan_observers and type(result) is Plan:
+                for see in self.plan_observers:
+                    see(result)
+            return result
         except errors.ClientError as exc:
             if msg is None:
                 self._observe(line, None, exc)

@@ -215,6 +215,7 @@ class Engine:
         self._definitions: dict[int, dict[str, Any]] = {}
         self.legacy_initialized = False
         self.unmatched: list[dict[str, Any]] = []  # requests no rule answered, with near misses
+        self._rule_labels: dict[int, str] | None = None
 
     # ------------------------------------------------------------ entry points
 
@@ -511,7 +512,19 @@ class Engine:
                 # The checker rejects replies without a final step; be loud if one slips through.
                 actions.append(self._error(req, p.INTERNAL_ERROR, "mockmcp: the scripted reply ended without an answer", None, ctx))
         immediate = all(type(a) is Send for a in actions)
-        return Plan(req.id, actions, req.method, rule.name if rule is not None else None, immediate)
+        return Plan(req.id, actions, req.method, self.rule_label(rule) if rule is not None else None, immediate)
+
+    def rule_label(self, rule: model.Rule) -> str:
+        """A rule's name, or where it is in the scenario (``$.tools[0].replies[1]``) for the journal."""
+        if rule.name is not None:
+            return rule.name
+        labels = self._rule_labels
+        if labels is None:
+            from .check import iter_rules
+            from .problems import format_path
+
+            labels = self._rule_labels = {id(r): format_path(path) for path, _, r in iter_rules(self.scenario)}
+        return labels.get(id(rule), "?")
 
     def _send(self, msg: dict[str, Any], final: bool = False) -> Send:
         return Send(msg, jsonrpc.encode(msg), final)

@@ -8,7 +8,7 @@ Mappings match as subsets, lists and scalars exactly (``1`` never equals
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from . import model
 
@@ -96,19 +96,24 @@ def _state_ok(want: str | list[str] | None, state: str) -> bool:
 
 def mismatch(when: model.Match, ctx: dict[str, Any]) -> str | None:
     """Why ``when`` does not match (``None`` if it does)."""
+    return next(_mismatches(when, ctx), None)
+
+
+def _mismatches(when: model.Match, ctx: dict[str, Any]) -> Iterator[str]:
+    """Every part of ``when`` that does not match, in the order they are checked."""
     if when.round is not None and ctx["round"] != when.round:
-        return f"round is {ctx['round']}, rule wants {when.round}"
+        yield f"round is {ctx['round']}, rule wants {when.round}"
     if not _state_ok(when.state, ctx["state"]):
-        return f"state is {ctx['state']!r}, rule wants {when.state!r}"
+        yield f"state is {ctx['state']!r}, rule wants {when.state!r}"
     if when.arguments is not None:
         args = ctx["arguments"]
         if when.exactArguments:
             if set(args) != set(when.arguments):
-                return f"arguments have keys {sorted(args)}, rule wants exactly {sorted(when.arguments)}"
+                yield f"arguments have keys {sorted(args)}, rule wants exactly {sorted(when.arguments)}"
         for k, want in when.arguments.items():
             got = args.get(k, _ABSENT)
             if not value_matches(want, got):
-                return f"argument {k!r} is {_show(got)}, rule wants {_show(want)}"
+                yield f"argument {k!r} is {_show(got)}, rule wants {_show(want)}"
     for label, pattern, value in (
         ("inputResponses", when.inputResponses, ctx["inputResponses"]),
         ("vars", when.vars, ctx["vars"]),
@@ -119,8 +124,7 @@ def mismatch(when: model.Match, ctx: dict[str, Any]) -> str | None:
             for k, want in pattern.items():
                 got = value.get(k, _ABSENT) if type(value) is dict else _ABSENT
                 if not value_matches(want, got):
-                    return f"{label}.{k} is {_show(got)}, rule wants {_show(want)}"
-    return None
+                    yield f"{label}.{k} is {_show(got)}, rule wants {_show(want)}"
 
 
 def matches(when: model.Match, ctx: dict[str, Any]) -> bool:
@@ -141,10 +145,19 @@ def _show(v: Any) -> str:
 
 
 def near_miss(rules: list[model.Rule], ctx: dict[str, Any]) -> dict[str, Any] | None:
-    """The closest rule and the first part of it that did not match."""
+    """The closest rule (fewest parts of ``when`` unmatched; first on ties) and what did not match."""
+    best: tuple[int, int, list[str]] | None = None
     for index, rule in enumerate(rules):
-        reason = mismatch(rule.when, ctx)
-        if reason is None:
-            reason = "it matched, but its targeting (nth/every/first/after/probability) skipped this request"
-        return {"rule": rule.name or f"replies[{index}]", "reason": reason} if reason else None
-    return None
+        reasons = list(_mismatches(rule.when, ctx))
+        if best is None or len(reasons) < len(best[2]):
+            best = (index, len(reasons), reasons)
+        if not reasons:
+            break
+    if best is None:
+        return None
+    index, _, reasons = best
+    rule = rules[index]
+    if not reasons:
+        reasons = ["it matched, but its targeting (nth/every/first/after/probability) skipped this request"]
+    out: dict[str, Any] = {"rule": rule.name or f"replies[{index}]", "reason": "; ".join(reasons)}
+    return out

@@ -439,7 +439,15 @@ class StateMachine:
 
 @frozen
 class Expectation:
-    """What the client must do (checked at exit; see docs/verification.md)."""
+    """What the client must do (checked at exit; see docs/verification.md).
+
+    Which requests count: ``method``, and optionally the tool/prompt ``name``,
+    the resource ``uri``, ``arguments`` and ``params`` matchers (as in
+    ``when``). How often: ``atLeast``/``atMost`` (combinable), ``exactly`` or
+    ``never``; with none of them, at least once. Order: ``before``/``after``
+    name another expectation's ``id``. Retries after ``input_required`` count
+    only with ``retries: true`` (a multi-round call is one call by default).
+    """
 
     method: str
     name: str | None = None
@@ -450,7 +458,9 @@ class Expectation:
     atMost: int | None = None
     exactly: int | None = None
     never: bool = False
-    before: str | None = None  # the `id` of another expectation that must come later
+    before: str | None = None  # the `id` of another expectation whose first request must come later
+    after: str | None = None  # the `id` of another expectation whose first request must come earlier
+    retries: bool = False
     id: str | None = None
 
 

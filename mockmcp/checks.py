@@ -1,0 +1,294 @@
+"""What revision 2026-07-28 requires of *clients*, checked message by message.
+
+Plain sans-I/O code: ``ClientChecker`` is fed every inbound line (parsed or
+not) and every message the server writes, and returns ``Finding``s. It keeps
+only what the rules need: the requests in flight (ids, progress tokens) and
+the ``input_required`` rounds the server issued and the client has not retried
+yet. Each check has a stable id, a level (error: a MUST was broken; warning: a
+SHOULD; note: allowed but probably a mistake) and the spec section it comes
+from; docs/verification.md lists them all.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from . import protocol as p
+
+_SPEC = "https://modelcontextprotocol.io/specification/2026-07-28/"
+
+# id -> (level, spec section, one-line summary). The single list the docs and tests follow.
+CHECKS: dict[str, tuple[str, str, str]] = {
+    "jsonrpc.parse": ("error", "basic/transports/stdio#sending-messages", "a line that is not UTF-8 JSON"),
+    "jsonrpc.invalid": ("error", "basic#messages", "a message that is not valid JSON-RPC 2.0"),
+    "jsonrpc.response": ("error", "basic/patterns/mrtr", "the client sent a JSON-RPC response; servers send no requests in this revision"),
+    "id.null": ("error", "basic#requests", "a request id that is null"),
+    "id.type": ("error", "basic#requests", "a request id that is neither a string nor an integer"),
+    "id.reused": ("error", "basic#requests", "a request id already used by a request still in flight"),
+    "meta.missing": ("error", "basic#meta", "a request without params._meta"),
+    "meta.protocolVersion.missing": ("error", "basic#meta", "_meta lacks io.modelcontextprotocol/protocolVersion"),
+    "meta.protocolVersion.type": ("error", "basic#meta", "io.modelcontextprotocol/protocolVersion is not a string"),
+    "meta.clientCapabilities.missing": ("error", "basic#meta", "_meta lacks io.modelcontextprotocol/clientCapabilities"),
+    "meta.clientCapabilities.type": ("error", "basic#meta", "io.modelcontextprotocol/clientCapabilities is not an object"),
+    "meta.clientInfo.missing": ("warning", "basic#meta", "_meta lacks io.modelcontextprotocol/clientInfo (a SHOULD)"),
+    "meta.clientInfo.type": ("error", "basic#meta", "io.modelcontextprotocol/clientInfo is not an Implementation (name and version strings)"),
+    "meta.logLevel.type": ("error", "server/utilities/logging#per-request-log-level", "io.modelcontextprotocol/logLevel is not a logging level"),
+    "meta.progressToken.type": ("error", "basic/patterns/progress#progress-flow", "progressToken is neither a string nor an integer"),
+    "progressToken.reused": ("error", "basic/patterns/progress#progress-flow", "a progressToken already used by a request still in flight"),
+    "mrtr.retry.sameId": ("error", "basic/patterns/mrtr#client-requirements-basic-workflow", "a retry after input_required reused the id of the original request"),
+    "mrtr.requestState.altered": ("error", "basic/patterns/mrtr#client-requirements-basic-workflow", "a retry did not echo requestState byte for byte"),
+    "mrtr.requestState.dropped": ("error", "basic/patterns/mrtr#client-requirements-basic-workflow", "a retry omitted the requestState the server gave"),
+    "mrtr.requestState.unexpected": ("error", "basic/patterns/mrtr#client-requirements-basic-workflow", "a retry sent requestState although the server gave none"),
+    "mrtr.inputResponses.missing": ("error", "basic/patterns/mrtr#client-requirements-basic-workflow", "a retry did not answer every input request"),
+    "mrtr.leak": ("error", "basic/patterns/mrtr#client-requirements-basic-workflow", "inputResponses or requestState on a request that is not the retry of the request that asked"),
+    "cancel.unknown": ("note", "basic/patterns/cancellation#behavior-requirements", "notifications/cancelled names no request in flight"),
+    "removed.initialize": ("error", "basic/versioning#backward-compatibility-with-initialization-based-versions", "initialize sent to a server that speaks only the stateless revision"),
+    "removed.initialized": ("error", "changelog#major-changes", "notifications/initialized (the handshake is gone)"),
+    "removed.ping": ("error", "changelog#major-changes", "ping (removed in this revision)"),
+    "removed.logging.setLevel": ("error", "changelog#major-changes", "logging/setLevel (use _meta io.modelcontextprotocol/logLevel)"),
+    "removed.resources.subscribe": ("error", "basic/patterns/subscriptions", "resources/subscribe or resources/unsubscribe (use subscriptions/listen)"),
+    "expect.unmatched": ("error", "docs/verification.md#unmatched-requests", "a request no scenario rule matched (with the closest rule)"),
+}
+
+_REMOVED = {
+    "notifications/initialized": "removed.initialized",
+    "ping": "removed.ping",
+    "logging/setLevel": "removed.logging.setLevel",
+    "resources/subscribe": "removed.resources.subscribe",
+    "resources/unsubscribe": "removed.resources.subscribe",
+}
+
+
+def spec_url(section: str) -> str:
+    """The spec address of a check's section (our own docs for mock-specific checks)."""
+    return section if section.startswith("docs/") else _SPEC + section
+
+
+class Finding:
+    """One broken rule: which check, how bad, where in the spec, and the offending message."""
+
+    __slots__ = ("check", "level", "section", "text", "message", "request_id", "extra")
+
+    def __init__(self, check: str, text: str, message: Any = None, request_id: Any = None, extra: dict[str, Any] | None = None) -> None:
+        level, section, _ = CHECKS[check]
+        self.check = check
+        self.level = level
+        self.section = section
+        self.text = text
+        self.message = message
+        self.request_id = request_id
+        self.extra = extra
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"check": self.check, "level": self.level, "spec": spec_url(self.section), "text": self.text}
+        if self.request_id is not None:
+            out["id"] = self.request_id
+        if self.message is not None:
+            out["message"] = self.message
+        if self.extra:
+            out.update(self.extra)
+        return out
+
+    def __repr__(self) -> str:
+        return f"Finding({self.check!r}, {self.text!r})"
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class _Round:
+    """An input_required result the server sent, waiting for its retry."""
+
+    __slots__ = ("id", "method", "target", "args", "state", "asked")
+
+    def __init__(self, id: Any, method: str, target: Any, args: str, state: str | None, asked: list[str]) -> None:
+        self.id, self.method, self.target, self.args, self.state, self.asked = id, method, target, args, state, asked
+
+
+class _InFlight:
+    __slots__ = ("method", "target", "args", "token")
+
+    def __init__(self, method: str, target: Any, args: str, token: Any) -> None:
+        self.method, self.target, self.args, self.token = method, target, args, token
+
+
+def _target(method: str, params: dict[str, Any]) -> Any:
+    return params.get("uri") if method == p.RESOURCES_READ else params.get("name")
+
+
+_MISSING = object()
+
+
+class ClientChecker:
+    """Checks each client message against the revision's client requirements.
+
+    ``modern_only``: the server speaks only the stateless revision, so the
+    handshake-era methods are findings (a dual or legacy scenario accepts them).
+    """
+
+    def __init__(self, *, modern_only: bool = True) -> None:
+        self.modern_only = modern_only
+        self.in_flight: dict[Any, _InFlight] = {}
+        self.rounds: list[_Round] = []
+        self.legacy_session = False
+
+    # ------------------------------------------------------------ inbound
+
+    def invalid_line(self, line: bytes, error_text: str) -> list[Finding]:
+        """A line the decoder rejected: say which rule it broke."""
+        try:
+            obj = json.loads(line)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return [Finding("jsonrpc.parse", error_text, line.decode("latin-1"))]
+        if type(obj) is dict and "method" in obj and "id" in obj:
+            rid = obj["id"]
+            if rid is None:
+                return [Finding("id.null", f"{obj.get('method')!r} request with id null", obj)]
+            if type(rid) not in (str, int):
+                return [Finding("id.type", f"{obj.get('method')!r} request with id of type {type(rid).__name__}", obj)]
+        return [Finding("jsonrpc.invalid", error_text, obj)]
+
+    def oversized(self, length: int) -> list[Finding]:
+        return [Finding("jsonrpc.invalid", f"a line of {length} bytes exceeds the line limit")]
+
+    def response(self, message: dict[str, Any]) -> list[Finding]:
+        rid = message.get("id")
+        return [Finding("jsonrpc.response", f"the client sent a response (id {rid!r}); the server never sends requests", message, rid)]
+
+    def notification(self, method: str, params: dict[str, Any], message: dict[str, Any]) -> list[Finding]:
+        out: list[Finding] = []
+        removed = _REMOVED.get(method)
+        if removed and self.modern_only:
+            out.append(Finding(removed, f"{method} is not part of revision {p.LATEST_VERSION}", message))
+        if method == p.CANCELLED:
+            rid = params.get("requestId", _MISSING)
+            if rid is _MISSING or rid not in self.in_flight:
+                shown = "no requestId" if rid is _MISSING else f"request {rid!r}, which is not in flight"
+                out.append(Finding("cancel.unknown", f"notifications/cancelled names {shown} (the server ignores it)", message))
+            else:
+                self.ended(rid)  # the server sends nothing more for it
+        return out
+
+    def request(self, rid: Any, method: str, params: dict[str, Any], message: dict[str, Any]) -> list[Finding]:
+        out: list[Finding] = []
+        if rid in self.in_flight:
+            out.append(Finding("id.reused", f"{method} reuses id {rid!r} of a {self.in_flight[rid].method} request still in flight", message, rid))
+        if method == p.INITIALIZE:
+            if self.modern_only:
+                out.append(Finding("removed.initialize", "initialize sent to a server that speaks only the stateless revision (send server/discover)", message, rid))
+            else:
+                self.legacy_session = True
+            return out
+        removed = _REMOVED.get(method)
+        if removed and self.modern_only:
+            out.append(Finding(removed, f"{method} is not part of revision {p.LATEST_VERSION}", message, rid))
+        meta = params.get("_meta")
+        token: Any = None
+        if not self.legacy_session:
+            out += self._meta(rid, method, meta, message)
+        if type(meta) is dict:
+            token = meta.get(p.META_PROGRESS_TOKEN)
+            if token is not None and type(token) in (str, int):
+                for other_id, other in self.in_flight.items():
+                    if other.token == token and type(other.token) is type(token) and other_id != rid:
+                        out.append(Finding("progressToken.reused", f"progressToken {token!r} is already used by request {other_id!r} still in flight", message, rid))
+                        break
+        target = _target(method, params)
+        args = _canon(params.get("arguments") or {})
+        if method in p.INPUT_REQUIRED_METHODS or "inputResponses" in params or "requestState" in params:
+            out += self._mrtr(rid, method, target, args, params, message)
+        if rid not in self.in_flight:
+            self.in_flight[rid] = _InFlight(method, target, args, token)
+        return out
+
+    def _meta(self, rid: Any, method: str, meta: Any, message: dict[str, Any]) -> list[Finding]:
+        if type(meta) is not dict:
+            return [Finding("meta.missing", f"{method} request without params._meta", message, rid)]
+        out = []
+        for key, check, want, kinds in (
+            (p.META_PROTOCOL_VERSION, "meta.protocolVersion", "a string", (str,)),
+            (p.META_CLIENT_CAPABILITIES, "meta.clientCapabilities", "an object", (dict,)),
+        ):
+            value = meta.get(key, _MISSING)
+            if value is _MISSING:
+                out.append(Finding(check + ".missing", f"{method} request without _meta[{key!r}]", message, rid))
+            elif type(value) not in kinds:
+                out.append(Finding(check + ".type", f"_meta[{key!r}] must be {want}, got {_canon(value)}", message, rid))
+        info = meta.get(p.META_CLIENT_INFO, _MISSING)
+        if info is _MISSING:
+            out.append(Finding("meta.clientInfo.missing", f"{method} request without _meta[{p.META_CLIENT_INFO!r}]", message, rid))
+        elif type(info) is not dict or type(info.get("name")) is not str or type(info.get("version")) is not str:
+            out.append(Finding("meta.clientInfo.type", f"_meta[{p.META_CLIENT_INFO!r}] needs string name and version, got {_canon(info)}", message, rid))
+        level = meta.get(p.META_LOG_LEVEL, _MISSING)
+        if level is not _MISSING and level not in p.LOG_LEVELS:
+            out.append(Finding("meta.logLevel.type", f"_meta[{p.META_LOG_LEVEL!r}] must be one of {', '.join(p.LOG_LEVELS)}, got {_canon(level)}", message, rid))
+        token = meta.get(p.META_PROGRESS_TOKEN, _MISSING)
+        if token is not _MISSING and type(token) not in (str, int):
+            out.append(Finding("meta.progressToken.type", f"progressToken must be a string or an integer, got {_canon(token)}", message, rid))
+        return out
+
+    def _mrtr(self, rid: Any, method: str, target: Any, args: str, params: dict[str, Any], message: dict[str, Any]) -> list[Finding]:
+        has_state = "requestState" in params
+        has_answers = "inputResponses" in params
+        if not (has_state or has_answers):
+            return []  # a fresh call (a client may choose not to retry)
+        state = params.get("requestState")
+        answers = params.get("inputResponses")
+        found = None
+        if has_state:
+            found = next((r for r in reversed(self.rounds) if r.state is not None and r.state == state), None)
+        if found is None:
+            found = next((r for r in reversed(self.rounds) if (r.method, r.target, r.args) == (method, target, args)), None)
+        if found is None:
+            what = " and ".join(k for k, has in (("inputResponses", has_answers), ("requestState", has_state)) if has)
+            if self.rounds:
+                pending = ", ".join(f"{r.method} {r.target!r} (id {r.id!r})" for r in self.rounds)
+                text = f"{method} {target!r} carries {what}, but the input_required results waiting for a retry are for {pending}"
+            else:
+                text = f"{method} {target!r} carries {what}, but no input_required result is waiting for a retry"
+            return [Finding("mrtr.leak", text, message, rid)]
+        self.rounds.remove(found)
+        out = []
+        if rid == found.id:
+            out.append(Finding("mrtr.retry.sameId", f"the retry of {method} {target!r} reuses id {rid!r}; a retry is a new request with a new id", message, rid))
+        if found.state is None:
+            if has_state:
+                out.append(Finding("mrtr.requestState.unexpected", f"the retry of {method} {target!r} sends requestState, but the input_required result (id {found.id!r}) had none", message, rid))
+        elif not has_state:
+            out.append(Finding("mrtr.requestState.dropped", f"the retry of {method} {target!r} omits the requestState of the input_required result (id {found.id!r})", message, rid))
+        elif state != found.state:
+            out.append(Finding("mrtr.requestState.altered", f"the retry of {method} {target!r} does not echo requestState byte for byte (sent {_short(state)}, given {_short(found.state)})", message, rid))
+        given = answers if type(answers) is dict else {}
+        missing = [k for k in found.asked if k not in given]
+        if missing:
+            out.append(Finding("mrtr.inputResponses.missing", f"the retry of {method} {target!r} does not answer {', '.join(map(repr, missing))}", message, rid))
+        return out
+
+    # ------------------------------------------------------------ outbound
+
+    def server_message(self, message: Any) -> None:
+        """Follow what the server wrote: responses end requests, input_required opens a round."""
+        if type(message) is not dict or "method" in message or "id" not in message:
+            return
+        rid = message["id"]
+        req = self.in_flight.pop(rid, None)
+        result = message.get("result")
+        if req is None or type(result) is not dict or result.get("resultType") != "input_required":
+            return
+        state = result.get("requestState")
+        asked = result.get("inputRequests")
+        self.rounds.append(
+            _Round(rid, req.method, req.target, req.args, state if type(state) is str else None, list(asked) if type(asked) is dict else [])
+        )
+        del self.rounds[:-256]  # a client that never retries must not grow this forever
+
+    def ended(self, rid: Any) -> None:
+        """A request ended without a response (cancelled by the client)."""
+        self.in_flight.pop(rid, None)
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = _canon(value)
+    return text if len(text) <= limit else text[: limit - 3] + '..."'

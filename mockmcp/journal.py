@@ -1,0 +1,190 @@
+"""The journal: every message in both directions, as JSON Lines, and its transcript.
+
+Each record is one ``os.write`` of one line on a file opened with
+``O_APPEND``: two mock processes can share a journal (the TypeScript client
+spawns the server twice) without interleaving inside a line, and a SIGKILL
+loses at most the record being written. Nothing is buffered in Python, so an
+``exit`` fault (``os._exit``) loses nothing already recorded.
+
+Record fields: ``t`` (monotonic seconds, comparable across processes on one
+machine), ``pid``, ``dir`` (``in``, ``out``, ``event``, ``finding``,
+``start``), then ``message`` (parsed) or ``raw`` (the bytes as latin-1 text,
+when a line did not parse or a fault wrote raw bytes), ``rule`` (which
+scenario rule answered), ``id``, ``kind``, ``finding``.
+
+``print_transcript`` renders a journal for humans (``mockmcp journal FILE``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, Iterator, TextIO
+
+_encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False, default=repr)
+
+
+class JournalWriter:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        self.pid = os.getpid()
+        self.broken = False
+
+    def write(self, dir: str, **fields: Any) -> None:
+        if self.broken:
+            return
+        record = {"t": round(time.monotonic(), 6), "pid": self.pid, "dir": dir}
+        record.update(fields)
+        data = (_encoder.encode(record) + "\n").encode("ascii")
+        try:
+            written = os.write(self.fd, data)
+            while written < len(data):  # only on a full disk or a signal; keep the line whole if we can
+                written += os.write(self.fd, data[written:])
+        except OSError:
+            self.broken = True  # a journal failure must not take the protocol down
+
+    def close(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def raw_text(data: bytes) -> str:
+    """Bytes as text that round-trips exactly (``text.encode('latin-1') == data``)."""
+    return data.decode("latin-1")
+
+
+def read_journal(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Parse a journal; a torn last line (a killed writer) is skipped."""
+    return list(_records(path)[0])
+
+
+def _records(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]:
+    records, torn = [], 0
+    with open(path, "rb") as fh:
+        for line in fh:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                torn += 1
+                continue
+            if type(rec) is dict:
+                records.append(rec)
+            else:
+                torn += 1
+    return records, torn
+
+
+# ---------------------------------------------------------------- transcript
+
+_COLORS = {"in": "36", "out": "32", "finding": "1;31", "warning": "33", "note": "2", "event": "35", "start": "1"}
+
+
+def print_transcript(path: str | os.PathLike[str], color: str = "auto", out: TextIO | None = None) -> int:
+    """Print a readable transcript of a journal; 0 on success, 2 if the file cannot be read."""
+    out = out or sys.stdout
+    try:
+        records, torn = _records(path)
+    except OSError as exc:
+        print(f"mockmcp journal: {exc}", file=sys.stderr)
+        return 2
+    use_color = color == "always" or (color == "auto" and out.isatty() and os.environ.get("NO_COLOR") is None)
+    for text, style in transcript_lines(records):
+        out.write((f"\x1b[{_COLORS[style]}m{text}\x1b[0m" if use_color and style in _COLORS else text) + "\n")
+    if torn:
+        out.write(f"({torn} unreadable line{'s' if torn != 1 else ''} skipped: a writer was killed mid-record)\n")
+    return 0
+
+
+def transcript_lines(records: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+    """(text, style) per record; times are relative to the first record."""
+    if not records:
+        return
+    t0 = min(r.get("t", 0) for r in records)
+    pids = {r.get("pid") for r in records}
+    sent_at: dict[tuple[Any, Any], float] = {}
+    for r in records:
+        t = r.get("t", t0)
+        stamp = f"{(t - t0) * 1000:9.1f}ms"
+        who = f" [{r.get('pid')}]" if len(pids) > 1 else ""
+        d = r.get("dir")
+        if d == "start":
+            yield f"{stamp}{who} == mockmcp started ({r.get('scenario', '')})", "start"
+        elif d == "in":
+            msg = r.get("message")
+            if msg is None:
+                yield f"{stamp}{who} -> (unparsed) {_clip(r.get('raw', ''))}  [{r.get('error', '')}]", "in"
+                continue
+            if "id" in msg and "method" in msg:
+                sent_at[(r.get("pid"), _key(msg["id"]))] = t
+            yield f"{stamp}{who} -> {_describe(msg)}", "in"
+        elif d == "out":
+            msg = r.get("message")
+            rule = f"  (rule {r['rule']})" if r.get("rule") else ""
+            if msg is None:
+                yield f"{stamp}{who} <- (raw bytes) {_clip(r.get('raw', ''))}", "out"
+                continue
+            took = ""
+            if "id" in msg and "method" not in msg:
+                start = sent_at.pop((r.get("pid"), _key(msg["id"])), None)
+                if start is not None:
+                    took = f"  in {(t - start) * 1000:.1f}ms"
+            yield f"{stamp}{who} <- {_describe(msg)}{took}{rule}", "out"
+        elif d == "event":
+            info = {k: v for k, v in r.items() if k not in ("t", "pid", "dir", "kind")}
+            yield f"{stamp}{who} ** {r.get('kind')} {json.dumps(info, ensure_ascii=False)}", "event"
+        elif d == "finding":
+            f = r.get("finding") or {}
+            level = f.get("level", "error")
+            style = "finding" if level == "error" else level
+            yield f"{stamp}{who} !! {level.upper()} {f.get('check')}: {f.get('text')}  <{f.get('spec')}>", style
+
+
+def _key(rid: Any) -> str:
+    return json.dumps(rid)
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    text = repr(text)[1:-1]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _describe(msg: dict[str, Any]) -> str:
+    if "method" in msg:
+        params = msg.get("params") if type(msg.get("params")) is dict else {}
+        detail = ""
+        for key in ("name", "uri"):
+            if type(params.get(key)) is str:
+                detail += f" {params[key]}"
+        if type(params.get("arguments")) is dict and params["arguments"]:
+            detail += " " + _clip(json.dumps(params["arguments"], ensure_ascii=False), 80)
+        if "inputResponses" in params:
+            detail += " +inputResponses"
+        if "requestState" in params:
+            detail += " +requestState"
+        if msg["method"] == "notifications/cancelled":
+            detail += f" requestId={json.dumps(params.get('requestId'))}"
+        head = f"#{json.dumps(msg['id'])} " if "id" in msg else ""
+        return f"{head}{msg['method']}{detail}"
+    rid = f"#{json.dumps(msg['id'])}" if msg.get("id") is not None else "(no id)"
+    if "error" in msg and type(msg["error"]) is dict:
+        e = msg["error"]
+        return f"{rid} error {e.get('code')} {_clip(str(e.get('message')), 100)}"
+    result = msg.get("result")
+    if type(result) is dict:
+        kind = result.get("resultType", "?")
+        extra = ""
+        if kind == "input_required" and type(result.get("inputRequests")) is dict:
+            extra = " asks " + ", ".join(result["inputRequests"])
+        elif type(result.get("content")) is list and result["content"] and type(result["content"][0]) is dict:
+            first = result["content"][0]
+            if first.get("type") == "text":
+                extra = " " + _clip(json.dumps(first.get("text"), ensure_ascii=False), 60)
+        if result.get("isError") is True:
+            extra += " (isError)"
+        return f"{rid} result {kind}{extra}"
+    return f"{rid} {_clip(json.dumps(msg, ensure_ascii=False))}"

@@ -1,0 +1,198 @@
+"""Client verification wired into ``mockmcp run``: journal, checks, expectations, report.
+
+``attach`` is called by ``run`` only when ``--journal``, ``--report`` or
+``--strict`` is given (so plain runs pay nothing). It hooks the sans-I/O
+pieces (``checks``, ``expectations``, ``journal``) to the connection's inbound
+observers and the shell's output/event callbacks, and returns the callbacks
+``run`` passes on. ``finish`` writes the report and the stderr summary and
+applies ``--strict``.
+
+An ``exit`` fault ends the process with ``os._exit`` from the shell's writer:
+the journal is complete up to that point (one write per record), but no
+report is written then (docs/verification.md says so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from . import jsonrpc
+from .checks import CHECKS, ClientChecker, Finding
+from .expectations import ExpectationTracker, failure_message
+from .framing import Oversized
+from .journal import JournalWriter, raw_text
+
+MAX_PER_CHECK = 100  # findings kept per check id (the rest are only counted)
+
+
+class Verifier:
+    def __init__(self, engine: Any, log: Any, *, journal: str | None, report: str | None, strict: bool) -> None:
+        self.engine = engine
+        self.log = log
+        self.strict = strict
+        self.report_path = report.replace("{pid}", str(os.getpid())) if report else None
+        self.journal = JournalWriter(journal) if journal else None
+        self.checker = ClientChecker(modern_only=engine.protocol.era == "modern")
+        self.tracker = ExpectationTracker(engine.scenario.expectations)
+        self.findings: list[Finding] = []
+        self.per_check: dict[str, int] = {}
+        self.counts = {"requests": 0, "notifications": 0, "clientResponses": 0, "invalid": 0, "sent": 0, "rawWrites": 0, "cancelled": 0}
+        self.rules: dict[Any, str] = {}
+        self._unmatched_seen = 0
+        if self.journal is not None:
+            self.journal.write("start", scenario=engine.scenario.description or "", versions=list(engine.protocol.versions))
+
+    # ------------------------------------------------------------ hooks
+
+    def inbound(self, line: bytes | Oversized, msg: jsonrpc.Message | None, error: Any) -> None:
+        if isinstance(line, Oversized):
+            self.counts["invalid"] += 1
+            if self.journal is not None:
+                self.journal.write("in", oversized=line.length, error=str(error) if error else None)
+            self._found(self.checker.oversized(line.length))
+            return
+        if msg is None:
+            self.counts["invalid"] += 1
+            text = error.message if error is not None else "not a JSON-RPC message"
+            if self.journal is not None:
+                self.journal.write("in", raw=raw_text(line.rstrip(b"\r\n")), error=text)
+            self._found(self.checker.invalid_line(line, text))
+            return
+        if self.journal is not None:
+            self.journal.write("in", message=msg.message)
+        if type(msg) is jsonrpc.Request:
+            self.counts["requests"] += 1
+            self.tracker.observe(msg.id, msg.method, msg.params)
+            self._found(self.checker.request(msg.id, msg.method, msg.params, msg.message))
+        elif type(msg) is jsonrpc.Notification:
+            self.counts["notifications"] += 1
+            self._found(self.checker.notification(msg.method, msg.params, msg.message))
+        else:
+            self.counts["clientResponses"] += 1
+            self._found(self.checker.response(msg.message))
+
+    def plan(self, plan: Any) -> None:
+        if plan.rule is not None:
+            self.rules[plan.request_id] = plan.rule
+
+    def output(self, message: Any, data: bytes) -> None:
+        self._drain_unmatched()
+        if message is None:
+            self.counts["rawWrites"] += 1
+            if self.journal is not None:
+                self.journal.write("out", raw=raw_text(data), fault=True)
+            return
+        self.counts["sent"] += 1
+        rule = None
+        if type(message) is dict and "id" in message and "method" not in message:
+            rule = self.rules.pop(message["id"], None)
+        if self.journal is not None:
+            if rule is not None:
+                self.journal.write("out", message=message, rule=rule)
+            else:
+                self.journal.write("out", message=message)
+        self.checker.server_message(message)
+
+    def event(self, kind: str, info: dict[str, Any]) -> None:
+        if kind == "cancelled":
+            self.counts["cancelled"] += 1
+            self.checker.ended(info.get("id"))
+            self.rules.pop(info.get("id"), None)
+        if self.journal is not None:
+            self.journal.write("event", kind=kind, **info)
+
+    # ------------------------------------------------------------ findings
+
+    def _drain_unmatched(self) -> None:
+        unmatched = self.engine.unmatched
+        while self._unmatched_seen < len(unmatched):
+            u = unmatched[self._unmatched_seen]
+            self._unmatched_seen += 1
+            miss = u.get("nearMiss")
+            text = f"no rule of {u['what']} matched {u['method']} id {u['id']!r}"
+            if miss:
+                text += f"; closest: {miss['rule']} ({miss['reason']})"
+            self._found([Finding("expect.unmatched", text, None, u["id"], {"nearMiss": miss} if miss else None)])
+
+    def _found(self, findings: list[Finding]) -> None:
+        for f in findings:
+            n = self.per_check.get(f.check, 0) + 1
+            self.per_check[f.check] = n
+            if n <= MAX_PER_CHECK:
+                self.findings.append(f)
+            if self.journal is not None:
+                self.journal.write("finding", finding=f.to_json())
+            self.log("info", f"client check {f.check} ({f.level}): {f.text}")
+
+    # ------------------------------------------------------------ end
+
+    def report(self) -> dict[str, Any]:
+        self._drain_unmatched()
+        verdicts = self.tracker.verdicts()
+        levels = {"error": 0, "warning": 0, "note": 0}
+        for check, n in self.per_check.items():
+            levels[CHECKS[check][0]] += n
+        findings = [f.to_json() for f in self.findings]
+        failed = sum(1 for v in verdicts if v["verdict"] == "failed")
+        return {
+            "mockmcp": 1,
+            "pid": os.getpid(),
+            "ok": failed == 0 and levels["error"] == 0,
+            "counts": {
+                **self.counts,
+                "findings": levels,
+                "byCheck": dict(sorted(self.per_check.items())),
+                "expectations": {"passed": len(verdicts) - failed, "failed": failed},
+            },
+            "expectations": verdicts,
+            "findings": findings,
+        }
+
+    def finish(self, status: int) -> int:
+        report = self.report()
+        if self.report_path:
+            tmp = f"{self.report_path}.{os.getpid()}.tmp"
+            try:
+                with open(tmp, "w", encoding="utf-8") as fh:
+                    json.dump(report, fh, indent=2, ensure_ascii=False, default=repr)
+                    fh.write("\n")
+                os.replace(tmp, self.report_path)
+            except OSError as exc:
+                self.log("error", f"cannot write the report {self.report_path}: {exc}")
+        self._summary(report)
+        if self.journal is not None:
+            self.journal.close()
+        if self.strict and not report["ok"] and status == 0:
+            return 1
+        return status
+
+    def _summary(self, report: dict[str, Any]) -> None:
+        if self.log.level >= 100:  # --log-level quiet
+            return
+        c = report["counts"]
+        f = c["findings"]
+        e = c["expectations"]
+        lines = [
+            f"mockmcp: verification: {c['requests']} requests, {c['notifications']} notifications; "
+            f"findings: {f['error']} errors, {f['warning']} warnings, {f['note']} notes; "
+            f"expectations: {e['passed']} passed, {e['failed']} failed"
+        ]
+        shown = [x for x in report["findings"] if x["level"] != "note"][:10]
+        for x in shown:
+            lines.append(f"mockmcp:   {x['level']} {x['check']}: {x['text']}")
+        if e["failed"]:
+            lines += ["mockmcp:   " + line for line in failure_message(report["expectations"]).splitlines()]
+        if self.strict and not report["ok"]:
+            lines.append("mockmcp: --strict: exiting with status 1")
+        self.log.raw("\n".join(lines) + "\n")
+
+
+def attach(engine: Any, conn: Any, log: Any, *, journal: str | None = None, report: str | None = None, strict: bool = False) -> dict[str, Any]:
+    v = Verifier(engine, log, journal=journal, report=report, strict=strict)
+    conn.observers.append(v.inbound)
+    plan_observers = getattr(conn, "plan_observers", None)
+    if plan_observers is not None:
+        plan_observers.append(v.plan)
+    return {"output": v.output, "event": v.event, "finish": v.finish, "verifier": v}
