@@ -56,9 +56,16 @@ def iter_step_lists(s: model.Scenario) -> Iterator[tuple[Path_, str, list[model.
 
 
 def iter_steps(s: model.Scenario) -> Iterator[tuple[Path_, model.Step]]:
+    """Every step, including those inside ``repeat`` steps."""
     for path, _, steps in iter_step_lists(s):
-        for i, step in enumerate(steps):
-            yield path + (i,), step
+        yield from _walk(path, steps)
+
+
+def _walk(path: Path_, steps: list[model.Step]) -> Iterator[tuple[Path_, model.Step]]:
+    for i, step in enumerate(steps):
+        yield path + (i,), step
+        if isinstance(step, model.RepeatStep):
+            yield from _walk(path + (i, "repeat", "steps"), step.repeat.steps)
 
 
 _CONTENT_REQUIRED = {
@@ -166,9 +173,21 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
                 if msg:
                     found.append(Found(sp + ("inputRequired", "inputRequests", key), msg))
         elif isinstance(step, model.ProgressStep):
-            if last_progress is not None and step.progress.progress <= last_progress:
-                found.append(Found(sp, f"progress must increase ({step.progress.progress} after {last_progress})", "warning"))
-            last_progress = step.progress.progress
+            value = step.progress.progress
+            if type(value) is str:
+                last_progress = None  # a template's values are known only when it runs
+            else:
+                if last_progress is not None and value <= last_progress and not step.progress.deliberate:
+                    found.append(Found(sp, f"progress must increase ({value} after {last_progress}); mark it deliberate: true if meant", "warning"))
+                last_progress = value
+        elif isinstance(step, model.RepeatStep):
+            inner = step.repeat.steps
+            for j, sub in enumerate(inner):
+                if isinstance(sub, model.TERMINAL_STEPS) or isinstance(sub, model.EndSubscriptionStep):
+                    found.append(Found(sp + ("repeat", "steps", j), "a repeat holds only non-final steps (progress, log, sleep, emit, ...)"))
+            _check_steps(sp + ("repeat", "steps"), method, [x for x in inner if not isinstance(x, (model.TERMINAL_STEPS, model.EndSubscriptionStep))], found, timeline=True)
+            if type(step.repeat.times) is int and step.repeat.times < 0:
+                found.append(Found(sp + ("repeat", "times"), "times must be at least 0"))
         elif isinstance(step, model.EmitStep):
             if step.emit.event == "resources/updated" and step.emit.uri is None:
                 found.append(Found(sp + ("emit",), "resources/updated needs a 'uri'"))
@@ -240,6 +259,16 @@ def check(s: model.Scenario, *, base_dir: Path | None = None, allow_absolute: bo
                 found.append(Found(path + ("when", name), f"{name} must be at least 1"))
         if w.probability is not None and not 0 <= w.probability <= 1:
             found.append(Found(path + ("when", "probability"), "probability must be between 0 and 1"))
+    for i, timer in enumerate(s.subscriptions.timers):
+        tp = ("subscriptions", "timers", i)
+        if timer.emit.event == "resources/updated" and timer.emit.uri is None:
+            found.append(Found(tp + ("emit",), "resources/updated needs a 'uri'"))
+        if timer.count < 1:
+            found.append(Found(tp + ("count",), "count must be at least 1"))
+        if timer.count > 1 and (timer.every is None or timer.every.seconds <= 0):
+            found.append(Found(tp, "a timer with count above 1 needs a positive 'every'"))
+        for msg in templates.check(timer.emit.uri):
+            found.append(Found(tp + ("emit", "uri"), f"template error: {msg}"))
     if s.expectations:
         from .expectations import problems as expectation_problems
 

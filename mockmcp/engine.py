@@ -414,6 +414,8 @@ class Engine:
         return None
 
     def _answer(self, req: jsonrpc.Request, ctx: dict[str, Any], rules: list[model.Rule], what: str) -> Plan:
+        if "reask" in ctx:
+            return self._reask(req, ctx)
         chosen = self._select(rules, ctx)
         if chosen is None:
             miss = near_miss(rules, ctx)
@@ -435,7 +437,7 @@ class Engine:
         token = meta.get(p.META_PROGRESS_TOKEN)
         level = meta.get(p.META_LOG_LEVEL)
         scale = self.time_scale
-        for step in steps:
+        for step in self._unroll(req, steps, ctx):
             t = type(step)
             if t is model.ResultStep:
                 actions.append(self._final(req, self._complete(req, templates.render(step.result, ctx))))
@@ -458,8 +460,8 @@ class Engine:
             elif t is model.ProgressStep:
                 if token is not None:
                     pr = step.progress
-                    prm = _drop_none({"progressToken": token, "progress": pr.progress, "total": pr.total,
-                                      "message": templates.render(pr.message, ctx)})
+                    prm = _drop_none({"progressToken": token, "progress": _number(req, pr.progress, ctx),
+                                      "total": _number(req, pr.total, ctx), "message": templates.render(pr.message, ctx)})
                     actions.append(self._send(jsonrpc.notification(p.PROGRESS, prm)))
             elif t is model.LogStep:
                 lg = step.log
@@ -526,6 +528,21 @@ class Engine:
             labels = self._rule_labels = {id(r): format_path(path) for path, _, r in iter_rules(self.scenario)}
         return labels.get(id(rule), "?")
 
+    def _unroll(self, req: jsonrpc.Request, steps: Iterable[model.Step], ctx: dict[str, Any]) -> Iterable[model.Step]:
+        """The steps with every ``repeat`` unrolled; ``ctx["index"]`` is set as each repetition starts."""
+        for step in steps:
+            if type(step) is not model.RepeatStep:
+                yield step
+                continue
+            times = _number(req, step.repeat.times, ctx)
+            if type(times) is not int and not (type(times) is float and times.is_integer()):
+                raise errors.InvalidParams(f"Invalid params: repeat count {times!r} is not a whole number", request_id=req.id)
+            outer = ctx.get("index")
+            for i in range(min(int(times), _MAX_REPEAT)):
+                ctx["index"] = i + 1
+                yield from self._unroll(req, step.repeat.steps, ctx)
+            ctx["index"] = outer
+
     def _send(self, msg: dict[str, Any], final: bool = False) -> Send:
         return Send(msg, jsonrpc.encode(msg), final)
 
@@ -583,6 +600,20 @@ class Engine:
 
     def _input_required(self, req: jsonrpc.Request, ctx: dict[str, Any], spec: model.InputRequiredSpec) -> Send:
         requests = templates.render(spec.inputRequests, ctx)
+        user = spec.requestState if isinstance(spec.requestState, str) else None
+        return self._ask(req, ctx, requests, spec.requestState is not False, templates.render(user, ctx), ctx["round"], None)
+
+    def _ask(
+        self,
+        req: jsonrpc.Request,
+        ctx: dict[str, Any],
+        requests: dict[str, Any],
+        with_state: bool,
+        user: Any,
+        round: int,
+        answers: dict[str, Any] | None,
+    ) -> Send:
+        """An input_required result (or -32021 if the client cannot answer it)."""
         if self.protocol.checkCapabilities:
             missing = mrtr.missing_capabilities(requests, ctx["meta"].get(p.META_CLIENT_CAPABILITIES) or {})
             if missing:
@@ -598,10 +629,10 @@ class Engine:
         result: dict[str, Any] = {"resultType": "input_required"}
         if requests:
             result["inputRequests"] = requests
-        if spec.requestState is not False:
-            user = spec.requestState if isinstance(spec.requestState, str) else None
+        if with_state:
+            asked = {k: v.get("method") for k, v in requests.items() if isinstance(v, dict)}
             result["requestState"] = self.state_codec.issue(
-                mrtr.origin(req.method, ctx), ctx["round"], {k: v.get("method") for k, v in requests.items()}, templates.render(user, ctx)
+                mrtr.origin(req.method, ctx), round, asked, user, requests, answers
             )
         if self.protocol.serverInfo:
             result["_meta"] = {p.META_SERVER_INFO: self.server_info}
@@ -642,9 +673,36 @@ class Engine:
                         request_id=req.id,
                     )
         missing = [k for k in decoded.asked if k not in responses]
+        # Answers given in earlier retries of this round (when one was missing) count too.
+        merged = {**decoded.answers, **{k: responses[k] for k in decoded.asked if k in responses}}
+        ctx["inputResponses"] = {**responses, **merged}
         ctx["round"] = decoded.round if missing else decoded.round + 1
         ctx["missingInputs"] = missing
         ctx["requestState"] = decoded.user
+        if missing:
+            # The spec's SHOULD: ask again for what is missing rather than fail.
+            ctx["reask"] = (decoded, {k: decoded.requests[k] for k in missing if k in decoded.requests}, merged)
+
+    def _reask(self, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
+        decoded, requests, answers = ctx["reask"]
+        send = self._ask(req, ctx, requests, True, decoded.user, decoded.round, answers)
+        return Plan(req.id, [send], req.method, "mockmcp: ask again for missing inputResponses", True)
+
+
+_MAX_REPEAT = 100_000  # a template-given count cannot make a plan without end
+
+
+def _number(req: jsonrpc.Request, value: Any, ctx: dict[str, Any]) -> Any:
+    """A number written as such or as a template; a request value that is no number -> -32602."""
+    if type(value) is not str:
+        return value
+    rendered = templates.render(value, ctx)
+    if type(rendered) in (int, float):
+        return rendered
+    try:
+        return templates._num(rendered)
+    except (templates.TemplateError, ValueError):
+        raise errors.InvalidParams(f"Invalid params: {rendered!r} is not a number (from {value!r})", request_id=req.id) from None
 
 
 def _str(value: Any) -> str:
@@ -838,9 +896,63 @@ def _listen(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
         p.SUBSCRIPTIONS_ACKNOWLEDGED, {"_meta": {p.META_SUBSCRIPTION_ID: req.id}, "notifications": honored}
     )
     plan = engine._expand(req, ctx, engine.scenario.subscriptions.timeline, None, subscription=True)
+    timers = engine.scenario.subscriptions.timers
+    if timers:
+        plan.actions = _with_timers(plan.actions, _timer_events(engine, req, ctx, timers))
     plan.actions.insert(0, engine._send(ack))
     plan.immediate = False
     return plan
+
+
+def _timer_events(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any], timers: list[model.Timer]) -> list[tuple[float, Emit]]:
+    """Every timed event of one stream as (seconds after the ack, event), in time order."""
+    events = []
+    scale = engine.time_scale
+    for timer in timers:
+        uri = templates.render(timer.emit.uri, ctx)
+        every = timer.every.seconds if timer.every is not None else 0.0
+        for n in range(timer.count):
+            events.append(((timer.after.seconds + n * every) * scale, Emit(timer.emit.event, uri, req.id, True)))
+    events.sort(key=lambda e: e[0])  # stable: timers written first win ties
+    return events
+
+
+def _with_timers(actions: list[Action], events: list[tuple[float, Emit]]) -> list[Action]:
+    """Interleave timed events with a stream's timeline by splitting its sleeps.
+
+    Events still due when the timeline parks are played before the park; events
+    due after the timeline ends the stream are dropped with it.
+    """
+    out: list[Action] = []
+    clock = 0.0
+    i = 0
+    for action in actions:
+        if type(action) is Sleep:
+            end = clock + action.seconds
+            while i < len(events) and events[i][0] < end:
+                at, emit = events[i]
+                if at > clock:
+                    out.append(Sleep(at - clock))
+                    clock = at
+                out.append(emit)
+                i += 1
+            if end > clock:
+                out.append(Sleep(end - clock))
+            clock = end
+            continue
+        if type(action) is Park:
+            for at, emit in events[i:]:
+                if at > clock:
+                    out.append(Sleep(at - clock))
+                    clock = at
+                out.append(emit)
+            i = len(events)
+        else:
+            while i < len(events) and events[i][0] <= clock:
+                out.append(events[i][1])
+                i += 1
+        out.append(action)
+    return out
 
 
 _HANDLERS = {

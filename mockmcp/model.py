@@ -68,9 +68,13 @@ class InputRequiredSpec:
 
 @frozen
 class ProgressSpec:
-    progress: float
-    total: float | None = None
+    """A progress notification; ``progress``/``total`` may be templates (``"{{ index }}"``)."""
+
+    progress: float | str
+    total: float | str | None = None
     message: str | None = None
+    # a non-increasing value on purpose (``mockmcp check`` then does not warn)
+    deliberate: bool = False
 
 
 @frozen
@@ -128,6 +132,22 @@ class LogStep:
 @frozen
 class EmitStep:
     emit: EmitSpec
+
+
+@frozen
+class RepeatSpec:
+    """Run ``steps`` ``times`` times (a number or a template such as
+    ``"{{ default(arguments.steps, 3) }}"``); ``{{ index }}`` counts from 1."""
+
+    times: int | str
+    steps: list["Step"]
+
+
+@frozen
+class RepeatStep:
+    """Repeat non-final steps (progress, log, sleep, emit...) a number of times."""
+
+    repeat: RepeatSpec
 
 
 @frozen
@@ -213,6 +233,7 @@ Step = Union[
     LogStep,
     EmitStep,
     SetStateStep,
+    RepeatStep,
     EndSubscriptionStep,
     RawStep,
     RawBytesStep,
@@ -374,10 +395,25 @@ class MethodOverride:
 
 
 @frozen
+class Timer:
+    """A timed event on every open subscription stream.
+
+    ``count`` events, the first ``after`` the acknowledgement, then one every
+    ``every``; each goes to the stream only if it asked for that kind.
+    """
+
+    emit: EmitSpec
+    after: Duration = Duration(0.0)
+    every: Duration | None = None
+    count: int = 1
+
+
+@frozen
 class Subscriptions:
     """What happens on every ``subscriptions/listen`` stream after the ack."""
 
     timeline: list[Step] = attrs.Factory(list)
+    timers: list[Timer] = attrs.Factory(list)
 
 
 # ---------------------------------------------------------------- server

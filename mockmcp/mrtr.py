@@ -33,13 +33,30 @@ def origin(method: str, ctx: dict[str, Any]) -> str:
 
 
 class DecodedState:
-    __slots__ = ("origin", "round", "asked", "user")
+    """What a verified ``requestState`` carries.
 
-    def __init__(self, origin: str, round: int, asked: dict[str, str], user: Any) -> None:
+    ``requests`` are the input requests of the round that issued it (so a retry
+    that lacks an answer can be asked again without server memory) and
+    ``answers`` the answers already given in earlier retries of that round.
+    """
+
+    __slots__ = ("origin", "round", "asked", "user", "requests", "answers")
+
+    def __init__(
+        self,
+        origin: str,
+        round: int,
+        asked: dict[str, str],
+        user: Any,
+        requests: dict[str, Any] | None = None,
+        answers: dict[str, Any] | None = None,
+    ) -> None:
         self.origin = origin
         self.round = round
         self.asked = asked
         self.user = user
+        self.requests = requests or {}
+        self.answers = answers or {}
 
     def describe_origin(self) -> str:
         method, target, _ = (self.origin.split("|") + ["", ""])[:3]
@@ -61,10 +78,22 @@ class StateCodec:
     def _mac(self, payload: bytes) -> bytes:
         return hmac.new(self.key, payload, hashlib.sha256).digest()[:16]
 
-    def issue(self, origin: str, round: int, asked: dict[str, str], user: Any = None) -> str:
+    def issue(
+        self,
+        origin: str,
+        round: int,
+        asked: dict[str, str],
+        user: Any = None,
+        requests: dict[str, Any] | None = None,
+        answers: dict[str, Any] | None = None,
+    ) -> str:
         body: dict[str, Any] = {"v": 1, "o": origin, "r": round, "a": asked}
         if user is not None:
             body["u"] = user
+        if requests:
+            body["q"] = requests
+        if answers:
+            body["p"] = answers
         payload = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
         return f"{_b64(payload)}.{_b64(self._mac(payload))}"
 
@@ -80,7 +109,9 @@ class StateCodec:
             raise StateError("integrity check failed (tampered, or issued by another server process)")
         try:
             body = json.loads(payload)
-            return DecodedState(body["o"], int(body["r"]), dict(body["a"]), body.get("u"))
+            return DecodedState(
+                body["o"], int(body["r"]), dict(body["a"]), body.get("u"), body.get("q"), body.get("p")
+            )
         except (ValueError, KeyError, TypeError):  # pragma: no cover - we signed it ourselves
             raise StateError("malformed payload") from None
 

@@ -126,14 +126,22 @@ class Shell:
     async def _run_plan(self, plan: Plan, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         rid = plan.request_id
         parked = False
-        self.busy += 1
+        # Subscription streams never hold up exit at EOF: the connection's end ends them.
+        counted = plan.method != "subscriptions/listen"
+        if counted:
+            self.busy += 1
+        started = False
         with trio.CancelScope() as scope:
             self.scopes[rid] = scope
-            task_status.started()
             dribble: Dribble | None = None
             try:
                 for action in plan.actions:
                     t = type(action)
+                    if not started and t is not Send:
+                        # Leading sends (a subscription's ack) are queued before the reader
+                        # moves on, so they precede anything later input causes.
+                        task_status.started()
+                        started = True
                     if t is Send:
                         self._emitted(action)
                         if dribble is None:
@@ -148,7 +156,8 @@ class Shell:
                             await self._send.send(send.data)
                     elif t is Park:
                         parked = True
-                        self._not_busy()
+                        if counted:
+                            self._not_busy()
                         await trio.sleep_forever()
                     elif t is WriteRaw:
                         if self.on_output is not None:
@@ -174,11 +183,13 @@ class Shell:
                             await trio.lowlevel.checkpoint()
                     else:  # pragma: no cover
                         raise AssertionError(f"unknown action {action!r}")
+                if not started:
+                    task_status.started()
             finally:
                 if self.scopes.get(rid) is scope:
                     del self.scopes[rid]
                 self.conn.finished(rid)
-                if not parked:
+                if counted and not parked:
                     self._not_busy()
 
     def _not_busy(self) -> None:

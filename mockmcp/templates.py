@@ -176,6 +176,8 @@ class Template:
 
     def __init__(self, src: str) -> None:
         m = _TAG.fullmatch(src)
+        if m and ("{{" in m.group(1) or "}}" in m.group(1)):
+            m = None  # "{{ a }} and {{ b }}" is two tags, not one whole-string expression
         self.whole: Expr | None = parse_expr(m.group(1)) if m else None
         self.parts: list[str | Expr] = []
         if self.whole is None:
