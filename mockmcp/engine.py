@@ -232,6 +232,8 @@ class Engine:
             rid = note.params.get("requestId")
             if jsonrpc.valid_id(rid) and rid in self.in_flight:
                 reason = note.params.get("reason")
+                # Free the id now, not when the shell gets to it: a later line may reuse it.
+                self.finished(rid)
                 return Cancel(rid, reason if isinstance(reason, str) else None)
         return None
 

@@ -188,7 +188,7 @@ class Shell:
             finally:
                 if self.scopes.get(rid) is scope:
                     del self.scopes[rid]
-                self.conn.finished(rid)
+                    self.conn.finished(rid)  # (after a client cancel the engine already did)
                 if counted and not parked:
                     self._not_busy()
 
@@ -199,9 +199,9 @@ class Shell:
             self.idle = trio.Event()
 
     def _cancel(self, cancel: Cancel) -> None:
-        scope = self.scopes.get(cancel.request_id)
+        scope = self.scopes.pop(cancel.request_id, None)
         if scope is not None:
-            scope.cancel()
+            scope.cancel()  # the engine already freed the id (it may be reused in the next line)
             why = f" ({cancel.reason})" if cancel.reason else ""
             self.log("info", f"request {cancel.request_id!r} cancelled by the client{why}")
             if self.on_event is not None:
