@@ -1,0 +1,157 @@
+"""The small public Python API: prepare a mock to spawn, then read what the client did.
+
+``prepare`` turns a bundled name, a file or an inline dict into a
+``MockServer``: the command and arguments to give a client's stdio transport,
+with a journal and a report in a directory of the caller's choosing (the
+pytest plugin uses the test's ``tmp_path``, so parallel workers never share a
+path). After the client has closed the mock, ``journal()``, ``report()``,
+``findings()`` and ``assert_expectations()`` read the results. The mock is a
+subprocess, so this works whatever async library the test suite uses.
+
+This module imports nothing heavy: suites import it at collection time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MockServer", "ReportMissing", "prepare"]
+
+
+class ReportMissing(AssertionError):
+    """The mock has not written its report (still running, killed, or ended by an ``exit`` fault)."""
+
+
+class MockServer:
+    """One mock process to be spawned, and the files it leaves behind."""
+
+    def __init__(self, scenario: str, directory: Path, *, strict: bool = False, extra: tuple[str, ...] = ()) -> None:
+        self.scenario = scenario
+        self.directory = directory
+        self.journal_path = directory / "journal.jsonl"
+        self.report_path = directory / "report.json"
+        self.command = sys.executable
+        self.args = ["-m", "mockmcp", "run", scenario, "--journal", str(self.journal_path), "--report", str(self.report_path)]
+        if strict:
+            self.args.append("--strict")
+        self.args += list(extra)
+
+    @property
+    def argv(self) -> list[str]:
+        """The full command line (for ``subprocess`` or a non-Python test suite)."""
+        return [self.command, *self.args]
+
+    def stdio_parameters(self) -> dict[str, Any]:
+        """``command`` and ``args`` as the SDKs' stdio parameters take them.
+
+        ``StdioServerParameters(**mock.stdio_parameters())`` with the Python SDK.
+        """
+        return {"command": self.command, "args": list(self.args)}
+
+    # ------------------------------------------------------------ results
+
+    def journal(self) -> list[dict[str, Any]]:
+        """Every journal record so far (a torn last line is skipped); empty if none yet."""
+        from .journal import read_journal
+
+        if not self.journal_path.exists():
+            return []
+        return read_journal(self.journal_path)
+
+    def received(self, method: str | None = None) -> list[dict[str, Any]]:
+        """The messages the client sent (optionally only those of one method), in order."""
+        out = []
+        for r in self.journal():
+            msg = r.get("message")
+            if r.get("dir") == "in" and type(msg) is dict and (method is None or msg.get("method") == method):
+                out.append(msg)
+        return out
+
+    def report(self, timeout: float = 5.0) -> dict[str, Any]:
+        """The report the mock wrote at exit; waits up to ``timeout`` seconds for it to appear."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return json.loads(self.report_path.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                if time.monotonic() >= deadline:
+                    raise ReportMissing(
+                        f"mockmcp wrote no report at {self.report_path}: the mock is still running (close the client "
+                        "first), was killed with SIGKILL, or ended through an `exit` fault"
+                    ) from None
+                time.sleep(0.02)
+
+    def findings(self, level: str | None = None, check: str | None = None) -> list[dict[str, Any]]:
+        """Findings of the client checks, optionally only one level or one check id."""
+        return [
+            f
+            for f in self.report()["findings"]
+            if (level is None or f["level"] == level) and (check is None or f["check"] == check)
+        ]
+
+    def expectations(self) -> list[dict[str, Any]]:
+        return list(self.report()["expectations"])
+
+    def assert_expectations(self) -> None:
+        """Raise ``AssertionError`` with a readable account if any expectation failed."""
+        report = self.report()
+        failed = [v for v in report["expectations"] if v["verdict"] == "failed"]
+        if failed:
+            from .expectations import failure_message
+
+            raise AssertionError(failure_message(report["expectations"]) + "\n" + self._seen())
+
+    def assert_clean(self, *, allow: tuple[str, ...] = ("warning", "note")) -> None:
+        """Raise if an expectation failed or a finding has a level not in ``allow``."""
+        report = self.report()
+        bad = [f for f in report["findings"] if f["level"] not in allow]
+        problems = []
+        failed = [v for v in report["expectations"] if v["verdict"] == "failed"]
+        if failed:
+            from .expectations import failure_message
+
+            problems.append(failure_message(report["expectations"]))
+        if bad:
+            problems.append(f"{len(bad)} client finding{'s' if len(bad) != 1 else ''}:")
+            problems += [f"  - {f['level']} {f['check']}: {f['text']} <{f['spec']}>" for f in bad]
+        if problems:
+            raise AssertionError("\n".join(problems) + "\n" + self._seen())
+
+    def _seen(self) -> str:
+        lines = []
+        for msg in self.received()[:30]:
+            params = msg.get("params") if type(msg.get("params")) is dict else {}
+            what = " ".join(str(params[k]) for k in ("name", "uri") if type(params.get(k)) is str)
+            head = f"#{json.dumps(msg['id'])} " if "id" in msg else ""
+            lines.append(f"  {head}{msg.get('method', '(response)')} {what}".rstrip())
+        return "requests the client sent:\n" + ("\n".join(lines) if lines else "  (none)") + f"\njournal: {self.journal_path}"
+
+
+def prepare(
+    scenario: str | os.PathLike[str] | dict[str, Any],
+    directory: str | os.PathLike[str],
+    *,
+    strict: bool = False,
+    extra: tuple[str, ...] | list[str] = (),
+) -> MockServer:
+    """A ``MockServer`` for a bundled scenario name, a scenario file or an inline dict.
+
+    ``directory`` receives the journal, the report and (for a dict) the
+    scenario file; give each mock its own directory.
+    """
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    if isinstance(scenario, dict):
+        path = d / "scenario.yaml"
+        path.write_text(json.dumps(scenario, ensure_ascii=False, indent=1), encoding="utf-8")  # JSON is YAML 1.2
+        name = str(path)
+    else:
+        name = os.fspath(scenario)
+        if os.path.exists(name):
+            name = os.path.abspath(name)  # the client may spawn from another working directory
+    return MockServer(name, d, strict=strict, extra=tuple(extra))
