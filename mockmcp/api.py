@@ -74,6 +74,7 @@ class MockServer:
 
     def report(self, timeout: float = 5.0) -> dict[str, Any]:
         """The report the mock wrote at exit; waits up to ``timeout`` seconds for it to appear."""
+        __tracebackhide__ = True
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -99,6 +100,7 @@ class MockServer:
 
     def assert_expectations(self) -> None:
         """Raise ``AssertionError`` with a readable account if any expectation failed."""
+        __tracebackhide__ = True  # pytest shows the caller's line, not ours
         report = self.report()
         failed = [v for v in report["expectations"] if v["verdict"] == "failed"]
         if failed:
@@ -108,6 +110,7 @@ class MockServer:
 
     def assert_clean(self, *, allow: tuple[str, ...] = ("warning", "note")) -> None:
         """Raise if an expectation failed or a finding has a level not in ``allow``."""
+        __tracebackhide__ = True
         report = self.report()
         bad = [f for f in report["findings"] if f["level"] not in allow]
         problems = []

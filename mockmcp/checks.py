@@ -259,7 +259,7 @@ class ClientChecker:
         elif not has_state:
             out.append(Finding("mrtr.requestState.dropped", f"the retry of {method} {target!r} omits the requestState of the input_required result (id {found.id!r})", message, rid))
         elif state != found.state:
-            out.append(Finding("mrtr.requestState.altered", f"the retry of {method} {target!r} does not echo requestState byte for byte (sent {_short(state)}, given {_short(found.state)})", message, rid))
+            out.append(Finding("mrtr.requestState.altered", f"the retry of {method} {target!r} does not echo requestState byte for byte ({_difference(state, found.state)})", message, rid))
         given = answers if type(answers) is dict else {}
         missing = [k for k in found.asked if k not in given]
         if missing:
@@ -289,6 +289,13 @@ class ClientChecker:
         self.in_flight.pop(rid, None)
 
 
-def _short(value: Any, limit: int = 40) -> str:
-    text = _canon(value)
-    return text if len(text) <= limit else text[: limit - 3] + '..."'
+def _difference(sent: Any, given: str) -> str:
+    """Where an echoed requestState first differs from the one the server gave."""
+    if type(sent) is not str:
+        return f"sent {_canon(sent)[:40]}, a {type(sent).__name__}, for a string of {len(given)} characters"
+    i = next((k for k, (a, b) in enumerate(zip(sent, given)) if a != b), min(len(sent), len(given)))
+    lo = max(0, i - 8)
+    return (
+        f"first difference at character {i}: sent ...{sent[lo:i + 8]!r}, given ...{given[lo:i + 8]!r}; "
+        f"{len(sent)} characters sent, {len(given)} given"
+    )

@@ -243,3 +243,11 @@ def test_finding_json_shape() -> None:
         "extra": True,
     }
     assert META  # the shared request helper carries all three _meta keys
+
+
+def test_altered_state_says_where_it_differs(checker: ClientChecker) -> None:
+    send(checker, call(1))
+    input_required(checker, 1, state="x" * 60 + "TAIL")
+    (f,) = checker.request(2, "tools/call", call(2, inputResponses={"name": {}}, requestState="x" * 60 + "TAIl")["params"], {})
+    assert f.check == "mrtr.requestState.altered"
+    assert "first difference at character 63" in f.text and "'xxxxxTAIl'" in f.text

@@ -171,3 +171,17 @@ def test_near_miss_names_the_closest_rule_and_the_part_that_did_not_match() -> N
     assert link.engine.unmatched == [
         {"id": 1, "method": "tools/call", "what": "tool 'weather'", "nearMiss": err["data"]["nearMiss"]}
     ]
+
+
+def test_yaml_examples_in_the_verification_docs_load() -> None:
+    import re
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    blocks = []
+    for name in ("verification.md", "api.md"):
+        blocks += re.findall(r"```yaml\n(.*?)```", (docs / name).read_text(), re.S)
+    assert blocks
+    for text in blocks:
+        scenario, _ = load_text(text, "<docs>")
+        assert scenario.expectations or scenario.tools
