@@ -133,6 +133,7 @@ class ClientChecker:
         self.in_flight: dict[Any, _InFlight] = {}
         self.rounds: list[_Round] = []
         self.legacy_session = False
+        self.duplicates: dict[Any, int] = {}  # ids reused while in flight: their responses are not the original's
 
     # ------------------------------------------------------------ inbound
 
@@ -175,6 +176,7 @@ class ClientChecker:
         out: list[Finding] = []
         if rid in self.in_flight:
             out.append(Finding("id.reused", f"{method} reuses id {rid!r} of a {self.in_flight[rid].method} request still in flight", message, rid))
+            self.duplicates[rid] = self.duplicates.get(rid, 0) + 1
         if method == p.INITIALIZE:
             if self.modern_only:
                 out.append(Finding("removed.initialize", "initialize sent to a server that speaks only the stateless revision (send server/discover)", message, rid))
@@ -273,6 +275,13 @@ class ClientChecker:
         if type(message) is not dict or "method" in message or "id" not in message:
             return
         rid = message["id"]
+        dup = self.duplicates.get(rid)
+        if dup:  # one of two responses with this id: the request stays in flight until the other
+            if dup == 1:
+                del self.duplicates[rid]
+            else:
+                self.duplicates[rid] = dup - 1
+            return
         req = self.in_flight.pop(rid, None)
         result = message.get("result")
         if req is None or type(result) is not dict or result.get("resultType") != "input_required":

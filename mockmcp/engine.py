@@ -311,6 +311,11 @@ class Engine:
                 return self._expand(req, ctx, steps, rule)
         handler = _HANDLERS.get(method)
         if handler is None:
+            if overrides:
+                miss = near_miss(overrides, ctx)
+                self.unmatched.append({"id": req.id, "method": method, "what": f"method {method!r}", "nearMiss": miss})
+            elif method not in p.REMOVED_METHODS:
+                self.note_unknown(req, "method", method, list(_HANDLERS) + list(self._overrides))
             raise errors.MethodNotFound(f"Method not found: {method}", request_id=req.id)
         cap = _CAPABILITY_FOR.get(method)
         if cap is not None and cap not in self.capabilities:
@@ -517,6 +522,14 @@ class Engine:
                 actions.append(self._error(req, p.INTERNAL_ERROR, "mockmcp: the scripted reply ended without an answer", None, ctx))
         immediate = all(type(a) is Send for a in actions)
         return Plan(req.id, actions, req.method, self.rule_label(rule) if rule is not None else None, immediate)
+
+    def note_unknown(self, req: jsonrpc.Request, kind: str, name: str, known: list[str]) -> None:
+        """Record a request for something the scenario does not define, with the closest name it does."""
+        import difflib
+
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+        miss = {"rule": close[0], "reason": f"the scenario defines no {kind} {name!r}; did you mean {close[0]!r}?"} if close else None
+        self.unmatched.append({"id": req.id, "method": req.method, "what": f"{kind} {name!r}", "undefined": True, "nearMiss": miss})
 
     def rule_label(self, rule: model.Rule) -> str:
         """A rule's name, or where it is in the scenario (``$.tools[0].replies[1]``) for the journal."""
@@ -794,6 +807,7 @@ def _tools_call(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Pl
     name = _require_str(req, "name")
     tool = engine._tools.get(name)
     if tool is None or not _visible(engine, tool):
+        engine.note_unknown(req, "tool", name, [t.name for t in engine.scenario.tools if _visible(engine, t)])
         raise errors.InvalidParams(f"Unknown tool: {name}", data={"name": name}, request_id=req.id)
     args = req.params.get("arguments")
     if args is not None and type(args) is not dict:
@@ -808,6 +822,7 @@ def _prompts_get(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> P
     name = _require_str(req, "name")
     prompt = engine._prompts.get(name)
     if prompt is None or not _visible(engine, prompt):
+        engine.note_unknown(req, "prompt", name, [x.name for x in engine.scenario.prompts if _visible(engine, x)])
         raise errors.InvalidParams(f"Unknown prompt: {name}", data={"name": name}, request_id=req.id)
     args = req.params.get("arguments")
     if args is not None and (type(args) is not dict or any(type(v) is not str for v in args.values())):
@@ -849,6 +864,8 @@ def _resources_read(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -
             if not tmpl.replies:
                 break
             return engine._answer(req, ctx, tmpl.replies, f"resource template {tmpl.uriTemplate!r}")
+    known = [r.uri for r in engine.scenario.resources if _visible(engine, r)]
+    engine.note_unknown(req, "resource", uri, known + [t.uriTemplate for t in engine.scenario.resourceTemplates])
     raise errors.InvalidParams(f"Resource not found: {uri}", data={"uri": uri}, request_id=req.id)
 
 

@@ -111,9 +111,14 @@ class Verifier:
             u = unmatched[self._unmatched_seen]
             self._unmatched_seen += 1
             miss = u.get("nearMiss")
-            text = f"no rule of {u['what']} matched {u['method']} id {u['id']!r}"
-            if miss:
-                text += f"; closest: {miss['rule']} ({miss['reason']})"
+            if u.get("undefined"):
+                text = f"{u['method']} id {u['id']!r} asks for {u['what']}, which the scenario does not define"
+                if miss:
+                    text += f"; closest: {miss['rule']!r}"
+            else:
+                text = f"no rule of {u['what']} matched {u['method']} id {u['id']!r}"
+                if miss:
+                    text += f"; closest: {miss['rule']} ({miss['reason']})"
             self._found([Finding("expect.unmatched", text, None, u["id"], {"nearMiss": miss} if miss else None)])
 
     def _found(self, findings: list[Finding]) -> None:

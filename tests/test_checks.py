@@ -114,7 +114,8 @@ def test_id_reused_only_while_in_flight(checker: ClientChecker) -> None:
     assert send(checker, request(7, "tools/list")) == []
     assert send(checker, request(7, "prompts/list")) == ["id.reused"]
     answer(checker, 7)
-    assert send(checker, request(7, "tools/list")) == []  # answered: the id is free again
+    answer(checker, 7)  # both requests answered
+    assert send(checker, request(7, "tools/list")) == []  # the id is free again
 
 
 def test_client_response_is_a_finding(checker: ClientChecker) -> None:
@@ -251,3 +252,13 @@ def test_altered_state_says_where_it_differs(checker: ClientChecker) -> None:
     (f,) = checker.request(2, "tools/call", call(2, inputResponses={"name": {}}, requestState="x" * 60 + "TAIl")["params"], {})
     assert f.check == "mrtr.requestState.altered"
     assert "first difference at character 63" in f.text and "'xxxxxTAIl'" in f.text
+
+
+def test_a_reused_id_stays_in_flight_until_both_answers(checker: ClientChecker) -> None:
+    send(checker, request(1, "tools/call", {"name": "slow"}))
+    assert send(checker, request(1, "tools/list")) == ["id.reused"]
+    checker.server_message({"jsonrpc": "2.0", "id": 1, "error": {"code": -32600, "message": "in use"}})
+    assert send(checker, request(1, "prompts/list")) == ["id.reused"]  # the slow call is still running
+    for _ in range(2):
+        answer(checker, 1)
+    assert send(checker, request(1, "tools/list")) == []

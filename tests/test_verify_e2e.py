@@ -228,3 +228,18 @@ def test_plain_runs_do_not_load_the_verifier(scenario: Path) -> None:
     )
     res = subprocess.run([sys.executable, "-c", code], input=b"", capture_output=True, timeout=30)
     assert res.stderr.decode().strip().endswith("plain")
+
+
+def test_undefined_tools_and_methods_are_unmatched_with_the_closest_name(scenario: Path, tmp_path: Path) -> None:
+    msgs = [
+        request(1, "tools/call", {"name": "ecko", "arguments": {}}),
+        request(2, "tools/lst"),
+        request(3, "ping"),  # removed: its own finding, not an unmatched one
+    ]
+    res = run_mock(*mock_args(scenario, tmp_path), input=b"".join(line(m) for m in msgs))
+    assert res.returncode == 0
+    found = report(tmp_path)["findings"]
+    assert [(f["check"], f.get("id")) for f in found] == [("removed.ping", 3), ("expect.unmatched", 1), ("expect.unmatched", 2)]
+    assert found[1]["nearMiss"]["rule"] == "echo"
+    assert "asks for tool 'ecko', which the scenario does not define; closest: 'echo'" in found[1]["text"]
+    assert found[2]["nearMiss"]["rule"] == "tools/list"
