@@ -216,6 +216,7 @@ class Engine:
         self.legacy_initialized = False
         self.unmatched: list[dict[str, Any]] = []  # requests no rule answered, with near misses
         self._rule_labels: dict[int, str] | None = None
+        self.track_unknown = False  # set by the verifier: record requests for undefined names in `unmatched`
 
     # ------------------------------------------------------------ entry points
 
@@ -524,7 +525,12 @@ class Engine:
         return Plan(req.id, actions, req.method, self.rule_label(rule) if rule is not None else None, immediate)
 
     def note_unknown(self, req: jsonrpc.Request, kind: str, name: str, known: list[str]) -> None:
-        """Record a request for something the scenario does not define, with the closest name it does."""
+        """Record a request for something the scenario does not define, with the closest name it does.
+
+        Only when the verifier listens (``track_unknown``): plain runs skip the name search.
+        """
+        if not self.track_unknown:
+            return
         import difflib
 
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
