@@ -189,6 +189,10 @@ class Template:
                 pos = m.end()
             if pos < len(src):
                 self.parts.append(src[pos:])
+            for part in self.parts:
+                if isinstance(part, str) and "{{" in part:
+                    # most likely a typo; silently sending it as text would hide it
+                    raise TemplateError(f"unclosed '{{{{' in {src!r}")
 
     def render(self, ctx: dict[str, Any]) -> Any:
         if self.whole is not None:

@@ -1,0 +1,158 @@
+"""Strict scenario loading: exact messages at FILE:LINE:COL, and every bundled scenario loads.
+
+Each file in ``tests/data/broken/`` states what it gets wrong in a ``# broken:``
+comment and the exact problem lines it must produce in ``# expect:`` comments
+(``LINE:COL: message (at $.path)``, the file name is prepended by the test;
+``{step_kinds}`` stands for the current list of step kinds).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SCENARIOS
+
+from mockmcp import model
+from mockmcp.loader import load, load_text
+from mockmcp.problems import LoadError
+
+BROKEN = sorted((Path(__file__).parent / "data" / "broken").glob("*.yaml"))
+BUNDLED = sorted(SCENARIOS.glob("*.yaml"))
+
+
+def expected_lines(path: Path) -> list[str]:
+    out = []
+    for ln in path.read_text().splitlines():
+        if ln.startswith("# expect: "):
+            text = ln[len("# expect: ") :].replace("{step_kinds}", ", ".join(model.STEP_KEYS))
+            out.append(f"{path}:{text}")
+    assert out, f"{path.name} has no '# expect:' line"
+    return out
+
+
+def problems_of(path: Path) -> list[str]:
+    with pytest.raises(LoadError) as info:
+        load(str(path), use_cache=False)
+    return [str(p) for p in info.value.problems]
+
+
+@pytest.mark.parametrize("path", BROKEN, ids=[p.stem for p in BROKEN])
+def test_broken_scenario_exact_messages(path):
+    assert problems_of(path) == expected_lines(path)
+
+
+def test_the_broken_set_covers_the_issue():
+    names = {p.stem for p in BROKEN}
+    for needed in [
+        "unknown-key",
+        "int-for-string",
+        "string-for-int",
+        "yes-not-bool",
+        "on-not-bool",
+        "date-stays-string",
+        "duplicate-key",
+        "bad-duration",
+        "missing-required",
+        "unknown-step",
+        "template-syntax",
+        "call-without-content",
+        "input-required-non-mrtr",
+        "alias-bomb",
+        "infinity",
+    ]:
+        assert needed in names
+
+
+def test_check_prints_exactly_the_problem_lines():
+    paths = [str(p) for p in BROKEN]
+    proc = subprocess.run([sys.executable, "-m", "mockmcp", "check", *paths], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    expected = [ln for p in BROKEN for ln in expected_lines(p)]
+    assert proc.stdout.splitlines() == expected
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
+def test_bundled_scenario_loads(path):
+    scenario, warnings = load(str(path), use_cache=False)
+    assert [w for w in warnings if w.level == "error"] == []
+    assert scenario.mockmcp == 1
+    first = path.read_text().splitlines()[0]
+    assert first.startswith("# "), f"{path.name} needs a header comment saying what it is for"
+
+
+def test_check_accepts_every_bundled_scenario():
+    proc = subprocess.run(
+        [sys.executable, "-m", "mockmcp", "check", *map(str, BUNDLED)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "error" not in proc.stdout
+
+
+def test_bundled_scenarios_by_name():
+    assert {p.stem for p in BUNDLED} >= {"default"}
+    for p in BUNDLED:
+        scenario, _ = load(p.stem, use_cache=False)
+        assert scenario.mockmcp == 1
+
+
+# ---------------------------------------------------------------- YAML 1.2 core schema, positively
+
+
+def test_dates_and_yes_stay_strings_where_strings_are_wanted():
+    scenario, _ = load_text(
+        "mockmcp: 1\nprotocol: {versions: [2026-07-28]}\nserver: {name: yes, version: 2026-07-28, title: on}\n", "<t>"
+    )
+    assert scenario.protocol.versions == ["2026-07-28"]
+    assert scenario.server.name == "yes" and scenario.server.title == "on"
+    assert scenario.server.version == "2026-07-28"
+
+
+def test_payload_values_keep_yaml_1_2_types():
+    scenario, _ = load_text(
+        "mockmcp: 1\ntools:\n  - name: t\n    replies:\n      - steps:\n          - result: {content: [], structuredContent: {a: yes, b: no, c: 2026-07-28, d: 0x1f, e: 1.5, f: true, g: null}}\n",
+        "<t>",
+    )
+    sc = scenario.tools[0].replies[0].steps[0].result["structuredContent"]
+    assert sc == {"a": "yes", "b": "no", "c": "2026-07-28", "d": 31, "e": 1.5, "f": True, "g": None}
+
+
+def test_durations():
+    scenario, _ = load_text(
+        "mockmcp: 1\ntools:\n  - name: t\n    replies:\n      - steps: [{sleep: 250ms}, {sleep: 1.5s}, {sleep: 2m}, {text: x}]\n",
+        "<t>",
+    )
+    assert [s.sleep.seconds for s in scenario.tools[0].replies[0].steps[:3]] == [0.25, 1.5, 120.0]
+
+
+def test_raw_step_allows_a_deliberately_invalid_payload():
+    load_text(
+        "mockmcp: 1\ntools:\n  - name: t\n    replies:\n      - steps: [{raw: {jsonrpc: '2.0', id: '{{ id }}', result: {}}}, {hang: true}]\n",
+        "<t>",
+    )
+
+
+def test_a_scenario_that_is_not_a_mapping():
+    with pytest.raises(LoadError) as info:
+        load_text("- 1\n- 2\n", "f.yaml")
+    assert [str(p) for p in info.value.problems] == ["f.yaml:1:1: a scenario must be a mapping, got a list (at $)"]
+
+
+def test_yaml_syntax_error_has_a_position():
+    with pytest.raises(LoadError) as info:
+        load_text("mockmcp: 1\ntools: [\n", "f.yaml")
+    (problem,) = info.value.problems
+    assert problem.file == "f.yaml" and problem.line >= 2 and "YAML syntax error" in problem.message
+
+
+def test_unknown_bundled_name():
+    with pytest.raises(LoadError) as info:
+        load("no-such-scenario", use_cache=False)
+    assert "no such file or bundled scenario" in str(info.value)
+    assert "default" in str(info.value)
+
+
+def test_broken_files_are_in_the_repo():
+    assert BROKEN and all(p.is_relative_to(ROOT) for p in BROKEN)
