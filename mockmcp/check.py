@@ -56,7 +56,7 @@ def iter_step_lists(s: model.Scenario) -> Iterator[tuple[Path_, str, list[model.
 
 
 def iter_steps(s: model.Scenario) -> Iterator[tuple[Path_, model.Step]]:
-    """Every step, including those inside ``repeat`` steps."""
+    """Every step, including those inside ``loop`` steps."""
     for path, _, steps in iter_step_lists(s):
         yield from _walk(path, steps)
 
@@ -64,8 +64,8 @@ def iter_steps(s: model.Scenario) -> Iterator[tuple[Path_, model.Step]]:
 def _walk(path: Path_, steps: list[model.Step]) -> Iterator[tuple[Path_, model.Step]]:
     for i, step in enumerate(steps):
         yield path + (i,), step
-        if isinstance(step, model.RepeatStep):
-            yield from _walk(path + (i, "repeat", "steps"), step.repeat.steps)
+        if isinstance(step, model.LoopStep):
+            yield from _walk(path + (i, "loop", "steps"), step.loop.steps)
 
 
 _CONTENT_REQUIRED = {
@@ -180,14 +180,14 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
                 if last_progress is not None and value <= last_progress and not step.progress.deliberate:
                     found.append(Found(sp, f"progress must increase ({value} after {last_progress}); mark it deliberate: true if meant", "warning"))
                 last_progress = value
-        elif isinstance(step, model.RepeatStep):
-            inner = step.repeat.steps
+        elif isinstance(step, model.LoopStep):
+            inner = step.loop.steps
             for j, sub in enumerate(inner):
                 if isinstance(sub, model.TERMINAL_STEPS) or isinstance(sub, model.EndSubscriptionStep):
-                    found.append(Found(sp + ("repeat", "steps", j), "a repeat holds only non-final steps (progress, log, sleep, emit, ...)"))
-            _check_steps(sp + ("repeat", "steps"), method, [x for x in inner if not isinstance(x, (model.TERMINAL_STEPS, model.EndSubscriptionStep))], found, timeline=True)
-            if type(step.repeat.times) is int and step.repeat.times < 0:
-                found.append(Found(sp + ("repeat", "times"), "times must be at least 0"))
+                    found.append(Found(sp + ("loop", "steps", j), "a loop holds only non-final steps (progress, log, sleep, emit, ...)"))
+            _check_steps(sp + ("loop", "steps"), method, [x for x in inner if not isinstance(x, (model.TERMINAL_STEPS, model.EndSubscriptionStep))], found, timeline=True)
+            if type(step.loop.times) is int and step.loop.times < 0:
+                found.append(Found(sp + ("loop", "times"), "times must be at least 0"))
         elif isinstance(step, model.EmitStep):
             if step.emit.event == "resources/updated" and step.emit.uri is None:
                 found.append(Found(sp + ("emit",), "resources/updated needs a 'uri'"))

@@ -550,18 +550,18 @@ class Engine:
         return labels.get(id(rule), "?")
 
     def _unroll(self, req: jsonrpc.Request, steps: Iterable[model.Step], ctx: dict[str, Any]) -> Iterable[model.Step]:
-        """The steps with every ``repeat`` unrolled; ``ctx["index"]`` is set as each repetition starts."""
+        """The steps with every ``loop`` unrolled; ``ctx["index"]`` is set as each repetition starts."""
         for step in steps:
-            if type(step) is not model.RepeatStep:
+            if type(step) is not model.LoopStep:
                 yield step
                 continue
-            times = _number(req, step.repeat.times, ctx)
+            times = _number(req, step.loop.times, ctx)
             if type(times) is not int and not (type(times) is float and times.is_integer()):
-                raise errors.InvalidParams(f"Invalid params: repeat count {times!r} is not a whole number", request_id=req.id)
+                raise errors.InvalidParams(f"Invalid params: loop count {times!r} is not a whole number", request_id=req.id)
             outer = ctx.get("index")
             for i in range(min(int(times), _MAX_REPEAT)):
                 ctx["index"] = i + 1
-                yield from self._unroll(req, step.repeat.steps, ctx)
+                yield from self._unroll(req, step.loop.steps, ctx)
             ctx["index"] = outer
 
     def _send(self, msg: dict[str, Any], final: bool = False) -> Send:

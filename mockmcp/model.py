@@ -135,7 +135,7 @@ class EmitStep:
 
 
 @frozen
-class RepeatSpec:
+class LoopSpec:
     """Run ``steps`` ``times`` times (a number or a template such as
     ``"{{ default(arguments.steps, 3) }}"``); ``{{ index }}`` counts from 1."""
 
@@ -144,10 +144,10 @@ class RepeatSpec:
 
 
 @frozen
-class RepeatStep:
+class LoopStep:
     """Repeat non-final steps (progress, log, sleep, emit...) a number of times."""
 
-    repeat: RepeatSpec
+    loop: LoopSpec
 
 
 @frozen
@@ -233,7 +233,7 @@ Step = Union[
     LogStep,
     EmitStep,
     SetStateStep,
-    RepeatStep,
+    LoopStep,
     EndSubscriptionStep,
     RawStep,
     RawBytesStep,

@@ -75,7 +75,7 @@ class _Generator:
     def ref(self, cls: type) -> dict[str, Any]:
         name = cls.__name__
         if name not in self.defs:
-            self.defs[name] = {}  # placeholder: breaks recursion (RepeatSpec -> Step -> RepeatStep)
+            self.defs[name] = {}  # placeholder: breaks recursion (LoopSpec -> Step -> LoopStep)
             self.defs[name] = self._object(cls)
         return {"$ref": f"#/$defs/{name}"}
 

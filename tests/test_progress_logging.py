@@ -152,21 +152,21 @@ def test_deliberate_silences_the_progress_warning():
     assert warnings == []
 
 
-def test_check_warns_inside_repeat():
+def test_check_warns_inside_loop():
     yaml = """
 mockmcp: 1
 tools:
   - name: t
     replies:
       - steps:
-          - repeat: {times: 2, steps: [{progress: {progress: 5}}, {progress: {progress: 4}}]}
+          - loop: {times: 2, steps: [{progress: {progress: 5}}, {progress: {progress: 4}}]}
           - text: ok
 """
     _, warnings = load_text(yaml, "<t>")
     assert [w.message.split(" (")[0] for w in warnings] == ["progress must increase"]
 
 
-def test_check_rejects_final_steps_inside_repeat():
+def test_check_rejects_final_steps_inside_loop():
     from mockmcp.problems import LoadError
 
     yaml = """
@@ -175,12 +175,12 @@ tools:
   - name: t
     replies:
       - steps:
-          - repeat: {times: 2, steps: [{text: no}]}
+          - loop: {times: 2, steps: [{text: no}]}
           - text: ok
 """
     with pytest.raises(LoadError) as info:
         load_text(yaml, "<t>")
-    assert "a repeat holds only non-final steps" in str(info.value)
+    assert "a loop holds only non-final steps" in str(info.value)
 
 
 def test_bundled_progress_scenario_checks_clean():
