@@ -272,7 +272,12 @@ class ClientChecker:
 
     def server_message(self, message: Any) -> None:
         """Follow what the server wrote: responses end requests, input_required opens a round."""
-        if type(message) is not dict or "method" in message or "id" not in message:
+        if type(message) is not dict:
+            return
+        if message.get("method") == p.CANCELLED and type(message.get("params")) is dict:
+            self.ended(message["params"].get("requestId"))  # the server ended a subscription stream
+            return
+        if "method" in message or "id" not in message:
             return
         rid = message["id"]
         dup = self.duplicates.get(rid)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any
 
 from . import jsonrpc
@@ -42,7 +43,7 @@ class Verifier:
         self.rules: dict[Any, str] = {}
         self._unmatched_seen = 0
         if self.journal is not None:
-            self.journal.write("start", scenario=engine.scenario.description or "", versions=list(engine.protocol.versions))
+            self.journal.write("start", scenario=engine.scenario.description or "", argv=sys.argv[1:], versions=list(engine.protocol.versions))
 
     # ------------------------------------------------------------ hooks
 

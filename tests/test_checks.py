@@ -262,3 +262,11 @@ def test_a_reused_id_stays_in_flight_until_both_answers(checker: ClientChecker) 
     for _ in range(2):
         answer(checker, 1)
     assert send(checker, request(1, "tools/list")) == []
+
+
+def test_a_subscription_the_server_ended_frees_its_id(checker: ClientChecker) -> None:
+    send(checker, request(5, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
+    assert send(checker, request(5, "tools/list")) == ["id.reused"]
+    checker.server_message({"jsonrpc": "2.0", "id": 5, "error": {"code": -32600, "message": "in use"}})
+    checker.server_message({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}})
+    assert send(checker, request(5, "tools/list")) == []

@@ -158,3 +158,22 @@ def test_exit_fault_keeps_the_journal(tmp_path: Path) -> None:
     assert [r["message"]["id"] for r in recs if r["dir"] == "out"] == [1]
     assert [r for r in recs if r["dir"] == "event"][0]["kind"] == "exit"
     assert not report.exists()  # documented: os._exit leaves no time for the report
+
+
+def test_two_mock_processes_share_one_journal(tmp_path: Path) -> None:
+    journal = tmp_path / "shared.jsonl"
+    procs = [
+        subprocess.Popen(mockmcp_cmd("run", "default", "--journal", str(journal)), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    payload = b"".join(line(request(i, "tools/call", {"name": "echo", "arguments": {"text": "x" * 2000}})) for i in range(200))
+    outs = [p.communicate(payload, timeout=60)[0] for p in procs]
+    assert all(out.count(b"\n") == 200 for out in outs)
+    recs = read_journal(journal)
+    by_pid: dict[int, list[str]] = {}
+    for r in recs:
+        by_pid.setdefault(r["pid"], []).append(r["dir"])
+    assert sorted(by_pid) == sorted(p.pid for p in procs)
+    for dirs in by_pid.values():
+        assert dirs.count("in") == 200 and dirs.count("out") == 200 and dirs[0] == "start"
+    assert journal.read_bytes().count(b"\n") == len(recs)  # no torn or merged lines
