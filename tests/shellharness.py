@@ -50,6 +50,7 @@ class Harness:
         self._out_send, self._out_recv = trio.open_memory_channel[Any](10_000)
         self.done = trio.Event()
         self.exit_status: int | None = None
+        self.methods: dict[Any, str] = {}  # request id -> method, for schema checks of responses
 
     async def start(self, nursery: trio.Nursery) -> "Harness":
         async def serve() -> None:
@@ -75,6 +76,9 @@ class Harness:
         return self
 
     async def send(self, *messages: Any) -> None:
+        for m in messages:
+            if isinstance(m, dict) and "id" in m and "method" in m:
+                self.methods[json.dumps(m["id"])] = m["method"]
         data = b"".join(m if isinstance(m, bytes) else (json.dumps(m) + "\n").encode() for m in messages)
         await self.stdin_send.send_all(data)
 
@@ -104,6 +108,13 @@ class Harness:
             while True:
                 out.append(await self.next())
         return out
+
+    def check_all(self, schema: Any) -> None:
+        """Validate every line written so far against the official schema."""
+        for _, raw in self.lines:
+            msg = schema.check_line(raw)
+            if "id" in msg and "method" not in msg:
+                schema.check(msg, self.methods.get(json.dumps(msg["id"])))
 
     def stderr_text(self) -> str:
         return b"".join(self.stderr).decode()

@@ -49,6 +49,7 @@ async def test_cancel_stops_the_script_at_once(schema, autojump_clock):
         schema.check(msg, "tools/call")
         assert msg["id"] == 2 and msg["result"]["content"][0]["text"] == "quick answer"
         assert "request 1 cancelled by the client (user pressed stop)" in h.stderr_text()
+        h.check_all(schema)
         await h.eof()
 
 
@@ -66,6 +67,7 @@ async def test_cancel_affects_only_the_named_request(schema, autojump_clock):
         await h.send(cancelled("b"))
         await h.quiet_for(0.01)
         assert await h.quiet_for(40) == []
+        h.check_all(schema)
         await h.eof()
 
 
@@ -87,6 +89,7 @@ async def test_unknown_and_finished_ids_are_ignored(schema, autojump_clock):
         await h.quiet_for(0.01)
         assert await h.quiet_for(40) == []
         assert "request 6 cancelled by the client" in h.stderr_text()
+        h.check_all(schema)
         await h.eof()
 
 
@@ -104,6 +107,7 @@ tools:
         await trio.sleep(1)
         await h.send(cancelled(1))
         assert await h.quiet_for(30) == []
+        h.check_all(schema)
         await h.eof()
 
 
@@ -115,6 +119,7 @@ async def test_id_can_be_reused_after_cancel(schema, autojump_clock):
         await h.send(cancelled(1), quick(1))
         msgs = await h.until(response_to(1))
         assert msgs[-1]["result"]["content"][0]["text"] == "quick answer"
+        h.check_all(schema)
         await h.eof()
 
 
@@ -129,3 +134,9 @@ def test_cancellation_is_logged_on_stderr_at_info_level(schema):
     # At the default level (warning) a cancellation is routine and stays quiet.
     quiet = run_mock("run", "cancel", "--no-cache", input=data, timeout=30)
     assert b"cancelled" not in quiet.stderr
+
+
+def test_bundled_cancel_scenario_checks_clean():
+    from mockmcp.loader import load
+
+    assert load("cancel", use_cache=False)[1] == []

@@ -200,6 +200,7 @@ async def test_shell_delays_land_on_time(schema, autojump_clock):
             schema.check(m, "tools/call")
         times = [at - t0 for (at, _), m in zip(h.lines, out) if m.get("method") == "notifications/progress"]
         assert times == pytest.approx([0.05, 0.10, 0.15], abs=1e-6)
+        h.check_all(schema)
         await h.eof()
 
 
@@ -211,6 +212,7 @@ async def test_shell_time_scale(schema, autojump_clock):
         out = await h.until(response_to(1))
         assert [at - t0 for at, _ in h.lines] == pytest.approx([0.2, 0.4, 0.4], abs=1e-6)
         assert out[-1]["result"]["content"][0]["text"] == "completed 2 steps"
+        h.check_all(schema)
         await h.eof()
 
 

@@ -219,6 +219,7 @@ async def test_shell_ack_precedes_events_caused_by_later_lines(schema, autojump_
             assert first["method"] == "notifications/subscriptions/acknowledged"
             assert second["method"] == "notifications/resources/updated"
             await h.next()
+            h.check_all(schema)
             await h.eof()
 
 
@@ -235,6 +236,7 @@ async def test_shell_timers_and_client_cancel(schema, autojump_clock):
         await h.quiet_for(10)
         after = [json.loads(raw) for at, raw in h.lines if at > t_cancel]
         assert len(after) == 7 and {m["params"]["_meta"][SUB] for m in after} == {"s2"}
+        h.check_all(schema)
         await h.eof()
 
 
@@ -244,7 +246,23 @@ async def test_shell_eof_ends_every_stream_without_delay(schema, autojump_clock)
         await h.send(listen("s1", resourceSubscriptions=["clock://now"]), listen("s2", toolsListChanged=True))
         await h.next(), await h.next()
         t_eof = trio.current_time()
+        h.check_all(schema)
         await h.eof()
         await h.done.wait()
         assert trio.current_time() - t_eof < 0.01  # not the 5 s grace, not the timer's 5 s
         assert h.exit_status == 0
+
+
+def test_process_exits_promptly_at_eof_with_open_streams(schema):
+    import time
+
+    from conftest import line, run_mock
+
+    data = line(listen("s1", resourceSubscriptions=["clock://now"])) + line(listen("s2", toolsListChanged=True))
+    started = time.monotonic()
+    proc = run_mock("run", "subscriptions", "--grace", "20", "--no-cache", input=data, timeout=60)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0
+    out = [schema.check_line(raw + b"\n") for raw in proc.stdout.splitlines()]
+    assert [m["method"] for m in out] == ["notifications/subscriptions/acknowledged"] * 2
+    assert elapsed < 10  # neither the 20 s grace nor the 5 s of clock ticks
