@@ -72,6 +72,11 @@ def mock_args(scenario: Path, tmp_path: Path, *extra: str) -> list[str]:
     return ["run", str(scenario), "--journal", str(tmp_path / "j.jsonl"), "--report", str(tmp_path / "r.json"), *extra]
 
 
+def records(path: Path) -> list[dict[str, Any]]:
+    """The journal so far (empty until the mock has created it)."""
+    return read_journal(path) if path.exists() else []
+
+
 def report(tmp_path: Path) -> dict[str, Any]:
     return json.loads((tmp_path / "r.json").read_text())
 
@@ -202,7 +207,7 @@ def test_sigterm_writes_the_report(scenario: Path, tmp_path: Path) -> None:
     proc.stdin.flush()
     assert json.loads(proc.stdout.readline())["id"] == 1
     deadline = time.monotonic() + 20
-    while not any(r["dir"] == "finding" for r in read_journal(tmp_path / "j.jsonl")) and time.monotonic() < deadline:
+    while not any(r["dir"] == "finding" for r in records(tmp_path / "j.jsonl")) and time.monotonic() < deadline:
         time.sleep(0.02)
     proc.send_signal(signal.SIGTERM)  # stdin still open
     _, err = proc.communicate(timeout=20)
@@ -243,3 +248,25 @@ def test_undefined_tools_and_methods_are_unmatched_with_the_closest_name(scenari
     assert found[1]["nearMiss"]["rule"] == "echo"
     assert "asks for tool 'ecko', which the scenario does not define; closest: 'echo'" in found[1]["text"]
     assert found[2]["nearMiss"]["rule"] == "tools/list"
+
+
+def test_cancellation_is_journaled_and_a_stale_cancel_is_a_note(scenario: Path, tmp_path: Path) -> None:
+    proc = subprocess.Popen(mockmcp_cmd(*mock_args(scenario, tmp_path, "--strict")), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin and proc.stdout
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}}
+    proc.stdin.write(line(request(1, "tools/call", {"name": "slow"})) + line(cancel))
+    proc.stdin.flush()
+    deadline = time.monotonic() + 20
+    while not any(r["dir"] == "event" for r in records(tmp_path / "j.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.stdin.write(line(cancel) + line(request(1, "tools/list")))  # the id is free again after the cancel
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    out, _ = proc.communicate(b"", timeout=20)
+    assert out == b""  # nothing more for the cancelled call
+    assert proc.returncode == 1  # strict: the expectations (discover, greet, echo) were not met
+    r = report(tmp_path)
+    assert [(f["check"], f["level"]) for f in r["findings"]] == [("cancel.unknown", "note")]
+    assert r["counts"]["cancelled"] == 1
+    events = [rec for rec in read_journal(tmp_path / "j.jsonl") if rec["dir"] == "event"]
+    assert [(e["kind"], e["id"], e["reason"]) for e in events] == [("cancelled", 1, "user")]
