@@ -253,3 +253,19 @@ async def test_listen_receives_exactly_the_subscribed_events(schema, tmp_path):
     tools_id = next(k for k, v in subs.items() if v == {"toolsListChanged": True})
     assert by_sub[notes_id] == [("notifications/resources/updated", "file:///notes.txt")]
     assert by_sub[tools_id] == [("notifications/tools/list_changed", None)]
+
+
+async def test_leaving_listen_cancels_the_stream(schema, tmp_path):
+    mock = Mock(tmp_path, "subscriptions", "--time-scale", "0.1")
+    async with Client(mock.params) as client:
+        async with client.listen(resource_subscriptions=["clock://now"]) as sub:
+            with trio.fail_after(10):
+                await sub.__anext__()  # the first tick, 50 ms after the ack
+        await trio.sleep(0.4)  # eight more ticks would be due by now
+    records = read_journal(mock.journal)
+    cancel = next(i for i, r in enumerate(records)
+                  if r["dir"] == "in" and r.get("message", {}).get("method") == "notifications/cancelled")
+    listen_id = records[cancel]["message"]["params"]["requestId"]
+    later = [r["message"] for r in records[cancel + 1:] if r["dir"] == "out"]
+    assert not [m for m in later if m.get("params", {}).get("_meta", {}).get("io.modelcontextprotocol/subscriptionId") == listen_id]
+    mock.outbound(schema)

@@ -74,6 +74,7 @@ def _levels(out):
 
 def test_no_log_messages_without_a_log_level(schema):
     out = progress_link().send(slow(1, 2))
+    check_all(schema, out)
     assert _levels(out) == []
 
 

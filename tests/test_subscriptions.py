@@ -112,6 +112,7 @@ def test_touch_and_refresh_tools_reach_matching_streams(schema):
 
 def test_events_without_subscribers_go_nowhere(schema):
     out = sub_link().send(touch(1, "file:///notes.txt"), refresh(2))
+    check(schema, out)
     assert [m.get("id") for m in out] == [1, 2]
 
 
@@ -176,8 +177,9 @@ subscriptions:
 def test_client_cancel_ends_a_stream(schema):
     link = sub_link()
     link.send(listen("s1", toolsListChanged=True), listen("s2", toolsListChanged=True))
-    link.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "s1"}})
+    assert link.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "s1"}}) == []
     out = link.send(refresh(1))
+    check(schema, out)
     assert notes(out) == [("notifications/tools/list_changed", "s2", None)]
 
 
