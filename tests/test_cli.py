@@ -1,0 +1,271 @@
+"""The command line, as real subprocesses: run, python -m, check, list, demo, signals, EOF.
+
+Every stdout line of ``mockmcp run`` is validated against the official schema.
+Time bounds are generous (the machine is shared); they only guard against hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SCENARIOS, line, mockmcp_cmd, request, run_mock
+
+from mockmcp.cli import describe
+
+BROKEN = Path(__file__).parent / "data" / "broken"
+
+
+def validate_stdout(schema: Any, stdout: bytes, sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every stdout line is one protocol message, valid for the method of the request it answers."""
+    methods = {m["id"]: m["method"] for m in sent if "id" in m}
+    out = []
+    for raw in stdout.splitlines(keepends=True):
+        msg = schema.check_line(raw)
+        if "id" in msg:
+            schema.check(msg, methods.get(msg["id"]))
+        out.append(msg)
+    return out
+
+
+ALL_DEFAULT = [
+    request(1, "server/discover"),
+    request(2, "tools/list"),
+    request(3, "tools/call", {"name": "echo", "arguments": {"text": "hello"}}),
+    request(4, "tools/call", {"name": "add", "arguments": {"a": 40, "b": 2}}),
+    request(5, "tools/call", {"name": "get_weather", "arguments": {"city": "Lima"}}),
+    request(6, "prompts/list"),
+    request(7, "prompts/get", {"name": "code_review", "arguments": {"code": "pass"}}),
+    request(8, "resources/list"),
+    request(9, "resources/read", {"uri": "file:///project/README.md"}),
+    request(10, "resources/read", {"uri": "file:///project/logo.png"}),
+    request(11, "resources/templates/list"),
+    request(12, "resources/read", {"uri": "weather://forecast/Lima"}),
+    request(13, "completion/complete", {"ref": {"type": "ref/prompt", "name": "code_review"}, "argument": {"name": "language", "value": "r"}}),
+]
+
+
+def by_id(messages: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    return {m["id"]: m for m in messages if "id" in m}
+
+
+def check_default_answers(answers: dict[Any, dict[str, Any]]) -> None:
+    assert set(answers) == set(range(1, 14))
+    assert all("result" in a for a in answers.values()), answers
+    assert answers[3]["result"]["content"][0]["text"] == "hello"
+    assert answers[4]["result"]["structuredContent"] == {"sum": 42}
+    assert "Lima" in answers[5]["result"]["content"][0]["text"]
+    assert answers[12]["result"]["contents"][0]["uri"] == "weather://forecast/Lima"
+    assert answers[13]["result"]["completion"]["values"] == ["rust"]
+
+
+def test_run_default_end_to_end(schema):
+    proc = run_mock("run", "default", input=b"".join(line(m) for m in ALL_DEFAULT))
+    assert proc.returncode == 0, proc.stderr
+    check_default_answers(by_id(validate_stdout(schema, proc.stdout, ALL_DEFAULT)))
+    assert b"Traceback" not in proc.stderr
+
+
+def test_console_script(schema):
+    script = Path(sys.executable).parent / "mockmcp"
+    assert script.exists(), "the mockmcp console script is installed"
+    proc = subprocess.run([str(script), "run", "default"], input=line(ALL_DEFAULT[0]), capture_output=True, timeout=30)
+    assert proc.returncode == 0
+    (msg,) = validate_stdout(schema, proc.stdout, ALL_DEFAULT[:1])
+    assert msg["result"]["supportedVersions"] == ["2026-07-28"]
+
+
+def test_python_dash_m(schema):
+    proc = subprocess.run([sys.executable, "-m", "mockmcp", "run", "default"], input=line(ALL_DEFAULT[0]), capture_output=True, timeout=30)
+    assert proc.returncode == 0
+    assert validate_stdout(schema, proc.stdout, ALL_DEFAULT[:1])[0]["id"] == 1
+    helped = subprocess.run([sys.executable, "-m", "mockmcp", "--help"], capture_output=True, text=True, timeout=30)
+    assert helped.returncode == 0 and "run" in helped.stdout and "check" in helped.stdout
+
+
+def test_run_a_scenario_by_path(schema, tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("mockmcp: 1\ntools: [{name: hi, replies: [{steps: [{text: 'hi {{ arguments.who }}'}]}]}]\n")
+    sent = [request(1, "tools/call", {"name": "hi", "arguments": {"who": "there"}})]
+    proc = run_mock("run", str(path), input=line(sent[0]))
+    assert proc.returncode == 0
+    assert validate_stdout(schema, proc.stdout, sent)[0]["result"]["content"][0]["text"] == "hi there"
+
+
+def test_stdout_has_only_protocol_lines_even_for_garbage(schema):
+    sent = [request(1, "tools/call", {"name": "echo", "arguments": {"text": "a"}})]
+    data = b"garbage\n\n[1,2]\r\n" + line(sent[0]) + b'{"jsonrpc":"2.0","method":"notifications/whatever"}\n' + b"{"
+    proc = run_mock("run", "default", "--log-level", "debug", input=data)
+    assert proc.returncode == 0
+    out = validate_stdout(schema, proc.stdout, sent)
+    assert [m.get("error", {}).get("code") for m in out] == [-32700, -32600, None, -32700]
+    assert proc.stderr  # the logs went to stderr
+
+
+# ---------------------------------------------------------------- check and list
+
+
+def test_check_valid_scenarios_exit_0():
+    proc = run_mock("check", *map(str, sorted(SCENARIOS.glob("*.yaml"))))
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout == b""
+
+
+def test_check_invalid_exit_1_with_exact_lines():
+    broken = BROKEN / "duplicate-key.yaml"
+    proc = run_mock("check", str(SCENARIOS / "default.yaml"), str(broken))
+    assert proc.returncode == 1
+    assert proc.stdout.decode().splitlines() == [
+        f"{broken}:7:3: duplicate key 'name' (first defined at line 5) (at $.server.name)"
+    ]
+
+
+def test_list_shows_every_bundled_scenario_with_a_description():
+    proc = run_mock("list")
+    assert proc.returncode == 0
+    rows = proc.stdout.decode().splitlines()
+    names = sorted(p.stem for p in SCENARIOS.glob("*.yaml"))
+    assert [r.split()[0] for r in rows] == names
+    for row, name in zip(rows, names):
+        text = row[len(name) :].strip()
+        assert text and text == describe(SCENARIOS / f"{name}.yaml")
+    assert any(r.startswith("default ") for r in rows)
+
+
+# ---------------------------------------------------------------- invalid scenario: exit 2 before reading stdin
+
+
+def test_invalid_scenario_exits_2_before_reading_stdin():
+    broken = BROKEN / "multiple.yaml"
+    check = run_mock("check", str(broken))
+    proc = subprocess.Popen(mockmcp_cmd("run", str(broken)), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        # stdin stays open and empty: only a process that never reads it can exit here
+        status = proc.wait(timeout=30)
+        stdout, stderr = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+    finally:
+        proc.kill()
+        proc.stdin.close()  # type: ignore[union-attr]
+        proc.stdout.close()  # type: ignore[union-attr]
+        proc.stderr.close()  # type: ignore[union-attr]
+    assert status == 2
+    assert stdout == b""
+    assert stderr.decode().splitlines() == check.stdout.decode().splitlines()
+    assert len(stderr.decode().splitlines()) == 3
+
+
+def test_unknown_scenario_name_exits_2():
+    proc = run_mock("run", "no-such-scenario")
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"no such file or bundled scenario" in proc.stderr
+
+
+# ---------------------------------------------------------------- EOF and signals
+
+
+def spawn(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(mockmcp_cmd("run", *args), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def read_line(proc: subprocess.Popen[bytes], timeout: float = 30) -> bytes:
+    fd = proc.stdout.fileno()  # type: ignore[union-attr]
+    data = b""
+    deadline = time.monotonic() + timeout
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        assert left > 0 and select.select([fd], [], [], left)[0], "no line from the mock"
+        chunk = os.read(fd, 1)
+        assert chunk, "the mock closed stdout"
+        data += chunk
+    return data
+
+
+def test_eof_exits_0_promptly(schema):
+    proc = spawn("default")
+    proc.stdin.write(line(ALL_DEFAULT[0]))  # type: ignore[union-attr]
+    proc.stdin.flush()  # type: ignore[union-attr]
+    schema.check_line(read_line(proc), "server/discover")
+    start = time.monotonic()
+    proc.stdin.close()  # type: ignore[union-attr]
+    assert proc.wait(timeout=10) == 0
+    assert time.monotonic() - start < 2.0  # clients wait 2 s before SIGTERM
+    assert b"Traceback" not in proc.stderr.read()  # type: ignore[union-attr]
+    proc.stdout.close()  # type: ignore[union-attr]
+    proc.stderr.close()  # type: ignore[union-attr]
+
+
+def test_eof_lets_a_pending_scripted_reply_finish(schema):
+    sent = [request(1, "tools/call", {"name": "get_weather", "arguments": {"city": "Kyiv"}})]
+    proc = run_mock("run", "default", input=line(sent[0]))  # EOF right after the request
+    assert proc.returncode == 0
+    (msg,) = validate_stdout(schema, proc.stdout, sent)
+    assert "Kyiv" in msg["result"]["content"][0]["text"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signals_exit_promptly_without_traceback(schema, sig, tmp_path):
+    path = tmp_path / "hang.yaml"
+    path.write_text("mockmcp: 1\ntools: [{name: wait, replies: [{steps: [{hang: true}]}]}, {name: ping}]\n")
+    proc = spawn(str(path))
+    sent = [request(1, "tools/call", {"name": "wait"}), request(2, "tools/call", {"name": "ping"})]
+    proc.stdin.write(line(sent[0]) + line(sent[1]))  # type: ignore[union-attr]
+    proc.stdin.flush()  # type: ignore[union-attr]
+    # once it has answered, the signal handlers are in place; request 1 hangs
+    assert schema.check_line(read_line(proc), "tools/call")["id"] == 2
+    start = time.monotonic()
+    proc.send_signal(sig)
+    status = proc.wait(timeout=10)
+    elapsed = time.monotonic() - start
+    stderr = proc.stderr.read()  # type: ignore[union-attr]
+    rest = proc.stdout.read()  # type: ignore[union-attr]
+    proc.stdin.close()  # type: ignore[union-attr]
+    proc.stdout.close()  # type: ignore[union-attr]
+    proc.stderr.close()  # type: ignore[union-attr]
+    assert elapsed < 2.0
+    assert b"Traceback" not in stderr and b"KeyboardInterrupt" not in stderr
+    assert status in (0, 128 + sig, -sig)
+    validate_stdout(schema, rest, sent)
+
+
+# ---------------------------------------------------------------- demo
+
+
+def test_demo_prints_the_exchange():
+    proc = subprocess.run(mockmcp_cmd("demo"), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    for method in ["server/discover", "tools/list", "tools/call", "prompts/get", "resources/read", "resources/templates/list"]:
+        assert f"--> {method}" in out
+    # the tool results, as the mock computed them
+    assert '"text": "Hello, mockmcp!"' in out
+    assert '"sum": 5' in out
+    assert "Sunny, 22°C in Paris" in out
+    assert "Please review this python" in out
+    assert "weather://forecast/Paris" in out
+    assert out.rstrip().endswith("done.")
+
+
+def test_demo_of_another_scenario_and_a_broken_one(tmp_path):
+    ok = subprocess.run(mockmcp_cmd("demo", "prompts"), capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and "--> prompts/get" in ok.stdout
+    bad = subprocess.run(mockmcp_cmd("demo", str(BROKEN / "unknown-key.yaml")), capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1
+    assert "unknown key 'colour'" in bad.stdout
+
+
+def test_demo_example_values():
+    from mockmcp.demo import example_value, expand_template
+
+    schema_ = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "integer"}, "mode": {"enum": ["x", "y"]}, "flag": {"type": "boolean"}}, "required": ["a", "mode"]}
+    assert example_value(schema_) == {"a": 2, "mode": "x"}
+    assert expand_template("weather://forecast/{city}") == "weather://forecast/Paris"
+    assert expand_template("repo://{owner}/files{+path}") == "repo://example owner/filesexample path"
+    assert json.loads(json.dumps(example_value({"type": "array", "items": {"type": "string"}}, "text"))) == ["Hello, mockmcp!"]
