@@ -1,0 +1,363 @@
+"""The interop matrix: every bundled scenario x the official SDK clients -> docs/interop.md.
+
+Usage (from the repository root; the output is committed)::
+
+    .venv/bin/python tests/interop/matrix.py            # all scenarios, all clients
+    .venv/bin/python tests/interop/matrix.py --scenarios default,mrtr --out /tmp/m.md
+
+For each scenario in ``scenarios/`` (new ones are picked up automatically) a
+generic plan is derived from the scenario itself: list the tools and call each
+with example arguments built from its ``inputSchema``, list and get the prompts,
+list and read the resources and an instance of each template, and ask for each
+completion. Every client runs the same plan through its driver
+(``python_driver.py`` under asyncio and trio, ``ts/driver.mjs`` on Node) against
+``mockmcp run SCENARIO --journal ... --report ...``, with short timeouts. A cell
+records what the client did (``ok``, the JSON-RPC error code it surfaced,
+``timeout``, a client-side rejection, a crash, or a fallback to the legacy
+handshake) and, from the mock's report, its verdict on the client (the
+scenario's ``expectations`` and the client checks). Every cell that is not all
+``ok`` gets a note under the table: nothing is skipped silently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime as _dt
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+TS_DIR = HERE / "ts"
+TS_PACKAGE = "@modelcontextprotocol/client"
+CLIENTS = ("python-asyncio", "python-trio", "typescript")
+DEFAULT_TIMEOUT_MS = 3000
+
+sys.path.insert(0, str(HERE))
+from python_driver import example_from_schema  # noqa: E402  (a sibling script, not a package)
+
+
+# ------------------------------------------------------------------ running one client
+
+
+class ClientUnavailable(RuntimeError):
+    """The client's runtime or packages are not installed (CI installs them)."""
+
+
+def ts_ready() -> None:
+    """Raise ClientUnavailable with a clear message if the TypeScript client cannot run."""
+    if shutil.which("node") is None:
+        raise ClientUnavailable("node is not on PATH (the TypeScript interop needs Node 20)")
+    if not (TS_DIR / "node_modules" / TS_PACKAGE / "package.json").is_file():
+        raise ClientUnavailable(
+            f"{TS_PACKAGE} is not installed: run `npm install` in {TS_DIR.relative_to(ROOT)} (.ci/run does this)"
+        )
+
+
+def installed_versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    out = {"python": f"mcp {version('mcp')} (Python {sys.version.split()[0]})"}
+    try:
+        ts_ready()
+        pkg = json.loads((TS_DIR / "node_modules" / TS_PACKAGE / "package.json").read_text())
+        node = subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+        out["typescript"] = f"{TS_PACKAGE} {pkg['version']} (Node {node})"
+    except ClientUnavailable as exc:
+        out["typescript"] = f"unavailable: {exc}"
+    return out
+
+
+def driver_argv(client: str) -> list[str]:
+    if client == "typescript":
+        ts_ready()
+        return ["node", str(TS_DIR / "driver.mjs")]
+    backend = client.split("-", 1)[1]
+    return [sys.executable, str(HERE / "python_driver.py"), "--backend", backend]
+
+
+def run_client(client: str, plan: dict[str, Any], *, wall_timeout: float | None = None) -> dict[str, Any]:
+    """Run one client driver on a plan; returns its JSON result (or a ``crash`` record)."""
+    argv = driver_argv(client)
+    if wall_timeout is None:
+        wall_timeout = 30 + len(plan["ops"]) * (plan.get("timeoutMs", DEFAULT_TIMEOUT_MS) / 1000 + 3)
+    try:
+        proc = subprocess.run(argv, input=json.dumps(plan), capture_output=True, text=True,
+                              timeout=wall_timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired as exc:
+        return {"client": client, "crash": f"driver killed after {wall_timeout:.0f}s", "stderr": _tail(exc.stderr)}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        return {"client": client, "crash": f"driver exited {proc.returncode}", "stderr": _tail(proc.stderr)}
+    result = json.loads(lines[-1])
+    result["client"] = client
+    result["stderr"] = _tail(proc.stderr)
+    return result
+
+
+def _tail(text: Any, n: int = 1500) -> str:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return (text or "")[-n:]
+
+
+# ------------------------------------------------------------------ the generic plan
+
+
+_TEMPLATE_VAR = re.compile(r"\{([+#./;?&]?)([^}]*)\}")
+
+
+def instantiate(uri_template: str) -> str:
+    """A concrete URI for an RFC 6570 template: simple variables become ``example``."""
+    return _TEMPLATE_VAR.sub(lambda m: "" if m.group(1) in "?&;" and m.group(1) else "example", uri_template)
+
+
+def generic_plan(scenario: Any, command: list[str], timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[str, Any]:
+    """The operations a generic client session performs against ``scenario`` (a model.Scenario)."""
+    ops: list[dict[str, Any]] = []
+    if scenario.tools:
+        ops.append({"op": "listTools"})
+        for tool in scenario.tools:
+            args = example_from_schema(dict(tool.inputSchema)) or {}
+            ops.append({"op": "callTool", "name": tool.name, "arguments": args})
+    if scenario.prompts:
+        ops.append({"op": "listPrompts"})
+        for prompt in scenario.prompts:
+            args = {a.name: "example" for a in (prompt.arguments or [])}
+            ops.append({"op": "getPrompt", "name": prompt.name, "arguments": args})
+    if scenario.resources:
+        ops.append({"op": "listResources"})
+        ops.extend({"op": "readResource", "uri": r.uri} for r in scenario.resources)
+    if scenario.resourceTemplates:
+        ops.append({"op": "listResourceTemplates"})
+        ops.extend({"op": "readResource", "uri": instantiate(t.uriTemplate)} for t in scenario.resourceTemplates)
+    for c in scenario.completions:
+        if c.prompt:
+            ref = {"type": "ref/prompt", "name": c.prompt}
+        else:
+            uri = next((t.uriTemplate for t in scenario.resourceTemplates if t.name == c.resourceTemplate),
+                       c.resourceTemplate)
+            ref = {"type": "ref/resource", "uri": uri}
+        ops.append({"op": "complete", "ref": ref, "argument": {"name": c.argument, "value": ""}})
+    return {"command": command, "timeoutMs": timeout_ms, "ops": ops}
+
+
+def mock_command(scenario_path: Path, workdir: Path) -> list[str]:
+    return [sys.executable, "-m", "mockmcp", "run", str(scenario_path),
+            "--journal", str(workdir / "journal.jsonl"), "--report", str(workdir / "report-{pid}.json")]
+
+
+# ------------------------------------------------------------------ one cell
+
+
+def session_report(workdir: Path) -> dict[str, Any] | None:
+    """The report of the process that served the session (the TS client also spawns a probe)."""
+    reports = [json.loads(p.read_text()) for p in sorted(workdir.glob("report-*.json"))]
+    if not reports:
+        return None
+    return max(reports, key=lambda r: r["counts"]["requests"])
+
+
+def inbound_methods(journal: Path) -> dict[str, int]:
+    """How many of each method the mock received (both processes), from its journal."""
+    from mockmcp.journal import read_journal
+
+    counts: dict[str, int] = {}
+    if journal.exists():
+        for rec in read_journal(journal):
+            method = rec.get("message", {}).get("method") if rec.get("dir") == "in" else None
+            if isinstance(method, str):
+                counts[method] = counts.get(method, 0) + 1
+    return counts
+
+
+def run_cell(scenario_path: Path, client: str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[str, Any]:
+    from mockmcp import loader
+    from mockmcp.problems import LoadError
+
+    try:
+        scenario, _ = loader.load(str(scenario_path), use_cache=False)
+    except LoadError as exc:  # a broken bundled scenario is a cell to show, not a reason to stop
+        return {"client": client, "loadError": str(exc)}
+    with tempfile.TemporaryDirectory(prefix="mockmcp-matrix-") as tmp:
+        work = Path(tmp)
+        plan = generic_plan(scenario, mock_command(scenario_path, work), timeout_ms)
+        try:
+            result = run_client(client, plan)
+        except ClientUnavailable as exc:
+            result = {"client": client, "crash": f"client unavailable: {exc}"}
+        result["plan"] = plan["ops"]
+        result["report"] = session_report(work)
+        result["inbound"] = inbound_methods(work / "journal.jsonl")
+        result["processes"] = len(list(work.glob("report-*.json")))
+        result["hasExpectations"] = bool(scenario.expectations)
+    return result
+
+
+def summarize(cell: dict[str, Any]) -> tuple[str, list[str]]:
+    """(short cell text, notes) for a cell result."""
+    notes: list[str] = []
+    if "loadError" in cell:
+        notes.append(f"the scenario does not load: `{_oneline(cell['loadError'], 400)}`")
+        return "scenario does not load", notes
+    if "crash" in cell:
+        notes.append(f"the driver crashed: {cell['crash']}; stderr: `{_oneline(cell.get('stderr', ''))}`")
+        return "crash", notes
+    conn = cell.get("connect", {})
+    if conn.get("status") != "ok":
+        notes.append(f"connect failed: {_op_text(conn)}")
+        return f"connect {conn.get('status')}", notes
+    counts: dict[str, int] = {}
+    cancels = cell.get("inbound", {}).get("notifications/cancelled", 0)
+    for op in cell["ops"]:
+        key = op["status"] if op["status"] != "error" else f"error {op.get('code')}"
+        counts[key] = counts.get(key, 0) + 1
+        if op["status"] != "ok":
+            target = op.get("name") or op.get("uri") or ""
+            text = _op_text(op)
+            if op["status"] == "timeout":
+                text += f"; the mock received notifications/cancelled ×{cancels} in this session"
+            notes.append(f"{op['op']} {target}: {text}".replace("  ", " "))
+    parts = [f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (kv[0] != "ok", kv[0]))]
+    era = conn.get("era") or ("modern" if str(conn.get("protocolVersion", "")) >= "2026" else "legacy")
+    if era != "modern":
+        parts.insert(0, f"fallback to {conn.get('protocolVersion')}")
+        notes.insert(0, f"the client fell back to the legacy handshake ({conn.get('protocolVersion')})")
+    if cell.get("shutdown"):
+        notes.append(f"close failed: {_op_text(cell['shutdown'])}")
+    progress = sum(op.get("progress", 0) for op in cell["ops"])
+    if progress:
+        parts.append(f"progress×{progress}")
+    cbs = cell.get("callbacks") or {}
+    if cbs:
+        parts.append("callbacks: " + ", ".join(f"{k}×{len(v)}" for k, v in sorted(cbs.items())))
+    report = cell.get("report")
+    if report is None:
+        notes.append("the mock wrote no report (it did not exit cleanly?)")
+        parts.append("mock: no report")
+    else:
+        exp = report["counts"]["expectations"]
+        if cell.get("hasExpectations"):
+            verdict = "passed" if exp["failed"] == 0 else f"failed {exp['failed']}"
+            parts.append(f"expectations {verdict}")
+            for v in report["expectations"]:
+                if v["verdict"] != "passed":
+                    notes.append(f"expectation failed: {_oneline(json.dumps(v, ensure_ascii=False), 300)}")
+        errors = [f for f in report["findings"] if f["level"] == "error"]
+        if errors:
+            checks = sorted({f["check"] for f in errors})
+            parts.append(f"mock found {len(errors)} client error(s): {', '.join(checks)}")
+            for f in errors[:5]:
+                notes.append(f"mock finding {f['check']}: {_oneline(f.get('text', ''), 200)}")
+    return "; ".join(parts), notes
+
+
+def _op_text(op: dict[str, Any]) -> str:
+    status = op.get("status")
+    if status == "error":
+        return f"JSON-RPC error {op.get('code')} `{_oneline(op.get('message', ''))}`"
+    if status == "timeout":
+        return "no answer within the timeout; the client gave up"
+    return f"{status} {op.get('type', '')} `{_oneline(op.get('message', ''))}`"
+
+
+def _oneline(text: str, n: int = 160) -> str:
+    text = " ".join(str(text).split()).replace("|", "\\|").replace("`", "'")
+    return text if len(text) <= n else text[:n] + "..."
+
+
+# ------------------------------------------------------------------ the table
+
+
+def render(results: dict[str, dict[str, dict[str, Any]]], clients: list[str], versions: dict[str, str],
+           date: str) -> str:
+    lines = [
+        "# Interop matrix",
+        "",
+        "Every bundled scenario driven by the official SDK clients. Regenerate (and commit) with:",
+        "",
+        "```sh",
+        ".venv/bin/python tests/interop/matrix.py",
+        "```",
+        "",
+        f"Generated {date} with {versions['python']} (asyncio and trio backends) and {versions['typescript']},"
+        " spawned with `versionNegotiation: {mode: 'auto'}`.",
+        "",
+        "Each client runs the same generic session per scenario (tests/interop/matrix.py): list and call"
+        " every tool with example arguments from its `inputSchema`, list and get every prompt, list and read"
+        " every resource and one instance of every template, ask every completion; the elicitation,"
+        " sampling and roots callbacks answer, so `input_required` rounds complete. A cell counts the"
+        " operations by outcome (`ok`, `error CODE` = the client surfaced that JSON-RPC error, `timeout`,"
+        " `client-error` = the SDK rejected something itself, `crash`) and gives the mock's verdict on the"
+        " client (its `expectations` and client checks). Every non-`ok` operation has a note below.",
+        "",
+        "| scenario | " + " | ".join(clients) + " |",
+        "| --- | " + " | ".join("---" for _ in clients) + " |",
+    ]
+    all_notes: list[str] = []
+    for name in sorted(results):
+        row = [f"`{name}`"]
+        for client in clients:
+            text, notes = summarize(results[name][client])
+            ref = f"{name}/{client}"
+            if notes:
+                text += f" ([notes](#{_anchor(ref)}))"
+                all_notes.append(f"### {ref}\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
+            row.append(text)
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "## Notes", ""]
+    lines += all_notes or ["Every operation of every cell was `ok`.", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _anchor(title: str) -> str:
+    return re.sub(r"[^a-z0-9 _-]", "", title.lower()).replace(" ", "-")
+
+
+def run_matrix(names: list[str], clients: list[str], *, jobs: int = 2,
+               timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[str, dict[str, dict[str, Any]]]:
+    from mockmcp import loader
+
+    paths = {n: loader.bundled_dir() / f"{n}.yaml" for n in names}
+    results: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in names}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run_cell, paths[n], c, timeout_ms): (n, c) for n in names for c in clients}
+        for fut in concurrent.futures.as_completed(futures):
+            n, c = futures[fut]
+            results[n][c] = fut.result()
+            print(f"{n} x {c}: {summarize(results[n][c])[0]}", file=sys.stderr, flush=True)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    from mockmcp import loader
+
+    ap = argparse.ArgumentParser(description="Run the interop matrix and write docs/interop.md.")
+    ap.add_argument("--scenarios", help="comma-separated bundled names (default: all)")
+    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--out", default=str(ROOT / "docs" / "interop.md"))
+    ap.add_argument("--json", help="also write the raw results here")
+    ap.add_argument("--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)))
+    ap.add_argument("--timeout-ms", type=int, default=DEFAULT_TIMEOUT_MS)
+    args = ap.parse_args(argv)
+    names = args.scenarios.split(",") if args.scenarios else loader.bundled_names()
+    clients = args.clients.split(",")
+    results = run_matrix(names, clients, jobs=args.jobs, timeout_ms=args.timeout_ms)
+    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
+    Path(args.out).write_text(render(results, clients, installed_versions(), date), encoding="utf-8")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""Drive the official Python SDK client (mcp==2.3.0) through a plan of operations.
+
+Usage: ``python python_driver.py --backend asyncio|trio PLAN.json`` (or the plan
+on stdin). Prints one JSON object on stdout: how the connection went and, per
+operation, what the client got (``ok`` with a trimmed result, ``error`` with the
+JSON-RPC code, ``timeout``, or ``client-error`` with the exception type). The plan
+format is shared with ``ts/driver.mjs``::
+
+    {"command": ["python", "-m", "mockmcp", "run", "default"],
+     "timeoutMs": 5000,
+     "ops": [{"op": "listTools"}, {"op": "callTool", "name": "echo", "arguments": {...}},
+             {"op": "listPrompts"}, {"op": "getPrompt", "name": "p", "arguments": {...}},
+             {"op": "listResources"}, {"op": "listResourceTemplates"},
+             {"op": "readResource", "uri": "..."}, {"op": "complete", "ref": {...}, "argument": {...}}]}
+
+The client has the elicitation, sampling and roots callbacks set (they accept
+with example answers), so ``input_required`` rounds can complete. Catching every
+exception per operation is the point here: the driver records what the client
+did; it does not judge it (the tests and the matrix do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+import anyio
+
+MAX_TEXT = 400
+MAX_PAGES = 50
+
+
+def trim(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= MAX_TEXT else value[:MAX_TEXT] + f"...(+{len(value) - MAX_TEXT})"
+    if isinstance(value, list):
+        return [trim(v) for v in value]
+    if isinstance(value, dict):
+        return {k: trim(v) for k, v in value.items()}
+    return value
+
+
+def dump(model: Any) -> Any:
+    return trim(model.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def example_from_schema(schema: Any) -> Any:
+    """A value that satisfies a simple JSON Schema (for elicitation answers)."""
+    if not isinstance(schema, dict):
+        return None
+    if "default" in schema:
+        return schema["default"]
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if schema.get("oneOf") and isinstance(schema["oneOf"][0], dict) and "const" in schema["oneOf"][0]:
+        return schema["oneOf"][0]["const"]
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), "string")
+    if t == "object":
+        props = schema.get("properties") or {}
+        return {k: example_from_schema(v) for k, v in props.items()}
+    if t == "array":
+        items = schema.get("items") or {}
+        if isinstance(items, dict) and items.get("anyOf"):
+            return [items["anyOf"][0].get("const", "a")]
+        if isinstance(items, dict) and items.get("enum"):
+            return [items["enum"][0]]
+        return []
+    if t == "integer":
+        return max(1, int(schema.get("minimum", 1)))
+    if t == "number":
+        return float(schema.get("minimum", 1))
+    if t == "boolean":
+        return True
+    if schema.get("format") == "email":
+        return "ada@example.com"
+    return "example"
+
+
+def leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside nested ExceptionGroups (connect errors arrive wrapped)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def describe(exc: BaseException) -> dict[str, Any]:
+    from mcp.shared.exceptions import MCPError
+
+    exc = leaf(exc)
+    if isinstance(exc, TimeoutError) or (isinstance(exc, MCPError) and exc.error.code == -32001):
+        return {"status": "timeout", "message": str(exc)[:MAX_TEXT]}
+    if isinstance(exc, MCPError):
+        out: dict[str, Any] = {"status": "error", "code": exc.error.code, "message": exc.error.message}
+        if exc.error.data is not None:
+            out["data"] = trim(exc.error.data)
+        return out
+    return {"status": "client-error", "type": type(exc).__name__, "message": str(exc)[:MAX_TEXT]}
+
+
+async def run_plan(plan: dict[str, Any]) -> dict[str, Any]:
+    from mcp import Client, StdioServerParameters, types
+
+    notes: dict[str, list[Any]] = {"elicitation": [], "sampling": [], "roots": [], "log": []}
+
+    async def elicit(context: Any, params: Any) -> Any:
+        mode = getattr(params, "mode", None) or "form"
+        notes["elicitation"].append(mode)
+        if mode == "url":
+            return types.ElicitResult(action="accept")
+        schema = params.requested_schema if hasattr(params, "requested_schema") else {}
+        if not isinstance(schema, dict):
+            schema = schema.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return types.ElicitResult(action="accept", content=example_from_schema(schema) or {})
+
+    async def sample(context: Any, params: Any) -> Any:
+        notes["sampling"].append(len(params.messages))
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="sampled answer"), model="mock-model"
+        )
+
+    async def roots(context: Any) -> Any:
+        notes["roots"].append(1)
+        return types.ListRootsResult(roots=[types.Root(uri="file:///project", name="project")])
+
+    async def log(params: Any) -> None:
+        notes["log"].append(params.level)
+
+    timeout = plan.get("timeoutMs", 5000) / 1000
+    argv = plan["command"]
+    server = StdioServerParameters(command=argv[0], args=argv[1:], env=plan.get("env"))
+    out: dict[str, Any] = {"client": "python", "ops": []}
+    t0 = time.monotonic()
+    try:
+        async with Client(
+            server,
+            read_timeout_seconds=timeout,
+            elicitation_callback=elicit,
+            sampling_callback=sample,
+            list_roots_callback=roots,
+            logging_callback=log,
+        ) as client:
+            out["connect"] = {"status": "ok", "protocolVersion": client.protocol_version,
+                              "ms": round((time.monotonic() - t0) * 1000)}
+            for op in plan["ops"]:
+                progress: list[float] = []
+                record: dict[str, Any] = {"op": op["op"]}
+                for k in ("name", "uri"):
+                    if k in op:
+                        record[k] = op[k]
+                try:
+                    with anyio.fail_after(timeout + 2):
+                        record.update(status="ok", result=await _one(client, op, timeout, progress))
+                except Exception as exc:  # recorded, not hidden: the cell says what happened
+                    record.update(describe(exc))
+                if progress:
+                    record["progress"] = len(progress)
+                out["ops"].append(record)
+    except Exception as exc:  # connect or shutdown failed: recorded as the connection outcome
+        d = describe(exc)
+        if "connect" not in out:
+            out["connect"] = d
+        else:
+            out["shutdown"] = d
+    out["callbacks"] = {k: v for k, v in notes.items() if v}
+    return out
+
+
+async def _one(client: Any, op: dict[str, Any], timeout: float, progress: list[float]) -> Any:
+    kind = op["op"]
+
+    async def on_progress(p: float, total: float | None, message: str | None) -> None:
+        progress.append(p)
+
+    if kind == "callTool":
+        r = await client.call_tool(op["name"], op.get("arguments") or {}, read_timeout_seconds=timeout,
+                                   progress_callback=on_progress)
+        return dump(r)
+    if kind == "getPrompt":
+        return dump(await client.get_prompt(op["name"], op.get("arguments") or {}))
+    if kind == "readResource":
+        return dump(await client.read_resource(op["uri"]))
+    if kind == "complete":
+        from mcp import types
+
+        ref = op["ref"]
+        ref_model = (types.PromptReference(type="ref/prompt", name=ref["name"]) if ref["type"] == "ref/prompt"
+                     else types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"]))
+        return dump(await client.complete(ref_model, op["argument"]))
+    lists = {
+        "listTools": ("list_tools", "tools", "name"),
+        "listPrompts": ("list_prompts", "prompts", "name"),
+        "listResources": ("list_resources", "resources", "uri"),
+        "listResourceTemplates": ("list_resource_templates", "resourceTemplates", "uriTemplate"),
+    }
+    if kind in lists:
+        method, key, ident = lists[kind]
+        items: list[Any] = []
+        cursor = None
+        for _ in range(MAX_PAGES):
+            page = dump(await getattr(client, method)(cursor=cursor))
+            items.extend(page.get(key, []))
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        return {key: [i[ident] for i in items], "items": items}
+    raise ValueError(f"unknown op {kind!r}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    ap.add_argument("plan", nargs="?", help="plan JSON file (default: stdin)")
+    args = ap.parse_args()
+    plan = json.loads(open(args.plan).read() if args.plan else sys.stdin.read())
+    result = anyio.run(run_plan, plan, backend=args.backend)
+    result["backend"] = args.backend
+    json.dump(result, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+// Drive the official TypeScript MCP client (@modelcontextprotocol/client) through a plan.
+//
+// Usage: node driver.mjs PLAN.json   (or the plan on stdin)
+// Prints one JSON object on stdout: the connection outcome and, per operation,
+// what the client got (ok + trimmed result, error + JSON-RPC code, timeout, or
+// client-error). The plan format is shared with ../python_driver.py (see there).
+//
+// The client connects with versionNegotiation {mode: 'auto'}: on stdio it
+// spawns the server twice (a discover probe, then the session). Elicitation,
+// sampling and roots handlers are registered (and the capabilities declared)
+// so input_required rounds can complete. Every operation's failure is
+// recorded, not thrown: the driver reports, the tests and the matrix judge.
+
+import { readFileSync } from 'node:fs';
+import { Client, ProtocolError, SdkError } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+
+const MAX_TEXT = 400;
+
+function trim(value) {
+  if (typeof value === 'string') {
+    return value.length <= MAX_TEXT ? value : `${value.slice(0, MAX_TEXT)}...(+${value.length - MAX_TEXT})`;
+  }
+  if (Array.isArray(value)) return value.map(trim);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, trim(v)]));
+  }
+  return value;
+}
+
+function exampleFromSchema(schema) {
+  if (!schema || typeof schema !== 'object') return null;
+  if ('default' in schema) return schema.default;
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.enum) && schema.enum.length) return schema.enum[0];
+  if (Array.isArray(schema.oneOf) && schema.oneOf[0] && 'const' in schema.oneOf[0]) return schema.oneOf[0].const;
+  let t = schema.type;
+  if (Array.isArray(t)) t = t.find((x) => x !== 'null') ?? 'string';
+  if (t === 'object') {
+    return Object.fromEntries(Object.entries(schema.properties ?? {}).map(([k, v]) => [k, exampleFromSchema(v)]));
+  }
+  if (t === 'array') {
+    const items = schema.items ?? {};
+    if (Array.isArray(items.anyOf) && items.anyOf.length) return [items.anyOf[0].const ?? 'a'];
+    if (Array.isArray(items.enum) && items.enum.length) return [items.enum[0]];
+    return [];
+  }
+  if (t === 'integer') return Math.max(1, Math.trunc(schema.minimum ?? 1));
+  if (t === 'number') return schema.minimum ?? 1;
+  if (t === 'boolean') return true;
+  if (schema.format === 'email') return 'ada@example.com';
+  return 'example';
+}
+
+function describe(err) {
+  if (err instanceof SdkError) {
+    if (err.code === 'REQUEST_TIMEOUT') return { status: 'timeout', message: String(err.message).slice(0, MAX_TEXT) };
+    return { status: 'client-error', type: `SdkError:${err.code}`, message: String(err.message).slice(0, MAX_TEXT) };
+  }
+  if (err instanceof ProtocolError) {
+    const out = { status: 'error', code: err.code, message: err.message };
+    if (err.data !== undefined) out.data = trim(err.data);
+    return out;
+  }
+  return { status: 'client-error', type: err?.constructor?.name ?? typeof err, message: String(err?.message ?? err).slice(0, MAX_TEXT) };
+}
+
+async function one(client, op, timeout, progress) {
+  const opts = { timeout, onprogress: (p) => progress.push(p.progress) };
+  switch (op.op) {
+    case 'callTool':
+      return client.callTool({ name: op.name, arguments: op.arguments ?? {} }, opts);
+    case 'getPrompt':
+      return client.getPrompt({ name: op.name, arguments: op.arguments ?? {} }, opts);
+    case 'readResource':
+      return client.readResource({ uri: op.uri }, opts);
+    case 'complete':
+      return client.complete({ ref: op.ref, argument: op.argument }, opts);
+    case 'listTools': {
+      const r = await client.listTools(undefined, { timeout });
+      return { tools: r.tools.map((t) => t.name), items: r.tools };
+    }
+    case 'listPrompts': {
+      const r = await client.listPrompts(undefined, { timeout });
+      return { prompts: r.prompts.map((p) => p.name), items: r.prompts };
+    }
+    case 'listResources': {
+      const r = await client.listResources(undefined, { timeout });
+      return { resources: r.resources.map((x) => x.uri), items: r.resources };
+    }
+    case 'listResourceTemplates': {
+      const r = await client.listResourceTemplates(undefined, { timeout });
+      return { resourceTemplates: r.resourceTemplates.map((x) => x.uriTemplate), items: r.resourceTemplates };
+    }
+    default:
+      throw new Error(`unknown op ${op.op}`);
+  }
+}
+
+async function main() {
+  const path = process.argv[2];
+  const plan = JSON.parse(path ? readFileSync(path, 'utf8') : readFileSync(0, 'utf8'));
+  const timeout = plan.timeoutMs ?? 5000;
+  const notes = { elicitation: [], sampling: [], roots: [], log: [] };
+  const out = { client: 'typescript', ops: [] };
+
+  const client = new Client(
+    { name: 'mockmcp-interop-ts', version: '1.0.0' },
+    {
+      capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} },
+      versionNegotiation: { mode: 'auto' },
+    },
+  );
+  client.setRequestHandler('elicitation/create', async (request) => {
+    const mode = request.params.mode ?? 'form';
+    notes.elicitation.push(mode);
+    if (mode === 'url') return { action: 'accept' };
+    return { action: 'accept', content: exampleFromSchema(request.params.requestedSchema) ?? {} };
+  });
+  client.setRequestHandler('sampling/createMessage', async (request) => {
+    notes.sampling.push(request.params.messages.length);
+    return { role: 'assistant', model: 'mock-model', content: { type: 'text', text: 'sampled answer' } };
+  });
+  client.setRequestHandler('roots/list', async () => {
+    notes.roots.push(1);
+    return { roots: [{ uri: 'file:///project', name: 'project' }] };
+  });
+  client.setNotificationHandler('notifications/message', async (n) => {
+    notes.log.push(n.params.level);
+  });
+
+  const [command, ...args] = plan.command;
+  const transport = new StdioClientTransport({ command, args, env: plan.env, stderr: 'inherit' });
+  const t0 = Date.now();
+  try {
+    await client.connect(transport, { timeout });
+    out.connect = {
+      status: 'ok',
+      era: client.getProtocolEra(),
+      protocolVersion: client.getNegotiatedProtocolVersion(),
+      ms: Date.now() - t0,
+    };
+  } catch (err) {
+    out.connect = describe(err);
+  }
+  if (out.connect.status === 'ok') {
+    for (const op of plan.ops) {
+      const record = { op: op.op };
+      for (const k of ['name', 'uri']) if (k in op) record[k] = op[k];
+      const progress = [];
+      try {
+        record.result = trim(await one(client, op, timeout, progress));
+        record.status = 'ok';
+      } catch (err) {
+        Object.assign(record, describe(err));
+      }
+      if (progress.length) record.progress = progress.length;
+      out.ops.push(record);
+    }
+  }
+  try {
+    await client.close();
+  } catch (err) {
+    out.shutdown = describe(err);
+  }
+  out.callbacks = Object.fromEntries(Object.entries(notes).filter(([, v]) => v.length));
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`driver failed: ${err?.stack ?? err}\n`);
+    process.exit(2);
+  },
+);

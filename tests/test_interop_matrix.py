@@ -1,0 +1,91 @@
+"""The interop matrix machinery, run for the ``default`` scenario with all three clients.
+
+The full matrix (every bundled scenario) is a command whose output,
+docs/interop.md, is committed; this test keeps the machinery honest: the
+generic plan covers the scenario, every client completes it, and the table and
+notes say what happened.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from interop import matrix
+from mockmcp import loader
+
+pytestmark = pytest.mark.interop
+
+
+def test_generic_plan_covers_the_scenario() -> None:
+    scenario, _ = loader.load("default", use_cache=False)
+    plan = matrix.generic_plan(scenario, ["mock"])
+    ops = [(o["op"], o.get("name") or o.get("uri")) for o in plan["ops"]]
+    assert ("callTool", "echo") in ops and ("callTool", "add") in ops and ("callTool", "get_weather") in ops
+    assert ("getPrompt", "code_review") in ops
+    assert ("readResource", "file:///project/logo.png") in ops
+    assert ("readResource", "weather://forecast/example") in ops
+    calls = {o["name"]: o["arguments"] for o in plan["ops"] if o["op"] == "callTool"}
+    assert calls["echo"] == {"text": "example"}
+    assert calls["add"] == {"a": 1.0, "b": 1.0}  # numbers, so the add rule that sums answers
+    assert matrix.instantiate("x://{a}/b{?q,r}") == "x://example/b"
+
+
+def test_default_scenario_with_every_client() -> None:
+    results = matrix.run_matrix(["default"], list(matrix.CLIENTS), jobs=2)
+    cells = results["default"]
+    for client in matrix.CLIENTS:
+        cell = cells[client]
+        assert "crash" not in cell, cell
+        assert cell["connect"]["status"] == "ok", cell["connect"]
+        assert cell["connect"]["protocolVersion"] == "2026-07-28"
+        assert [o["status"] for o in cell["ops"]] == ["ok"] * len(cell["plan"]), cell["ops"]
+        by_name = {o.get("name"): o for o in cell["ops"] if o["op"] == "callTool"}
+        assert by_name["add"]["result"]["structuredContent"] == {"sum": 2.0}
+        assert by_name["get_weather"]["result"]["content"][0]["text"] == "Sunny, 22°C in example"
+        assert cell["report"] is not None and cell["report"]["counts"]["findings"]["error"] == 0
+        assert cell["inbound"].get("initialize", 0) == 0
+    # the TypeScript client in auto mode spawns a probe and a session; Python discovers in-process
+    assert cells["typescript"]["processes"] == 2
+    assert cells["python-asyncio"]["processes"] == 1 and cells["python-trio"]["processes"] == 1
+
+    text = matrix.render(results, list(matrix.CLIENTS), matrix.installed_versions(), "2026-01-01")
+    row = next(line for line in text.splitlines() if line.startswith("| `default`"))
+    n = len(cells["typescript"]["plan"])
+    assert row == f"| `default` | {n} ok | {n} ok | {n} ok |"
+    assert "Generated 2026-01-01 with mcp 2.3.0" in text and "@modelcontextprotocol/client 2.4.0" in text
+    assert "tests/interop/matrix.py" in text.splitlines()[5]
+
+
+def _cell(**kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"connect": {"status": "ok", "era": "modern", "protocolVersion": "2026-07-28"},
+                            "ops": [], "report": {"counts": {"expectations": {"passed": 0, "failed": 0},
+                                                             "findings": {"error": 0}},
+                                                  "expectations": [], "findings": []},
+                            "inbound": {}, "hasExpectations": False}
+    base.update(kw)
+    return base
+
+
+def test_every_non_ok_cell_gets_a_note() -> None:
+    cell = _cell(ops=[{"op": "callTool", "name": "slow", "status": "timeout"},
+                      {"op": "callTool", "name": "bad", "status": "error", "code": -32603, "message": "boom"},
+                      {"op": "listTools", "status": "ok"}],
+                 inbound={"notifications/cancelled": 1})
+    text, notes = matrix.summarize(cell)
+    assert text == "1 ok; 1 error -32603; 1 timeout"
+    assert len(notes) == 2 and "notifications/cancelled ×1" in notes[0] and "-32603" in notes[1]
+
+    fallback = _cell(connect={"status": "ok", "protocolVersion": "2025-11-25"})
+    text, notes = matrix.summarize(fallback)
+    assert text.startswith("fallback to 2025-11-25") and notes
+
+    failed = _cell(hasExpectations=True)
+    failed["report"]["counts"]["expectations"] = {"passed": 1, "failed": 1}
+    failed["report"]["expectations"] = [{"id": "a", "verdict": "passed"}, {"id": "b", "verdict": "failed"}]
+    text, notes = matrix.summarize(failed)
+    assert "expectations failed 1" in text and len(notes) == 1 and '"b"' in notes[0]
+
+    assert matrix.summarize({"crash": "driver exited 2", "stderr": "boom"})[0] == "crash"
+    assert matrix.summarize({"loadError": "x.yaml:1:1: bad"})[0] == "scenario does not load"
