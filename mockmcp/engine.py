@@ -250,7 +250,11 @@ class Engine:
                 f"Invalid Request: id {rid!r} is already in use by a request in flight", request_id=rid
             )
         self.requests_seen += 1
-        plan = self._plan(req)
+        try:
+            plan = self._plan(req)
+        except templates.TemplateError as exc:
+            # Templates render request values; values that break them are the request's fault.
+            raise errors.InvalidParams(f"Invalid params: cannot render the scripted reply: {exc}", request_id=rid) from None
         if not plan.immediate:
             self.in_flight[rid] = req.method
         return plan

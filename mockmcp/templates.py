@@ -165,7 +165,9 @@ def evaluate(expr: Expr, ctx: dict[str, Any]) -> Any:
     args = [evaluate(a, ctx) for a in expr[2]]
     try:
         return HELPERS[expr[1]](*args)
-    except TypeError as exc:  # wrong number of arguments or an unsupported operand
+    except TemplateError:
+        raise
+    except (TypeError, ValueError) as exc:  # wrong arguments, or a value that is no number ("x" in add)
         raise TemplateError(f"{expr[1]}(): {exc}") from None
 
 

@@ -471,3 +471,31 @@ methods:
 def test_bundled_mrtr_scenario_checks_clean():
     _, warnings = load("mrtr", use_cache=False)
     assert warnings == []
+
+
+def test_templates_use_request_and_answers_and_bad_values_are_invalid_params(schema):
+    yaml = """
+mockmcp: 1
+tools:
+  - name: calc
+    replies:
+      - when: {round: 1}
+        steps:
+          - inputRequired:
+              inputRequests:
+                n: {method: elicitation/create, params: {message: "Add what to {{ arguments.a }}?", requestedSchema: {type: object, properties: {n: {type: number}}}}}
+      - steps:
+          - result:
+              content: [{type: text, text: "{{ arguments.a }} + {{ inputResponses.n.content.n }} = {{ add(arguments.a, inputResponses.n.content.n) }}"}]
+              structuredContent: {sum: "{{ add(arguments.a, inputResponses.n.content.n) }}"}
+"""
+    c = Caller(schema, engine_for(yaml))
+    r1 = result(c.call("calc", {"a": 2}))
+    assert r1["inputRequests"]["n"]["params"]["message"] == "Add what to 2?"
+    out = result(c.call("calc", {"a": 2}, responses={"n": accept(n=3)}, state=r1["requestState"]))
+    assert out["content"][0]["text"] == "2 + 3 = 5" and out["structuredContent"] == {"sum": 5}
+    # A value the template cannot use is the request's fault, not a crash.
+    r1 = result(c.call("calc", {"a": "two"}))
+    err = error(c.call("calc", {"a": "two"}, responses={"n": accept(n=3)}, state=r1["requestState"]), -32602)
+    assert "add()" in err["message"]
+    assert result(c.call("calc", {"a": 1}))["resultType"] == "input_required"  # still serving
