@@ -1,0 +1,99 @@
+"""The sans-I/O core imports neither trio, yaml nor cattrs.
+
+Each core module is imported in a fresh interpreter in which a meta path
+finder refuses those packages: an import of any of them, direct or through
+another module, fails the import. A second check makes sure the blocker
+itself works, so this test can fail.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+CORE = [
+    "protocol",
+    "errors",
+    "framing",
+    "jsonrpc",
+    "matching",
+    "templates",
+    "mrtr",
+    "engine",
+    "actions",
+    "connection",
+    "legacy",
+    "check",
+    "model",
+    "problems",
+]
+FORBIDDEN = ("trio", "yaml", "cattrs")
+
+BLOCKER = """
+import importlib.abc, sys
+FORBIDDEN = {forbidden!r}
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in FORBIDDEN:
+            raise ImportError(f"the sans-I/O core must not import {{name}}")
+        return None
+sys.meta_path.insert(0, Block())
+import importlib
+importlib.import_module({module!r})
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in FORBIDDEN)
+assert not loaded, loaded
+print("ok")
+"""
+
+
+def import_blocked(module: str) -> subprocess.CompletedProcess[str]:
+    code = BLOCKER.format(forbidden=FORBIDDEN, module=module)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_core_module_imports_no_io_library(name):
+    proc = import_blocked(f"mockmcp.{name}")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_the_core_modules_exist():
+    import importlib.util
+
+    for name in CORE:
+        assert importlib.util.find_spec(f"mockmcp.{name}") is not None, name
+
+
+@pytest.mark.parametrize("name", ["server", "loader"])
+def test_the_blocker_catches_the_shell_and_the_loader(name):
+    proc = import_blocked(f"mockmcp.{name}")
+    assert proc.returncode != 0
+    assert "the sans-I/O core must not import" in proc.stderr
+
+
+def test_all_core_modules_together_and_a_request_through_them():
+    """Import every core module at once and run a request through the engine, still without them."""
+    code = BLOCKER.format(forbidden=FORBIDDEN, module="mockmcp.connection").replace(
+        'print("ok")',
+        """
+import json
+for name in {core!r}:
+    importlib.import_module("mockmcp." + name)
+from mockmcp import model
+from mockmcp.engine import Engine
+from mockmcp.connection import Connection
+scenario = model.Scenario(mockmcp=1, tools=[model.Tool(name="t", replies=[model.Rule(steps=[model.TextStep(text="{{{{ arguments.x }}}}")])])])
+conn = Connection(Engine(scenario))
+meta = {{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {{}}}}
+req = {{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {{"name": "t", "arguments": {{"x": "y"}}, "_meta": meta}}}}
+(plan,) = conn.receive_data((json.dumps(req) + "\\n").encode())
+print(json.loads(plan.actions[0].data)["result"]["content"][0]["text"])
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in FORBIDDEN)
+assert not loaded, loaded
+""".format(core=CORE),
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "y"
