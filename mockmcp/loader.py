@@ -10,11 +10,7 @@ path, printed as ``FILE:LINE:COL: message (at $.path)``.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import pickle
 import re
-import sys
 import types
 import typing
 from pathlib import Path
@@ -32,7 +28,8 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, override
 
-from . import model
+from . import loadcache, model
+from .loadcache import bundled_dir, bundled_names, resolve  # noqa: F401 (re-exported)
 from .problems import LoadError, Problem, format_path
 
 MAX_ALIAS_NODES = 100_000
@@ -407,28 +404,6 @@ def structure(data: Any, positions: Positions, filename: str) -> model.Scenario:
 # ------------------------------------------------------------------ files
 
 
-def bundled_dir() -> Path:
-    here = Path(__file__).resolve().parent
-    packaged = here / "scenarios"
-    return packaged if packaged.is_dir() else here.parent / "scenarios"
-
-
-def bundled_names() -> list[str]:
-    return sorted(p.stem for p in bundled_dir().glob("*.yaml"))
-
-
-def resolve(name_or_path: str) -> Path:
-    """A scenario argument is a file path, or the name of a bundled scenario."""
-    p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or os.sep in name_or_path or p.exists():
-        return p
-    candidate = bundled_dir() / f"{name_or_path}.yaml"
-    if candidate.exists():
-        return candidate
-    known = ", ".join(bundled_names())
-    raise LoadError([Problem(name_or_path, 0, 0, f"no such file or bundled scenario (bundled: {known})", ())])
-
-
 def load_text(text: str, filename: str, *, base_dir: Path | None = None, allow_absolute: bool = False):
     """Parse, structure and check scenario text; returns (scenario, warnings)."""
     from . import check  # semantic checks live beside the model, not here
@@ -453,11 +428,6 @@ def load_data(data: dict[str, Any], filename: str = "<inline>") -> model.Scenari
     return load_text(json.dumps(data), filename)[0]
 
 
-def _cache_dir() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "mockmcp"
-
-
 def load(name_or_path: str, *, allow_absolute: bool = False, use_cache: bool = True):
     """Load a scenario by file path or bundled name; returns (scenario, warnings).
 
@@ -466,37 +436,22 @@ def load(name_or_path: str, *, allow_absolute: bool = False, use_cache: bool = T
     suites spawn the same scenario hundreds of times). Scenarios that reference
     other files are not cached.
     """
-    from . import __version__
-
     path = resolve(name_or_path)
     filename = str(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise LoadError([Problem(filename, 0, 0, f"cannot read: {exc.strerror or exc}", ())]) from None
-    digest = hashlib.sha256(
-        b"%s\0%s\0%s\0%d\0" % (__version__.encode(), sys.version.encode(), str(path.resolve().parent).encode(), allow_absolute)
-        + raw
-    ).hexdigest()
-    cache_file = _cache_dir() / f"{digest}.pickle"
+    cache_file = loadcache.cache_file(path, raw, allow_absolute)
     if use_cache:
-        try:
-            with open(cache_file, "rb") as fh:
-                return pickle.load(fh)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-            pass
+        hit = loadcache.read(cache_file)
+        if hit is not None:
+            return hit
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LoadError([Problem(filename, 1, 1, f"not UTF-8 (byte {exc.start})", ())]) from None
     result = load_text(text, filename, base_dir=path.resolve().parent, allow_absolute=allow_absolute)
     if use_cache and not any(r.file for r in result[0].resources):
-        try:
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
-            with open(tmp, "wb") as fh:
-                pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, cache_file)
-        except OSError:
-            pass  # a read-only home is fine: we just load from YAML next time
+        loadcache.write(cache_file, result)
     return result

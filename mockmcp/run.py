@@ -10,15 +10,22 @@ from typing import Any
 
 
 def run(args: argparse.Namespace) -> int:
-    from .loader import load
+    from .loadcache import load_cached
     from .problems import LoadError
 
-    try:
-        scenario, warnings = load(args.scenario, allow_absolute=args.allow_absolute_paths, use_cache=not args.no_cache)
-    except LoadError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        return 2
+    # A cache hit skips yaml and cattrs entirely (they are only imported on a miss).
+    hit = None if args.no_cache else load_cached(args.scenario, allow_absolute=args.allow_absolute_paths)
+    if hit is not None:
+        scenario, warnings = hit
+    else:
+        from .loader import load
+
+        try:
+            scenario, warnings = load(args.scenario, allow_absolute=args.allow_absolute_paths, use_cache=not args.no_cache)
+        except LoadError as exc:
+            for problem in exc.problems:
+                print(problem, file=sys.stderr)
+            return 2
     import trio
 
     from .connection import Connection

@@ -80,6 +80,7 @@ class Shell:
         self.on_event = on_event
         self.read_size = read_size
         self.scopes: dict[Any, trio.CancelScope] = {}
+        self.parked: dict[Any, Plan] = {}  # requests parked without a task (see _dispatch)
         self.busy = 0  # tasks with scripted work left (not parked)
         self.idle = trio.Event()
         self.exit_status = 0
@@ -200,8 +201,9 @@ class Shell:
 
     def _cancel(self, cancel: Cancel) -> None:
         scope = self.scopes.pop(cancel.request_id, None)
-        if scope is not None:
-            scope.cancel()  # the engine already freed the id (it may be reused in the next line)
+        if scope is not None or self.parked.pop(cancel.request_id, None) is not None:
+            if scope is not None:
+                scope.cancel()  # the engine already freed the id (it may be reused in the next line)
             why = f" ({cancel.reason})" if cancel.reason else ""
             self.log("info", f"request {cancel.request_id!r} cancelled by the client{why}")
             if self.on_event is not None:
@@ -215,6 +217,14 @@ class Shell:
                     for action in out.actions:
                         self._emitted(action)
                         immediate.append(action.data)
+                elif _parks_at_once(out):
+                    # A plain hang or a bare subscription: no task, no cancel scope (a
+                    # task per hang costs memory, and cancelling 10k of them at EOF takes
+                    # half a second). Its leading sends keep their place in the output.
+                    for action in out.actions[:-1]:
+                        self._emitted(action)
+                        immediate.append(action.data)
+                    self.parked[out.request_id] = out
                 else:
                     if immediate:
                         await self._send.send(b"".join(immediate))
@@ -252,8 +262,22 @@ class Shell:
                                 await self.idle.wait()
                 finally:
                     requests.cancel_scope.cancel()
+                    for rid in list(self.parked):  # what a cancelled task's `finally` does
+                        del self.parked[rid]
+                        self.conn.finished(rid)
             await self._send.aclose()
         return self.exit_status
+
+
+def _parks_at_once(plan: Plan) -> bool:
+    """Sends then a park, nothing timed: the plan needs no task of its own."""
+    actions = plan.actions
+    if not actions or type(actions[-1]) is not Park:
+        return False
+    for action in actions[:-1]:
+        if type(action) is not Send:
+            return False
+    return True
 
 
 class _SafeOut:

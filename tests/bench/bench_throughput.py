@@ -1,0 +1,61 @@
+"""Pipelined throughput (many requests written at once) and ping-pong round trip.
+
+Pipelined: 20,000 ``tools/call`` of the default scenario's ``echo`` are written
+in one go by a thread while the main thread reads the answers; the figure is
+requests per second from the first byte written to the last line read.
+Ping-pong: one request, wait for its answer, next; the figure is the mean round
+trip. The floor answers the same bytes with a fixed result.
+"""
+
+from __future__ import annotations
+
+import time
+
+from _common import Server, call, floor_cmd, median, mock_cmd, request, write_in_thread
+
+PIPELINED = 20_000
+PINGPONG = 3_000
+ROUNDS = 3
+
+
+def pipelined(cmd: list[str]) -> float:
+    data = b"".join(call(i, "echo", {"text": f"hello {i}"}) for i in range(PIPELINED))
+    rates = []
+    for _ in range(ROUNDS):
+        s = Server(cmd)
+        s.ask(request("warm", "server/discover"))
+        t = time.perf_counter()
+        th = write_in_thread(s, data)
+        s.read_lines(PIPELINED)
+        rates.append(PIPELINED / (time.perf_counter() - t))
+        th.join()
+        s.close()
+    return median(rates)
+
+
+def pingpong(cmd: list[str]) -> float:
+    msgs = [call(i, "echo", {"text": f"hello {i}"}) for i in range(PINGPONG)]
+    s = Server(cmd)
+    for m in msgs[:200]:  # warm-up
+        s.ask(m)
+    t = time.perf_counter()
+    for m in msgs:
+        s.write(m)
+        s.readline()
+    rtt = (time.perf_counter() - t) / PINGPONG
+    s.close()
+    return rtt
+
+
+def bench() -> list[dict]:
+    mock = mock_cmd("default")
+    f_rate, m_rate = pipelined(floor_cmd()), pipelined(mock)
+    f_rtt, m_rtt = pingpong(floor_cmd()), pingpong(mock)
+    return [
+        dict(name="pipelined tools/call (floor)", value=f_rate, unit="req/s"),
+        dict(name="pipelined tools/call", value=m_rate, unit="req/s", ratio=m_rate / f_rate,
+             target=">= 0.5x floor", ok=m_rate / f_rate >= 0.5),
+        dict(name="ping-pong round trip (floor)", value=f_rtt * 1e6, unit="us"),
+        dict(name="ping-pong round trip", value=m_rtt * 1e6, unit="us", ratio=m_rtt / f_rtt,
+             target="<= 2x floor", ok=m_rtt / f_rtt <= 2.0),
+    ]
