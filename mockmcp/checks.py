@@ -188,7 +188,7 @@ class ClientChecker:
             out.append(Finding(removed, f"{method} is not part of revision {p.LATEST_VERSION}", message, rid))
         meta = params.get("_meta")
         token: Any = None
-        if not self.legacy_session:
+        if not self.legacy_session and not removed:  # a removed method is the finding; its _meta is moot
             out += self._meta(rid, method, meta, message)
         if type(meta) is dict:
             token = meta.get(p.META_PROGRESS_TOKEN)

@@ -217,6 +217,10 @@ def test_removed_methods(msg: dict[str, Any], check: str) -> None:
     assert send(ClientChecker(modern_only=True), msg) == [check]
 
 
+def test_a_removed_method_is_one_finding_even_without_meta() -> None:
+    assert send(ClientChecker(), {"jsonrpc": "2.0", "id": 1, "method": "ping"}) == ["removed.ping"]
+
+
 def test_removed_methods_are_fine_on_a_dual_era_server() -> None:
     checker = ClientChecker(modern_only=False)
     assert send(checker, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}) == []
