@@ -1,4 +1,4 @@
-"""End to end: the official Python SDK and deliberately buggy clients drive a real mock process."""
+"""End to end: the official Python and TypeScript SDKs and deliberately buggy clients drive a real mock process."""
 
 from __future__ import annotations
 
@@ -270,3 +270,54 @@ def test_cancellation_is_journaled_and_a_stale_cancel_is_a_note(scenario: Path, 
     assert r["counts"]["cancelled"] == 1
     events = [rec for rec in read_journal(tmp_path / "j.jsonl") if rec["dir"] == "event"]
     assert [(e["kind"], e["id"], e["reason"]) for e in events] == [("cancelled", 1, "user")]
+
+
+# ---------------------------------------------------------------- the official TypeScript SDK
+
+TS_DIR = Path(__file__).resolve().parent / "interop" / "ts"
+
+TS_CLIENT = r"""
+const { createRequire } = require('node:module');
+const [tsDir, ...argv] = process.argv.slice(2);
+const load = createRequire(tsDir + '/package.json');
+const { Client } = load('@modelcontextprotocol/client');
+const { StdioClientTransport } = load('@modelcontextprotocol/client/stdio');
+(async () => {
+  const client = new Client(
+    { name: 'mockmcp-verify-ts', version: '1.0.0' },
+    { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: 'auto' } },
+  );
+  client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { name: 'Ada' } }));
+  await client.connect(new StdioClientTransport({ command: argv[0], args: argv.slice(1) }));
+  await client.listTools();
+  const echoed = await client.callTool({ name: 'echo', arguments: { text: 'hello' } });
+  const greeted = await client.callTool({ name: 'greet', arguments: {} });
+  await client.close();
+  console.log(JSON.stringify([echoed.content[0].text, greeted.content[0].text]));
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
+@pytest.mark.interop
+def test_typescript_sdk_two_processes_one_journal_a_report_each(scenario: Path, tmp_path: Path) -> None:
+    if not (TS_DIR / "node_modules" / "@modelcontextprotocol" / "client").is_dir():
+        pytest.skip("the TypeScript client is not installed (.ci/run installs it with npm)")
+    script = tmp_path / "client.cjs"
+    script.write_text(TS_CLIENT)
+    argv = mockmcp_cmd("run", str(scenario), "--journal", str(tmp_path / "j.jsonl"), "--report", str(tmp_path / "r-{pid}.json"))
+    proc = subprocess.run(["node", str(script), str(TS_DIR), *argv], capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout) == ["hello", "hello Ada"]
+    reports = {}
+    for _ in range(100):  # the SDK may return before the probe process has finished exiting
+        reports = {p.name: json.loads(p.read_text()) for p in tmp_path.glob("r-*.json")}
+        if len(reports) == 2:
+            break
+        time.sleep(0.05)
+    assert len(reports) == 2  # a discover probe, then the session
+    assert all(r["findings"] == [] for r in reports.values()), reports
+    session = max(reports.values(), key=lambda r: r["counts"]["requests"])
+    verdicts = {v["expectation"]: v["verdict"] for v in session["expectations"]}
+    assert verdicts["greet"] == "passed" and verdicts["expectations[2]"] == "passed"
+    recs = read_journal(tmp_path / "j.jsonl")
+    assert {r["pid"] for r in recs} == {r["pid"] for r in reports.values()}
