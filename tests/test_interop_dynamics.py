@@ -201,7 +201,7 @@ async def test_cancellation_after_a_read_timeout(schema, tmp_path):
     async with Client(mock.params) as client:
         with pytest.raises(MCPError) as info:
             await client.call_tool("long_running", read_timeout_seconds=0.5, progress_callback=on_progress)
-        assert "timed out" in str(info.value).lower() or info.value.code in (-32001, 408)
+        assert info.value.code == types.REQUEST_TIMEOUT  # the client gave up (and sent notifications/cancelled)
         # Some time later the server is still quiet about it and still serves.
         await trio.sleep(0.5)
         assert text_of(await client.call_tool("quick")) == "quick answer"
