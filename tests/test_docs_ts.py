@@ -1,0 +1,30 @@
+"""The TypeScript snippet in docs/other-languages.md runs against the real TS SDK client."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TS = ROOT / "tests" / "interop" / "ts"
+
+
+def test_typescript_snippet_runs(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "other-languages.md").read_text()
+    blocks = re.findall(r"```js\n(.*?)```", text, re.S)
+    assert len(blocks) == 1
+    assert (TS / "node_modules" / "@modelcontextprotocol" / "client").is_dir(), (
+        "run `npm install` in tests/interop/ts (CI does this in .ci/run)"
+    )
+    script = TS / f"docs-snippet-{os.getpid()}.mjs"  # inside the package so imports resolve
+    script.write_text(blocks[0])
+    try:
+        env = {**os.environ, "MOCKMCP_PYTHON": sys.executable}
+        proc = subprocess.run(["node", str(script)], cwd=TS, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        script.unlink()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == ["echo, add, get_weather", "hello"]
