@@ -45,11 +45,29 @@ def cache_dir() -> Path:
     return Path(root) / "mockmcp"
 
 
+# The modules whose code decides what a loaded scenario is: their size and mtime
+# are part of the key, so editing the model in a checkout never loads a stale pickle.
+_CODE = ("model.py", "check.py", "loader.py", "templates.py")
+
+
+def _code_fingerprint() -> bytes:
+    here = Path(__file__).resolve().parent
+    parts = []
+    for name in _CODE:
+        try:
+            st = os.stat(here / name)
+            parts.append(b"%d:%d" % (st.st_size, st.st_mtime_ns))
+        except OSError:
+            parts.append(b"-")
+    return b",".join(parts)
+
+
 def cache_file(path: Path, raw: bytes, allow_absolute: bool) -> Path:
     from . import __version__
 
     digest = hashlib.sha256(
-        b"%s\0%s\0%s\0%d\0" % (__version__.encode(), sys.version.encode(), str(path.resolve().parent).encode(), allow_absolute)
+        b"%s\0%s\0%s\0%d\0%s\0"
+        % (__version__.encode(), sys.version.encode(), str(path.resolve().parent).encode(), allow_absolute, _code_fingerprint())
         + raw
     ).hexdigest()
     return cache_dir() / f"{digest}.pickle"
