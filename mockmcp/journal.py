@@ -121,7 +121,8 @@ def transcript_lines(records: list[dict[str, Any]]) -> Iterator[tuple[str, str]]
                 continue
             if "id" in msg and "method" in msg:
                 sent_at[(r.get("pid"), _key(msg["id"]))] = t
-            yield f"{stamp}{who} -> {_describe(msg)}", "in"
+            kind = "" if "method" in msg else "(a response from the client) "
+            yield f"{stamp}{who} -> {kind}{_describe(msg)}", "in"
         elif d == "out":
             msg = r.get("message")
             rule = f"  (rule {r['rule']})" if r.get("rule") else ""
@@ -176,7 +177,7 @@ def _describe(msg: dict[str, Any]) -> str:
         return f"{rid} error {e.get('code')} {_clip(str(e.get('message')), 100)}"
     result = msg.get("result")
     if type(result) is dict:
-        kind = result.get("resultType", "?")
+        kind = result.get("resultType", "(no resultType)")
         extra = ""
         if kind == "input_required" and type(result.get("inputRequests")) is dict:
             extra = " asks " + ", ".join(result["inputRequests"])
