@@ -66,10 +66,11 @@ function describe(err) {
 }
 
 async function one(client, op, timeout, progress) {
-  const opts = { timeout, onprogress: (p) => progress.push(p.progress) };
+  const opts = { timeout };
+  const withProgress = { timeout, onprogress: (p) => progress.push(p.progress) };
   switch (op.op) {
     case 'callTool':
-      return client.callTool({ name: op.name, arguments: op.arguments ?? {} }, opts);
+      return client.callTool({ name: op.name, arguments: op.arguments ?? {} }, withProgress);
     case 'getPrompt':
       return client.getPrompt({ name: op.name, arguments: op.arguments ?? {} }, opts);
     case 'readResource':
