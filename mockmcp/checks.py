@@ -43,7 +43,7 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "mrtr.inputResponses.missing": ("error", "basic/patterns/mrtr#client-requirements-basic-workflow", "a retry did not answer every input request"),
     "mrtr.leak": ("error", "basic/patterns/mrtr#client-requirements-basic-workflow", "inputResponses or requestState on a request that is not the retry of the request that asked"),
     "cancel.unknown": ("note", "basic/patterns/cancellation#behavior-requirements", "notifications/cancelled names no request in flight"),
-    "removed.initialize": ("error", "basic/versioning#backward-compatibility-with-initialization-based-versions", "initialize sent to a server that speaks only the stateless revision"),
+    "removed.initialize": ("error", "basic/transports/stdio#backward-compatibility", "initialize sent to a modern-only server, unless a server/discover probe failed first (then the fallback is right)"),
     "removed.initialized": ("error", "changelog#major-changes", "notifications/initialized (the handshake is gone)"),
     "removed.ping": ("error", "changelog#major-changes", "ping (removed in this revision)"),
     "removed.logging.setLevel": ("error", "changelog#major-changes", "logging/setLevel (use _meta io.modelcontextprotocol/logLevel)"),
@@ -134,6 +134,9 @@ class ClientChecker:
         self.rounds: list[_Round] = []
         self.legacy_session = False
         self.duplicates: dict[Any, int] = {}  # ids reused while in flight: their responses are not the original's
+        # What the last server/discover said: "modern" (a DiscoverResult or -32022), "legacy" (any other
+        # error: falling back to initialize is then right), or None (no answer yet, or no probe).
+        self.probe: str | None = None
 
     # ------------------------------------------------------------ inbound
 
@@ -178,8 +181,14 @@ class ClientChecker:
             out.append(Finding("id.reused", f"{method} reuses id {rid!r} of a {self.in_flight[rid].method} request still in flight", message, rid))
             self.duplicates[rid] = self.duplicates.get(rid, 0) + 1
         if method == p.INITIALIZE:
-            if self.modern_only:
-                out.append(Finding("removed.initialize", "initialize sent to a server that speaks only the stateless revision (send server/discover)", message, rid))
+            probing = any(r.method == p.DISCOVER for r in self.in_flight.values())
+            if self.modern_only and self.probe != "legacy" and not probing:
+                why = (
+                    "the server/discover probe identified a modern server: do not fall back to initialize"
+                    if self.probe == "modern"
+                    else "initialize sent to a server that speaks only the stateless revision, without a server/discover probe first"
+                )
+                out.append(Finding("removed.initialize", why, message, rid))
             else:
                 self.legacy_session = True
             return out
@@ -289,6 +298,10 @@ class ClientChecker:
             return
         req = self.in_flight.pop(rid, None)
         result = message.get("result")
+        if req is not None and req.method == p.DISCOVER:
+            error = message.get("error")
+            code = error.get("code") if type(error) is dict else None
+            self.probe = "modern" if type(result) is dict or code == p.UNSUPPORTED_PROTOCOL_VERSION else "legacy"
         if req is None or type(result) is not dict or result.get("resultType") != "input_required":
             return
         state = result.get("requestState")

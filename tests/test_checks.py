@@ -217,6 +217,32 @@ def test_removed_methods(msg: dict[str, Any], check: str) -> None:
     assert send(ClientChecker(modern_only=True), msg) == [check]
 
 
+INIT = {"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+
+
+@pytest.mark.parametrize(
+    ("answer_to_probe", "expected"),
+    [
+        ({"result": {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {}}}, ["removed.initialize"]),
+        ({"error": {"code": -32022, "message": "Unsupported", "data": {"supported": ["2026-07-28"], "requested": "x"}}}, ["removed.initialize"]),
+        ({"error": {"code": -32601, "message": "Method not found"}}, []),  # a legacy-looking answer: fall back
+        ({"error": {"code": -32602, "message": "Invalid params"}}, []),
+        (None, []),  # no answer (yet): a timeout fallback is allowed
+    ],
+)
+def test_initialize_is_a_fallback_only_after_a_failed_probe(answer_to_probe: dict[str, Any] | None, expected: list[str]) -> None:
+    checker = ClientChecker(modern_only=True)
+    send(checker, request(1, "server/discover"))
+    if answer_to_probe is not None:
+        checker.server_message({"jsonrpc": "2.0", "id": 1, **answer_to_probe})
+    assert send(checker, INIT) == expected
+
+
+def test_initialize_without_a_probe_says_so() -> None:
+    (f,) = ClientChecker().request(9, "initialize", INIT["params"], INIT)
+    assert f.check == "removed.initialize" and "without a server/discover probe" in f.text
+
+
 def test_a_removed_method_is_one_finding_even_without_meta() -> None:
     assert send(ClientChecker(), {"jsonrpc": "2.0", "id": 1, "method": "ping"}) == ["removed.ping"]
 
