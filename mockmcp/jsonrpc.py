@@ -56,7 +56,15 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (_INF, -_INF):  # 1e400: valid JSON grammar, but no double holds it
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+_INF = float("inf")
+_decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 def parse(line: bytes) -> Any:
