@@ -84,7 +84,9 @@ class Shell:
         self.busy = 0  # tasks with scripted work left (not parked)
         self.idle = trio.Event()
         self.exit_status = 0
-        self._send, self._receive = trio.open_memory_channel[Any](256)
+        # Small: each item can be a whole batch of answers, and a full channel is what stops
+        # the reader when the client does not read (back-pressure, bounded memory).
+        self._send, self._receive = trio.open_memory_channel[Any](16)
 
     # ---------------------------------------------------------- writer
 
