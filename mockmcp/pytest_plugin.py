@@ -39,6 +39,37 @@ class MockMCP:
 
 
 @pytest.fixture
-def mockmcp(tmp_path: Path) -> MockMCP:
+def mockmcp(request: pytest.FixtureRequest, tmp_path: Path) -> MockMCP:
     """A factory: ``mockmcp(scenario)`` -> ``MockServer`` (command, args, then journal/report/findings)."""
-    return MockMCP(tmp_path)
+    factory = MockMCP(tmp_path)
+    request.node.stash[_FACTORY] = factory
+    return factory
+
+
+_FACTORY = pytest.StashKey[MockMCP]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """When a test that used the fixture fails, show what went over the wire (the journal transcripts)."""
+    outcome = yield
+    report = outcome.get_result()
+    factory = item.stash.get(_FACTORY, None)
+    if factory is None or report.when != "call" or not report.failed:
+        return
+    for i, server in enumerate(factory.servers, 1):
+        if server.journal_path.exists():
+            report.sections.append((f"mockmcp journal ({i}: {server.scenario})", _transcript(server.journal_path)))
+
+
+def _transcript(path: Path, limit: int = 200) -> str:
+    import io
+
+    from .journal import print_transcript
+
+    out = io.StringIO()
+    print_transcript(path, color="never", out=out)
+    lines = out.getvalue().splitlines()
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... {len(lines) - limit} more lines in {path}"]
+    return "\n".join(lines)

@@ -52,6 +52,7 @@ def test_fixture_with_the_python_sdk(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_sdk=SDK_TEST.replace('"arguments": {"text": "bye"}}', '"arguments": {"text": "hi"}}'))
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
     result.assert_outcomes(passed=2)
+    assert "mockmcp journal" not in result.stdout.str()  # passing tests stay quiet
 
 
 def test_failed_expectation_reads_well(pytester: pytest.Pytester) -> None:
@@ -66,6 +67,8 @@ def test_failed_expectation_reads_well(pytester: pytest.Pytester) -> None:
             "*tools/call echo*",
         ]
     )
+    # a failing test shows what went over the wire
+    result.stdout.fnmatch_lines(["*mockmcp journal (1: *scenario.yaml)*", "*-> #* server/discover*", '*<- #* result complete "hi"*'])
 
 
 def test_findings_and_report_from_a_raw_client(pytester: pytest.Pytester) -> None:
