@@ -370,7 +370,7 @@ class Engine:
                 request_id=req.id,
             )
         level = meta.get(p.META_LOG_LEVEL)
-        if level is not None and level not in p.LOG_LEVEL_RANK:
+        if level is not None and (type(level) is not str or level not in p.LOG_LEVEL_RANK):
             raise errors.InvalidParams(
                 f"Invalid params: _meta[{p.META_LOG_LEVEL!r}] must be one of {', '.join(p.LOG_LEVELS)}",
                 request_id=req.id,
@@ -890,12 +890,12 @@ def _complete_handler(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any])
     kind = ref.get("type")
     if kind == "ref/prompt":
         target = ref.get("name")
-        if target not in engine._prompts:
+        if type(target) is not str or target not in engine._prompts:
             raise errors.InvalidParams(f"Unknown prompt: {target}", request_id=req.id)
         found = [c for c in engine.scenario.completions if c.prompt == target and c.argument == argument["name"]]
     elif kind == "ref/resource":
         target = ref.get("uri")
-        if not any(t.uriTemplate == target for t in engine.scenario.resourceTemplates) and target not in engine._resources:
+        if type(target) is not str or not any(t.uriTemplate == target for t in engine.scenario.resourceTemplates) and target not in engine._resources:
             raise errors.InvalidParams(f"Unknown resource template: {target}", request_id=req.id)
         found = [c for c in engine.scenario.completions if c.resourceTemplate == target and c.argument == argument["name"]]
     else:

@@ -11,6 +11,7 @@ environment access. Parsed once per string and cached.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Callable
 
@@ -164,11 +165,15 @@ def evaluate(expr: Expr, ctx: dict[str, Any]) -> Any:
         return cur
     args = [evaluate(a, ctx) for a in expr[2]]
     try:
-        return HELPERS[expr[1]](*args)
+        result = HELPERS[expr[1]](*args)
     except TemplateError:
         raise
     except (TypeError, ValueError) as exc:  # wrong arguments, or a value that is no number ("x" in add)
         raise TemplateError(f"{expr[1]}(): {exc}") from None
+    if type(result) is float and not math.isfinite(result):
+        # JSON has no NaN or Infinity (add(1e308, 1e308), number('nan')): the reply could not be written
+        raise TemplateError(f"{expr[1]}(): the result {result} is not a JSON number")
+    return result
 
 
 class Template:

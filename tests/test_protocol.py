@@ -580,3 +580,107 @@ def test_slow_replies_are_planned_independently(schema):
         + json.dumps(request(2, "tools/call", {"name": "echo", "arguments": {"text": "quick"}})).encode() + b"\n"
     )
     assert [(o.request_id, o.immediate) for o in outs] == [(1, False), (2, True)]
+
+
+@pytest.mark.parametrize(
+    "method, params, meta",
+    [
+        ("completion/complete", {"ref": {"type": "ref/prompt", "name": ["x"]}, "argument": {"name": "a", "value": ""}}, None),
+        ("completion/complete", {"ref": {"type": "ref/resource", "uri": {"a": 1}}, "argument": {"name": "a", "value": ""}}, None),
+        ("tools/list", {}, {"io.modelcontextprotocol/logLevel": ["debug"]}),
+        ("tools/call", {"name": "add", "arguments": {"a": 1e308, "b": 1e308}}, None),
+    ],
+    ids=["unhashable-prompt-name", "unhashable-template-uri", "unhashable-log-level", "sum-overflows-to-inf"],
+)
+def test_odd_values_are_invalid_params_not_crashes(schema, method, params, meta):
+    """Regressions: each of these used to raise inside the core (the process would have died)."""
+    err = error_of(one(schema, default_link(), request(1, method, params, meta)))
+    assert err["code"] == -32602
+
+
+def test_unmatched_scripted_reply_is_internal_error_with_near_miss(schema):
+    link = FakeLink(engine_for("mockmcp: 1\ntools:\n  - name: only\n    replies: [{when: {arguments: {x: 1}}, steps: [{text: one}]}]\n"))
+    err = error_of(one(schema, link, request(1, "tools/call", {"name": "only", "arguments": {"x": 2}})))
+    assert err["code"] == -32603 and "no rule" in err["message"]
+    assert err["data"]["nearMiss"]["reason"] == "argument 'x' is 2, rule wants 1"
+
+
+# ---------------------------------------------------------------- the process never dies on input (fuzzed)
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+_keys = st.sampled_from(["name", "arguments", "uri", "cursor", "ref", "argument", "notifications", "requestState", "inputResponses", "x"])
+_METHODS = [
+    "server/discover", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/read",
+    "resources/templates/list", "completion/complete", "subscriptions/listen", "initialize", "ping", "notifications/cancelled",
+]
+_names = st.sampled_from(["echo", "add", "get_weather", "code_review", "file:///project/README.md", "weather://forecast/x", "ref/prompt", "ref/resource", "language", "text", "a", "b", "city", "code", "name", "uri", "type", "value"])
+_values = _json | _names
+_params = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": _names | _json,
+        "arguments": st.dictionaries(_names, _values, max_size=3) | _json,
+        "uri": _names | _json,
+        "cursor": _json,
+        "ref": st.fixed_dictionaries(
+            {"type": st.sampled_from(["ref/prompt", "ref/resource"]) | _json}, optional={"name": _values, "uri": _values}
+        ) | _json,
+        "argument": st.fixed_dictionaries({}, optional={"name": _values, "value": _values}) | _json,
+        "notifications": st.dictionaries(
+            st.sampled_from(["toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions"]), _values, max_size=3
+        ) | _json,
+        "requestState": _json,
+        "inputResponses": st.dictionaries(_names, _values, max_size=2) | _json,
+        "protocolVersion": _values,
+    },
+)
+_meta = st.one_of(
+    st.fixed_dictionaries(
+        {PV: st.just("2026-07-28"), CC: st.just({}) | st.dictionaries(st.sampled_from(["elicitation", "sampling", "roots"]), _values, max_size=2)},
+        optional={"progressToken": _json, "io.modelcontextprotocol/logLevel": st.sampled_from(["debug", "info", "error"]) | _json,
+                  "io.modelcontextprotocol/clientInfo": _json},
+    ),
+    st.fixed_dictionaries({}, optional={PV: st.sampled_from(["2026-07-28", "2025-06-18"]) | _json, CC: _json}),
+)
+_ids = st.integers(-3, 3) | st.text(max_size=3) | st.none() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False)
+_message = st.builds(
+    lambda rid, has_id, method, params, meta: {"jsonrpc": "2.0", **({"id": rid} if has_id else {}), "method": method, "params": {**params, "_meta": meta}},
+    _ids, st.booleans(), st.sampled_from(_METHODS) | st.text(max_size=10), _params, _meta,
+)
+_LOADED: dict[str, Any] = {}
+
+
+def _scenario(name: str) -> Any:
+    if name not in _LOADED:
+        _LOADED[name] = load(name, use_cache=False)[0]
+    return _LOADED[name]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    scenario=st.sampled_from(["default", "prompts", "resources", "pagination", "mrtr"]),
+    messages=st.lists(_message | st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"") + b"\n"), min_size=1, max_size=6),
+)
+def test_fuzzed_input_never_breaks_the_core(schema, scenario, messages):
+    link = FakeLink(Engine(_scenario(scenario)))
+    # the method each response answers, where the id says it unambiguously
+    methods: dict[Any, str | None] = {}
+    for m in messages:
+        if isinstance(m, dict) and type(m.get("id")) in (int, str):
+            rid = m["id"]
+            methods[rid] = m["method"] if methods.get(rid, m["method"]) == m["method"] else None
+    for m in messages:
+        before = len(link.written)
+        link.send(m)  # any exception here fails the test: the process would die
+        for raw in link.written[before:]:
+            for ln in raw.splitlines(keepends=True):
+                msg = schema.check_line(ln)
+                if "id" in msg and "result" in msg:
+                    schema.check(msg, methods.get(msg["id"]))
+    link.eof()
