@@ -684,3 +684,13 @@ def test_fuzzed_input_never_breaks_the_core(schema, scenario, messages):
                 if "id" in msg and "result" in msg:
                     schema.check(msg, methods.get(msg["id"]))
     link.eof()
+
+
+def test_parse_error_with_id_null_is_a_scenario_option(schema):
+    link = FakeLink(engine_for("mockmcp: 1\nprotocol: {parseErrorIdNull: true}\n"))
+    out = link.send(b"{oops\n", b"[]\n")
+    assert [m["error"]["code"] for m in out] == [-32700, -32600]
+    assert all("id" in m and m["id"] is None for m in out)
+    # requests with an id are unaffected
+    msg = one(schema, link, request(1, "nope/nope"))
+    assert msg["id"] == 1
