@@ -11,7 +11,8 @@ format is shared with ``ts/driver.mjs``::
      "ops": [{"op": "listTools"}, {"op": "callTool", "name": "echo", "arguments": {...}},
              {"op": "listPrompts"}, {"op": "getPrompt", "name": "p", "arguments": {...}},
              {"op": "listResources"}, {"op": "listResourceTemplates"},
-             {"op": "readResource", "uri": "..."}, {"op": "complete", "ref": {...}, "argument": {...}}]}
+             {"op": "readResource", "uri": "..."}, {"op": "complete", "ref": {...}, "argument": {...}},
+             {"op": "listen", "filter": {"toolsListChanged": true, ...}, "ms": 1500}]}
 
 The client has the elicitation, sampling and roots callbacks set (they accept
 with example answers), so ``input_required`` rounds can complete. Catching every
@@ -193,6 +194,20 @@ async def _one(client: Any, op: dict[str, Any], timeout: float, progress: list[f
         ref_model = (types.PromptReference(type="ref/prompt", name=ref["name"]) if ref["type"] == "ref/prompt"
                      else types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"]))
         return dump(await client.complete(ref_model, op["argument"]))
+    if kind == "listen":
+        f = op.get("filter", {})
+        events: list[str] = []
+        async with client.listen(
+            tools_list_changed=f.get("toolsListChanged", False),
+            prompts_list_changed=f.get("promptsListChanged", False),
+            resources_list_changed=f.get("resourcesListChanged", False),
+            resource_subscriptions=f.get("resourceSubscriptions", ()),
+        ) as sub:
+            honored = sub.honored.model_dump(mode="json", by_alias=True, exclude_none=True)
+            with anyio.move_on_after(op.get("ms", 1500) / 1000):
+                async for event in sub:
+                    events.append(type(event).__name__)
+        return {"honored": honored, "events": len(events), "kinds": sorted(set(events))}
     lists = {
         "listTools": ("list_tools", "tools", "name"),
         "listPrompts": ("list_prompts", "prompts", "name"),

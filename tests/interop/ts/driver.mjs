@@ -65,9 +65,15 @@ function describe(err) {
   return { status: 'client-error', type: err?.constructor?.name ?? typeof err, message: String(err?.message ?? err).slice(0, MAX_TEXT) };
 }
 
-async function one(client, op, timeout, progress) {
+async function one(client, op, timeout, progress, rounds) {
   const opts = { timeout };
-  const withProgress = { timeout, onprogress: (p) => progress.push(p.progress) };
+  // The client also reports each input_required round through onprogress (its own
+  // message, no notification on the wire): counted apart, as rounds.
+  const onprogress = (p) => {
+    if (String(p.message ?? '').startsWith('Fulfilling input required')) rounds.push(p.progress);
+    else progress.push(p.progress);
+  };
+  const withProgress = { timeout, onprogress };
   switch (op.op) {
     case 'callTool':
       return client.callTool({ name: op.name, arguments: op.arguments ?? {} }, withProgress);
@@ -77,6 +83,17 @@ async function one(client, op, timeout, progress) {
       return client.readResource({ uri: op.uri }, opts);
     case 'complete':
       return client.complete({ ref: op.ref, argument: op.argument }, opts);
+    case 'listen': {
+      const seen = [];
+      const notes = ['notifications/tools/list_changed', 'notifications/prompts/list_changed',
+        'notifications/resources/list_changed', 'notifications/resources/updated'];
+      for (const method of notes) client.setNotificationHandler(method, async () => { seen.push(method); });
+      const sub = await client.listen(op.filter ?? {}, { timeout });
+      await new Promise((resolve) => setTimeout(resolve, op.ms ?? 1500));
+      await sub.close();
+      for (const method of notes) client.removeNotificationHandler(method);
+      return { honored: sub.honoredFilter, events: seen.length, kinds: [...new Set(seen)].sort(), closed: await sub.closed };
+    }
     case 'listTools': {
       const r = await client.listTools(undefined, { timeout });
       return { tools: r.tools.map((t) => t.name), items: r.tools };
@@ -130,6 +147,10 @@ async function main() {
     notes.log.push(n.params.level);
   });
 
+  // Errors the client reports without failing a request (unknown progress tokens, bad lines...).
+  const clientErrors = [];
+  client.onerror = (err) => clientErrors.push(String(err?.message ?? err).slice(0, MAX_TEXT));
+
   const [command, ...args] = plan.command;
   const transport = new StdioClientTransport({ command, args, env: plan.env, stderr: 'inherit' });
   const t0 = Date.now();
@@ -149,13 +170,15 @@ async function main() {
       const record = { op: op.op };
       for (const k of ['name', 'uri']) if (k in op) record[k] = op[k];
       const progress = [];
+      const rounds = [];
       try {
-        record.result = trim(await one(client, op, timeout, progress));
+        record.result = trim(await one(client, op, timeout, progress, rounds));
         record.status = 'ok';
       } catch (err) {
         Object.assign(record, describe(err));
       }
       if (progress.length) record.progress = progress.length;
+      if (rounds.length) record.inputRounds = rounds.length;
       out.ops.push(record);
     }
   }
@@ -164,6 +187,7 @@ async function main() {
   } catch (err) {
     out.shutdown = describe(err);
   }
+  if (clientErrors.length) out.clientErrors = clientErrors;
   out.callbacks = Object.fromEntries(Object.entries(notes).filter(([, v]) => v.length));
   process.stdout.write(`${JSON.stringify(out)}\n`);
 }
