@@ -269,3 +269,15 @@ def test_demo_example_values():
     assert expand_template("weather://forecast/{city}") == "weather://forecast/Paris"
     assert expand_template("repo://{owner}/files{+path}") == "repo://example owner/filesexample path"
     assert json.loads(json.dumps(example_value({"type": "array", "items": {"type": "string"}}, "text"))) == ["Hello, mockmcp!"]
+
+
+def test_eof_with_a_hang_and_an_open_subscription_exits_promptly(schema, tmp_path):
+    path = tmp_path / "hang.yaml"
+    path.write_text("mockmcp: 1\ntools: [{name: wait, replies: [{steps: [{hang: true}]}]}]\n")
+    sent = [request(1, "tools/call", {"name": "wait"}), request(2, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})]
+    start = time.monotonic()
+    proc = run_mock("run", str(path), input=b"".join(line(m) for m in sent))
+    assert proc.returncode == 0
+    assert time.monotonic() - start < 5  # spawn included; the hang and the stream add nothing
+    out = validate_stdout(schema, proc.stdout, sent)
+    assert [m.get("method") for m in out] == ["notifications/subscriptions/acknowledged"]

@@ -694,3 +694,13 @@ def test_parse_error_with_id_null_is_a_scenario_option(schema):
     # requests with an id are unaffected
     msg = one(schema, link, request(1, "nope/nope"))
     assert msg["id"] == 1
+
+
+def test_an_over_long_line_is_rejected_and_the_link_recovers(schema):
+    link = FakeLink(default_link().engine, max_line=400)
+    big = json.dumps(request(1, "tools/call", {"name": "echo", "arguments": {"text": "x" * 1000}})).encode() + b"\n"
+    out = checked(schema, link, big[:150], big[150:700], big[700:])
+    assert len(out) == 1 and error_of(out[0])["code"] == -32600 and "id" not in out[0]
+    assert "400-byte line limit" in out[0]["error"]["message"]
+    ok = one(schema, link, request(2, "tools/call", {"name": "echo", "arguments": {"text": "small"}}))
+    assert ok["result"]["content"][0]["text"] == "small"
