@@ -131,3 +131,35 @@ def test_committed_matrix_covers_every_bundled_scenario() -> None:
     header = doc.splitlines()[:12]
     assert ".venv/bin/python tests/interop/matrix.py" in header
     assert any(line.startswith("Generated ") for line in header)
+
+
+FAULT_SCENARIO = """\
+mockmcp: 1
+description: one good tool, one that never answers, one that kills the server, one after that
+tools:
+  - name: a_ok
+    replies: [{steps: [{text: fine}]}]
+  - name: b_hang
+    replies: [{steps: [{hang: true}]}]
+  - name: c_die
+    replies: [{steps: [{exit: {status: 3}}]}]
+  - name: d_after
+    replies: [{steps: [{text: never}]}]
+"""
+
+
+@pytest.mark.parametrize("client", ["python-asyncio", "typescript"])
+def test_timeouts_and_a_dead_server_are_recorded(client: str, tmp_path: Any) -> None:
+    path = tmp_path / "faults.yaml"
+    path.write_text(FAULT_SCENARIO)
+    cell = matrix.run_cell(path, client, timeout_ms=1000)
+    status = {o.get("name", o["op"]): o["status"] for o in cell["ops"]}
+    assert status["listTools"] == "ok" and status["a_ok"] == "ok"
+    assert status["b_hang"] == "timeout"
+    assert status["c_die"] != "ok" and status["d_after"] != "ok"
+    assert cell["inbound"]["notifications/cancelled"] == 1  # the client cancelled the hung call
+    assert cell["report"] is None  # the session process died before it could write one
+    text, notes = matrix.summarize(cell)
+    assert "1 timeout" in text and "mock: no report" in text
+    assert any(n.startswith("callTool c_die:") for n in notes)
+    assert any(n.startswith("callTool b_hang:") and "cancelled ×1" in n for n in notes)

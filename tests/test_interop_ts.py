@@ -65,7 +65,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         pytest.fail(str(exc))
     work = tmp_path_factory.mktemp("ts")
     command = [sys.executable, "-m", "mockmcp", "run", "default",
-               "--journal", str(work / "j.jsonl"), "--report", str(work / "report-{pid}.json")]
+               "--journal", str(work / "journal.jsonl"), "--report", str(work / "report-{pid}.json")]
     result = run_client("typescript", {"command": command, "timeoutMs": 10_000, "ops": PLAN_OPS})
     assert "crash" not in result, result
     return {"result": result, "work": work, "ops": result["ops"]}
@@ -161,7 +161,7 @@ def test_completion(session: dict[str, Any]) -> None:
 
 
 def test_two_processes_probe_then_session(session: dict[str, Any], schema: Any) -> None:
-    records = read_journal(session["work"] / "j.jsonl")
+    records = read_journal(session["work"] / "journal.jsonl")
     by_pid: dict[int, list[dict[str, Any]]] = {}
     for rec in records:
         by_pid.setdefault(rec["pid"], []).append(rec)

@@ -167,11 +167,25 @@ def mock_command(scenario_path: Path, workdir: Path) -> list[str]:
 
 
 def session_report(workdir: Path) -> dict[str, Any] | None:
-    """The report of the process that served the session (the TS client also spawns a probe)."""
-    reports = [json.loads(p.read_text()) for p in sorted(workdir.glob("report-*.json"))]
-    if not reports:
+    """The report of the process that served the session (the TS client also spawns a probe).
+
+    The session process is the one that received the most requests, per the journal;
+    if it wrote no report (it died, or was killed), there is none, even if the probe wrote one.
+    """
+    from mockmcp.journal import read_journal
+
+    journal = workdir / "journal.jsonl"
+    requests: dict[int, int] = {}
+    if journal.exists():
+        for rec in read_journal(journal):
+            requests.setdefault(rec["pid"], 0)
+            if rec.get("dir") == "in" and "id" in rec.get("message", {}) and "method" in rec["message"]:
+                requests[rec["pid"]] += 1
+    if not requests:
         return None
-    return max(reports, key=lambda r: r["counts"]["requests"])
+    pid = max(requests, key=lambda p: (requests[p], p))
+    path = workdir / f"report-{pid}.json"
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def inbound_methods(journal: Path) -> dict[str, int]:
