@@ -328,7 +328,7 @@ KNOWN_BEHAVIOURS = [
 
 
 def render(results: dict[str, dict[str, dict[str, Any]]], clients: list[str], versions: dict[str, str],
-           date: str) -> str:
+           date: str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> str:
     lines = [
         "# Interop matrix",
         "",
@@ -345,7 +345,8 @@ def render(results: dict[str, dict[str, dict[str, Any]]], clients: list[str], ve
         " every tool with example arguments from its `inputSchema`, list and get every prompt, list and read"
         " every resource and one instance of every template, ask every completion, listen for 1.5 s when the"
         " scenario has subscription events; the elicitation,"
-        " sampling and roots callbacks answer, so `input_required` rounds complete. A cell counts the"
+        " sampling and roots callbacks answer, so `input_required` rounds complete. Each operation has a"
+        f" {timeout_ms} ms timeout; scenarios that hang or die on purpose show it. A cell counts the"
         " operations by outcome (`ok`, `error CODE` = the client surfaced that JSON-RPC error, `timeout`,"
         " `client-error` = the SDK rejected something itself, `crash`) and gives the mock's verdict on the"
         " client (its `expectations` and client checks). Every non-`ok` operation has a note below.",
@@ -432,7 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     clients = args.clients.split(",")
     results = run_matrix(names, clients, jobs=args.jobs, timeout_ms=args.timeout_ms)
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
-    Path(args.out).write_text(render(results, clients, installed_versions(), date), encoding="utf-8")
+    text = render(results, clients, installed_versions(), date, args.timeout_ms)
+    Path(args.out).write_text(text, encoding="utf-8")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
