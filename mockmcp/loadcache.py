@@ -41,8 +41,9 @@ def resolve(name_or_path: str) -> Path:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "mockmcp"
+    from .codecache import cache_dir
+
+    return Path(cache_dir())
 
 
 # The modules whose code decides what a loaded scenario is: their size and mtime

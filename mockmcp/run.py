@@ -10,6 +10,10 @@ from typing import Any
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.no_cache:
+        from . import codecache
+
+        codecache.install()  # before trio and the model define their attrs classes
     from .loadcache import load_cached
     from .problems import LoadError
 
@@ -40,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     engine = Engine(scenario, seed=args.seed, time_scale=args.time_scale)
     conn = Connection(engine, max_line=args.max_line_bytes or DEFAULT_MAX_LINE)
+    if not args.no_cache:
+        codecache.save()  # everything this run needs is imported by now
     observers = _observers(args, engine, conn, log)
 
     async def main() -> int:
