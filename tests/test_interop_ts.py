@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest

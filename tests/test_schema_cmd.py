@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import typing
 import sys
 from pathlib import Path
 from typing import Any, Literal, Union
@@ -79,7 +80,7 @@ def test_every_model_class_and_field_is_described() -> None:
             seen.add(tp)
             if tp is model.Duration:
                 continue
-            hints = __import__("typing").get_type_hints(tp, vars(model))
+            hints = typing.get_type_hints(tp, vars(model))
             fields = attrs.fields(tp)
             assert set(defs[tp.__name__]["properties"]) == {f.metadata.get("key", f.name) for f in fields}
             assert defs[tp.__name__]["additionalProperties"] is False
