@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-import typing
 import sys
+import typing
 from pathlib import Path
 from typing import Any, Literal, Union
 
