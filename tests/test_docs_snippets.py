@@ -13,6 +13,9 @@ The rules (docs/index.md and docs/editor.md repeat them for writers):
   fixture is available), and every test in it must pass.
 - ```` ```python fragment ````: an excerpt that needs surrounding code; it must
   compile.
+- A block whose first line is ``# file: NAME`` (a tutorial's "save this as
+  weather.yaml") is also written as NAME into the directory where every later
+  ``python`` block of the same document runs.
 
 Each snippet is one test, named ``FILE:LINE`` (the line of the opening fence),
 so a failure points at the doc.
@@ -38,6 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
 
 
+_FILE_MARKER = re.compile(r"^\s*(?:#|//)\s*file:\s*(?P<name>[\w.-]+)\s*$")
+
+
 class Snippet(NamedTuple):
     path: Path
     line: int  # 1-based line of the opening fence
@@ -48,6 +54,12 @@ class Snippet(NamedTuple):
     @property
     def id(self) -> str:
         return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def file_name(self) -> str | None:
+        """NAME when the block starts with a ``# file: NAME`` marker."""
+        m = _FILE_MARKER.match(self.text.split("\n", 1)[0])
+        return m["name"] if m else None
 
 
 def doc_files() -> list[Path]:
@@ -91,10 +103,11 @@ def test_the_docs_have_snippets() -> None:
 def test_fence_parser() -> None:
     doc = ROOT / "tests" / "data" / "fences.md"
     found = [(s.line, s.lang, s.flags, s.text) for s in snippets(doc)]
+    assert [s.file_name for s in snippets(doc)] == [None, "tools.yaml", None]
     assert found == [
         (3, "yaml", (), "mockmcp: 1\n"),
-        (8, "yaml", ("fragment",), "tools: []\n"),
-        (12, "python", (), "print('````')\n"),
+        (8, "yaml", ("fragment",), "# file: tools.yaml\ntools: []\n"),
+        (13, "python", (), "print('````')\n"),
     ]
 
 
@@ -131,6 +144,9 @@ def test_python_snippet(snippet: Snippet, tmp_path: Path) -> None:
     assert code is not None
     if "fragment" in snippet.flags:
         return
+    for earlier in ALL:
+        if earlier.path == snippet.path and earlier.line < snippet.line and earlier.file_name:
+            (tmp_path / earlier.file_name).write_text(earlier.text, encoding="utf-8")
     if _defines_tests(snippet.text):
         (tmp_path / "test_snippet.py").write_text(snippet.text, encoding="utf-8")
         argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_snippet.py"]
