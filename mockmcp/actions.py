@@ -72,7 +72,19 @@ class Stderr:
     repeat: int = 1
 
 
-Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr
+@attrs.frozen
+class StopReading:
+    """Stop reading stdin for ``seconds`` (``None``: for good): back-pressure on the client."""
+
+    seconds: float | None
+
+
+@attrs.frozen
+class CloseStdout:
+    """Close stdout for good; the process keeps running and reading."""
+
+
+Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout
 
 
 @attrs.define

@@ -193,6 +193,9 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
                 found.append(Found(sp + ("emit",), "resources/updated needs a 'uri'"))
         elif isinstance(step, model.EndSubscriptionStep) and not timeline:
             found.append(Found(sp, "endSubscription is only for the subscriptions timeline"))
+        elif isinstance(step, model.HugeStep):
+            if step.huge.bytes < 0 or not step.huge.char:
+                found.append(Found(sp + ("huge",), "huge needs bytes >= 0 and a non-empty char"))
         elif isinstance(step, model.RawBytesStep):
             try:
                 step.rawBytes.encode("latin-1")
@@ -275,6 +278,8 @@ def check(s: model.Scenario, *, base_dir: Path | None = None, allow_absolute: bo
         found.extend(Found(path, message) for path, message in expectation_problems(s.expectations))
     if not s.protocol.versions:
         found.append(Found(("protocol", "versions"), "at least one protocol version is needed"))
+    if s.protocol.exitAfter is not None and s.protocol.exitAfter.messages < 1:
+        found.append(Found(("protocol", "exitAfter", "messages"), "messages must be at least 1"))
     if s.protocol.pageSize is not None and s.protocol.pageSize < 1:
         found.append(Found(("protocol", "pageSize"), "pageSize must be at least 1"))
     states = s.state.states

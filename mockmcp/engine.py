@@ -17,7 +17,7 @@ import re
 from typing import Any, Iterable
 
 from . import errors, jsonrpc, model, mrtr, protocol as p, templates
-from .actions import Action, Cancel, Dribble, Emit, Exit, Output, Park, Plan, Send, Sleep, Stderr, WriteRaw
+from .actions import Action, Cancel, CloseStdout, Dribble, Emit, Exit, Output, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .matching import matches, near_miss
 
 _DEFAULT_MESSAGES = {
@@ -229,6 +229,11 @@ class Engine:
         return None  # a response from the client: nothing to answer (the verifier notes it)
 
     def handle_notification(self, note: jsonrpc.Notification) -> Output | None:
+        overrides = self._overrides.get(note.method)
+        if overrides:
+            plan = self._notification_override(note, overrides)
+            if plan is not None:
+                return plan
         if note.method == p.CANCELLED:
             rid = note.params.get("requestId")
             if jsonrpc.valid_id(rid) and rid in self.in_flight:
@@ -237,6 +242,27 @@ class Engine:
                 self.finished(rid)
                 return Cancel(rid, reason if isinstance(reason, str) else None)
         return None
+
+    def _notification_override(self, note: jsonrpc.Notification, rules: list[model.Rule]) -> Plan | None:
+        """A ``methods:`` rule for a notification: the deliberate "response to a notification".
+
+        The request id in templates and in result/error steps is ``null`` (a
+        notification has none); ``raw`` can write any id. A matching rule
+        replaces the built-in handling (for ``notifications/cancelled`` too).
+        """
+        meta = note.params.get("_meta")
+        req = jsonrpc.Request(None, note.method, note.params, note.message)
+        ctx = self._context(req, meta if type(meta) is dict else {})
+        chosen = self._select(rules, ctx)
+        if chosen is None:
+            return None
+        rule, steps = chosen
+        try:
+            plan = self._expand(req, ctx, steps, rule)
+        except templates.TemplateError:
+            return None  # nothing can be answered to a notification, not even this error
+        plan.has_id = False
+        return plan
 
     def finished(self, request_id: Any) -> None:
         """The shell tells us a planned request ended (answered or cancelled)."""
@@ -517,6 +543,15 @@ class Engine:
                 actions.append(Dribble(max(1, step.dribble.chunkBytes), step.dribble.pause.seconds * scale))
             elif t is model.StderrStep:
                 actions.append(Stderr(templates.render(step.stderr, ctx), step.repeat))
+            elif t is model.StopReadingStep:
+                d = step.stopReading
+                actions.append(StopReading(None if d == "forever" else d.seconds * scale))
+            elif t is model.CloseStdoutStep:
+                actions.append(CloseStdout())
+            elif t is model.HugeStep:
+                text = step.huge.char * max(0, step.huge.bytes // max(1, len(step.huge.char.encode())))
+                actions.append(self._final(req, self._complete(req, self._text_result(req, ctx, text))))
+                break
             else:  # pragma: no cover - every step type is handled above
                 raise AssertionError(f"unhandled step {step!r}")
         else:

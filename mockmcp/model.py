@@ -223,6 +223,40 @@ class StderrStep:
     repeat: int = 1
 
 
+@frozen
+class StopReadingStep:
+    """Stop reading stdin (back-pressure) for a while, or ``forever``.
+
+    The reader stops after the input it is handling; the client's writes then
+    block once the pipe buffer (about 64 KiB on Linux) is full. With
+    ``forever`` EOF is never seen either, so only a signal ends the process.
+    """
+
+    stopReading: Literal["forever"] | Duration
+
+
+@frozen
+class CloseStdoutStep:
+    """Close stdout (the client sees EOF) but keep running and reading stdin."""
+
+    closeStdout: Literal[True]
+
+
+@frozen
+class HugeSpec:
+    """A complete text result whose text is ``bytes`` copies of ``char``."""
+
+    bytes: int
+    char: str = "x"
+
+
+@frozen
+class HugeStep:
+    """A huge (but valid) result, sized in the scenario."""
+
+    huge: HugeSpec
+
+
 Step = Union[
     ResultStep,
     TextStep,
@@ -241,11 +275,14 @@ Step = Union[
     ExitStep,
     DribbleStep,
     StderrStep,
+    StopReadingStep,
+    CloseStdoutStep,
+    HugeStep,
 ]
 STEP_TYPES: tuple[type, ...] = Step.__args__  # type: ignore[attr-defined]
 # The key that identifies each step type (its first field).
 STEP_KEYS: dict[str, type] = {attrs.fields(t)[0].name: t for t in STEP_TYPES}
-TERMINAL_STEPS = (ResultStep, TextStep, ErrorStep, InputRequiredStep, HangStep, ExitStep)
+TERMINAL_STEPS = (ResultStep, TextStep, ErrorStep, InputRequiredStep, HangStep, ExitStep, HugeStep)
 
 
 # ---------------------------------------------------------------- rules
@@ -451,6 +488,14 @@ class Cache:
 
 
 @frozen
+class ExitAfter:
+    """Exit once ``messages`` lines have been written to stdout (counted per process)."""
+
+    messages: int
+    status: int = 1
+
+
+@frozen
 class Protocol:
     """How the server speaks the protocol (the deliberate deviations live here too)."""
 
@@ -465,6 +510,7 @@ class Protocol:
     pageSize: int | None = None
     ignoreEof: bool = False
     ignoreSigterm: bool = False
+    exitAfter: ExitAfter | None = None  # die after N lines written, whatever they were
 
 
 @frozen

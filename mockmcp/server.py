@@ -10,13 +10,14 @@ subscriptions are dropped at once, and the process exits.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import Any, Callable
 
 import trio
 
-from .actions import Cancel, Dribble, Emit, Exit, Park, Plan, Send, Sleep, Stderr, WriteRaw
+from .actions import Cancel, CloseStdout, Dribble, Emit, Exit, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .connection import Connection
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "quiet": 100}
@@ -54,6 +55,10 @@ class _ExitJob:
         self.status = status
 
 
+class _CloseJob:
+    """Close stdout in order, after what was queued before it."""
+
+
 class Shell:
     def __init__(
         self,
@@ -68,6 +73,8 @@ class Shell:
         on_output: Callable[[Any, bytes], None] | None = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
         read_size: int = 65536,
+        exit_after: tuple[int, int] | None = None,
+        close_stdout: Callable[[], Any] | None = None,
     ) -> None:
         self.conn = connection
         self.stdin = stdin
@@ -79,6 +86,10 @@ class Shell:
         self.on_output = on_output
         self.on_event = on_event
         self.read_size = read_size
+        self.exit_after = exit_after  # (lines, status): die once that many lines went out
+        self.close_stdout = close_stdout  # the process-level part of closing stdout (run.py)
+        self.lines_written = 0
+        self.reading_resumes = 0.0  # trio time before which the reader does not read (inf: never)
         self.scopes: dict[Any, trio.CancelScope] = {}
         self.parked: dict[Any, Plan] = {}  # requests parked without a task (see _dispatch)
         self.busy = 0  # tasks with scripted work left (not parked)
@@ -106,19 +117,44 @@ class Shell:
                         pending.append(job)
                         continue
                     if pending:
-                        await stdout.send_all(b"".join(pending))
+                        await self._write(stdout, b"".join(pending))
                         pending = []
                     if type(job) is _DribbleJob:
                         for i in range(0, len(job.data), job.chunk):
-                            await stdout.send_all(job.data[i : i + job.chunk])
+                            await self._write(stdout, job.data[i : i + job.chunk])
                             if i + job.chunk < len(job.data):
                                 await trio.sleep(job.pause)
                     elif type(job) is _ExitJob:
                         self.log("info", f"exiting with status {job.status} (scripted)")
                         self.exit_process(job.status)
                         await trio.sleep_forever()  # a fake exit in tests: stop writing
+                    elif type(job) is _CloseJob:
+                        self.log("info", "closing stdout (scripted); still reading stdin")
+                        stdout.broken = True
+                        await self.stdout.aclose()
+                        if self.close_stdout is not None:
+                            self.close_stdout()
                 if pending:
-                    await stdout.send_all(b"".join(pending))
+                    await self._write(stdout, b"".join(pending))
+
+    async def _write(self, stdout: "_SafeOut", data: bytes) -> None:
+        """Write, counting lines when ``protocol.exitAfter`` is set (then die right after the Nth)."""
+        if self.exit_after is None:
+            await stdout.send_all(data)
+            return
+        limit, status = self.exit_after
+        cut = -1
+        for _ in range(limit - self.lines_written):
+            cut = data.find(b"\n", cut + 1)
+            if cut < 0:
+                self.lines_written += data.count(b"\n")
+                await stdout.send_all(data)
+                return
+        await stdout.send_all(data[: cut + 1])
+        self.lines_written = limit
+        self.log("info", f"exiting with status {status} after {limit} lines written (protocol.exitAfter)")
+        self.exit_process(status)
+        await trio.sleep_forever()
 
     def _emitted(self, send: Send) -> None:
         if self.on_output is not None:
@@ -180,6 +216,12 @@ class Shell:
                         await trio.sleep_forever()
                     elif t is Dribble:
                         dribble = action
+                    elif t is StopReading:
+                        seconds = action.seconds
+                        self.reading_resumes = math.inf if seconds is None else trio.current_time() + seconds
+                        self.log("info", "stopped reading stdin (scripted)" + ("" if seconds is None else f" for {seconds:g} s"))
+                    elif t is CloseStdout:
+                        await self._send.send(_CloseJob())
                     elif t is Stderr:
                         for _ in range(action.repeat):
                             self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
@@ -246,6 +288,8 @@ class Shell:
                 task_status.started()
                 try:
                     while True:
+                        while self.reading_resumes > trio.current_time():
+                            await trio.sleep_until(self.reading_resumes)  # scripted back-pressure
                         try:
                             data = await self.stdin.receive_some(self.read_size)
                         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
