@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
             log=log,
             on_output=observers.get("output"),
             on_event=observers.get("event"),
+            exit_after=(ea.messages, ea.status) if (ea := scenario.protocol.exitAfter) is not None else None,
+            close_stdout=_close_stdout,
         )
         status = 0
         async with trio.open_nursery() as nursery:
@@ -82,6 +84,13 @@ def run(args: argparse.Namespace) -> int:
     if finish is not None:
         status = finish(status)
     return status
+
+
+def _close_stdout() -> None:
+    """Scripted ``closeStdout``: the shell closed its copy; make fd 1 let go of the pipe too."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
 
 
 def _observers(args: argparse.Namespace, engine: Any, conn: Any, log: Any) -> dict[str, Any]:
