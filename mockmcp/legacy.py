@@ -78,6 +78,11 @@ def plan(engine: Any, req: jsonrpc.Request) -> Plan | None:
         return _initialize(engine, req)
     era = engine.protocol.era
     if era == "legacy":
+        if req.method == p.DISCOVER:
+            # What a 2025-11-25 server says to the probe, before or after initialize. Clients
+            # fall back on it at once (mcp 2.3.0: any error but a disjoint -32022), while a
+            # "not initialized" -32600 or silence costs some of them a timeout.
+            raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
         if not engine.legacy_initialized and req.method != "ping":
             # Real legacy servers answer requests before initialize in various ways; most say this.
             raise errors.InvalidRequest("Server not initialized", request_id=req.id)
