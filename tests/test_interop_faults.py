@@ -1,0 +1,142 @@
+"""The official Python SDK client (mcp==2.3.0) against the bundled fault scenarios.
+
+Each test spawns ``python -m mockmcp run <scenario>`` through the SDK's stdio
+transport (through ``interop_tee.py`` where every line must be seen, so each
+line the mock wrote is schema-checked).
+
+What the client does, as observed here: a call to ``hang`` with
+``read_timeout_seconds`` raises MCPError -32001 and the client sends
+``notifications/cancelled`` (the mock logs it at ``--log-level info``); a
+``crash`` raises MCPError -32000 "Connection closed"; against ``legacy`` the
+default ``mode="auto"`` falls back to ``initialize`` at once because
+``server/discover`` gets -32601 (mcp 2.3.0 falls back on *any* JSON-RPC error
+except -32022 naming only modern versions; only silence costs it its 10 s
+discover timeout); against ``version-retry`` it re-probes at the version named
+in -32022 and goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+TEE = Path(__file__).parent / "interop_tee.py"
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def mock(scenario: str, *args: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "mockmcp", "run", scenario, *args])
+
+
+def teed(record: Path, scenario: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=[str(TEE), str(record), "--", sys.executable, "-m", "mockmcp", "run", scenario]
+    )
+
+
+def record_of(record: Path) -> tuple[list[dict[str, Any]], list[bytes]]:
+    entries = [json.loads(x) for x in record.read_text().splitlines()]
+    inbound = [json.loads(e["line"]) for e in entries if e["dir"] == "in" and e["line"].strip()]
+    outbound = [e["line"].encode() for e in entries if e["dir"] == "out"]
+    return inbound, outbound
+
+
+def test_hang_times_out_and_the_client_cancels(tmp_path, schema):
+    errlog = tmp_path / "stderr.log"
+
+    async def main() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        with open(errlog, "w") as err:
+            async with Client(stdio_client(mock("faults", "--log-level", "info"), errlog=err)) as client:
+                start = time.monotonic()
+                with pytest.raises(MCPError) as info:
+                    await client.call_tool("hang", {}, read_timeout_seconds=1)
+                seen["elapsed"] = time.monotonic() - start
+                seen["code"] = info.value.code
+                # the connection survives: the next call is served
+                seen["after"] = await client.call_tool("garbage", {})
+        return seen
+
+    seen = anyio.run(main)
+    assert seen["code"] == -32001  # the SDK's REQUEST_TIMEOUT
+    assert 0.9 <= seen["elapsed"] < 15
+    assert seen["after"].content[0].text == "garbage survived"
+    text = errlog.read_text()
+    assert "cancelled by the client (timed out after 1s)" in text
+
+
+def test_crash_is_a_connection_error_and_a_fresh_spawn_works():
+    async def main() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with Client(mock("faults")) as client:
+            with pytest.raises(MCPError) as info:
+                await client.call_tool("crash", {}, read_timeout_seconds=20)
+            seen["crash"] = info.value
+        async with Client(mock("faults")) as client:  # a new process: state starts over
+            outcomes = []
+            for _ in range(3):
+                try:
+                    outcomes.append((await client.call_tool("flaky", {})).content[0].text)
+                except MCPError as exc:
+                    outcomes.append(exc.code)
+            seen["flaky"] = outcomes
+        return seen
+
+    seen = anyio.run(main)
+    assert seen["crash"].code == -32000 and "closed" in str(seen["crash"]).lower()
+    assert seen["flaky"] == [-32603, -32603, "flaky succeeded"]
+
+
+def test_default_mode_falls_back_to_initialize_against_legacy(tmp_path):
+    record = tmp_path / "legacy.jsonl"
+
+    async def main() -> dict[str, Any]:
+        start = time.monotonic()
+        async with Client(teed(record, "legacy")) as client:
+            connected = time.monotonic() - start
+            result = await client.call_tool("echo", {"text": "hello legacy"})
+            return {"version": client.protocol_version, "text": result.content[0].text, "connected": connected}
+
+    seen = anyio.run(main)
+    assert seen["version"] == "2025-11-25"
+    assert seen["text"] == "hello legacy"
+    assert seen["connected"] < 8  # no 10 s discover timeout: -32601 makes it fall back at once
+    inbound, outbound = record_of(record)
+    methods = [m.get("method") for m in inbound]
+    assert methods[:2] == ["server/discover", "initialize"]
+    assert "tools/call" in methods
+    first = json.loads(outbound[0])
+    assert first["error"]["code"] == -32601
+    assert all("resultType" not in json.loads(x).get("result", {}) for x in outbound)
+
+
+def test_version_retry_flow(tmp_path, schema):
+    record = tmp_path / "retry.jsonl"
+
+    async def main() -> dict[str, Any]:
+        async with Client(teed(record, "version-retry")) as client:
+            result = await client.call_tool("echo", {"text": "again"})
+            return {"version": client.protocol_version, "text": result.content[0].text}
+
+    seen = anyio.run(main)
+    assert seen == {"version": "2026-07-28", "text": "again"}
+    inbound, outbound = record_of(record)
+    methods = {m["id"]: m["method"] for m in inbound if "id" in m and "method" in m}
+    assert [m["method"] for m in inbound[:2]] == ["server/discover", "server/discover"]
+    assert "initialize" not in methods.values()
+    first = schema.check_line(outbound[0])
+    assert first["error"]["code"] == -32022 and first["error"]["data"]["supported"] == ["2026-07-28"]
+    for raw in outbound[1:]:
+        msg = schema.check_line(raw)
+        schema.check(msg, methods[msg["id"]])
+        assert "result" in msg
