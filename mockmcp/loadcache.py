@@ -48,7 +48,7 @@ def cache_dir() -> Path:
 
 # The modules whose code decides what a loaded scenario is: their size and mtime
 # are part of the key, so editing the model in a checkout never loads a stale pickle.
-_CODE = ("model.py", "check.py", "loader.py", "templates.py")
+_CODE = ("model.py", "check.py", "loader.py", "templates.py", "loadcache.py")
 
 
 def _code_fingerprint() -> bytes:
@@ -83,12 +83,39 @@ def read(file: Path) -> Any:
         return None  # a stale or damaged entry is a miss: load from YAML and overwrite it
 
 
+class _Pickler(pickle.Pickler):
+    """Pickles attrs instances as ``cls(*values)``.
+
+    attrs' own pickling of slotted frozen classes stores a dict per object and
+    restores it with a Python-level ``__setstate__`` loop; calling the
+    generated ``__init__`` with positional values loads about twice as fast,
+    which matters for scenarios with 100,000 rules. Classes whose ``__init__``
+    does not take every field positionally keep the default.
+    """
+
+    _positional: dict[type, bool] = {}
+
+    def reducer_override(self, obj: Any) -> Any:
+        cls = type(obj)
+        fields = getattr(cls, "__attrs_attrs__", None)
+        if fields is None:
+            return NotImplemented
+        ok = self._positional.get(cls)
+        if ok is None:
+            ok = self._positional[cls] = not hasattr(cls, "__attrs_post_init__") and all(
+                f.init and not f.kw_only and f.converter is None and f.alias == f.name for f in fields
+            )
+        if not ok:
+            return NotImplemented
+        return cls, tuple([getattr(obj, f.name) for f in fields])
+
+
 def write(file: Path, result: Any) -> None:
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         tmp = file.with_suffix(f".{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
-            pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            _Pickler(fh, protocol=pickle.HIGHEST_PROTOCOL).dump(result)
         os.replace(tmp, file)
     except OSError:
         pass  # a read-only home is fine: we just load from YAML next time
