@@ -249,7 +249,8 @@ def check(s: model.Scenario, *, base_dir: Path | None = None, allow_absolute: bo
         if t.inputSchema.get("type") != "object":
             found.append(Found(("tools", i, "inputSchema"), "a tool's inputSchema must have type: object"))
     for path, method, steps in iter_step_lists(s):
-        _check_steps(path, method, steps, found, timeline=path[0] == "subscriptions")
+        # Rules for notifications (methods: notifications/...) need not answer: there is no id.
+        _check_steps(path, method, steps, found, timeline=path[0] == "subscriptions" or method.startswith("notifications/"))
     for path, _, rule in iter_rules(s):
         if (rule.steps is None) == (rule.sequence is None):
             found.append(Found(path, "a rule needs either 'steps' or 'sequence'"))

@@ -258,7 +258,7 @@ class Engine:
             return None
         rule, steps = chosen
         try:
-            plan = self._expand(req, ctx, steps, rule)
+            plan = self._expand(req, ctx, steps, rule, notification=True)
         except templates.TemplateError:
             return None  # nothing can be answered to a notification, not even this error
         plan.has_id = False
@@ -469,7 +469,16 @@ class Engine:
 
     # ------------------------------------------------------------ steps -> actions
 
-    def _expand(self, req: jsonrpc.Request, ctx: dict[str, Any], steps: Iterable[model.Step], rule: model.Rule | None, *, subscription: bool = False) -> Plan:
+    def _expand(
+        self,
+        req: jsonrpc.Request,
+        ctx: dict[str, Any],
+        steps: Iterable[model.Step],
+        rule: model.Rule | None,
+        *,
+        subscription: bool = False,
+        notification: bool = False,
+    ) -> Plan:
         actions: list[Action] = []
         meta = ctx["meta"]
         token = meta.get(p.META_PROGRESS_TOKEN)
@@ -557,6 +566,8 @@ class Engine:
         else:
             if subscription:
                 actions.append(Park())
+            elif notification:
+                pass  # a notification's rule need not answer (raw steps may have lied already)
             else:
                 # The checker rejects replies without a final step; be loud if one slips through.
                 actions.append(self._error(req, p.INTERNAL_ERROR, "mockmcp: the scripted reply ended without an answer", None, ctx))

@@ -305,3 +305,18 @@ def test_bundled_fault_scenarios_pass_check(name):
 
     _, warnings = load_file(SCENARIOS / f"{name}.yaml", use_cache=False)
     assert warnings == []
+
+
+def test_a_notification_rule_may_only_lie_and_replaces_the_builtin_handling():
+    engine = engine_for(
+        "mockmcp: 1\n"
+        "tools: [{name: t, replies: [{steps: [{hang: true}]}]}]\n"
+        "methods:\n"
+        "  - method: notifications/cancelled\n"
+        "    replies: [{steps: [{raw: {jsonrpc: '2.0', id: null, result: {resultType: complete}}}]}]\n"
+    )
+    link = FakeLink(engine)
+    link.send(call(1, "t"))
+    out = link.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    assert out == [{"jsonrpc": "2.0", "id": None, "result": {"resultType": "complete"}}]
+    assert 1 in engine.in_flight  # the rule replaced the cancellation
