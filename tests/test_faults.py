@@ -320,3 +320,77 @@ def test_a_notification_rule_may_only_lie_and_replaces_the_builtin_handling():
     out = link.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
     assert out == [{"jsonrpc": "2.0", "id": None, "result": {"resultType": "complete"}}]
     assert 1 in engine.in_flight  # the rule replaced the cancellation
+
+
+# ------------------------------------------------------------ over the real shell (memory streams, virtual clock)
+
+SHELL_YAML = """
+mockmcp: 1
+tools:
+  - name: echo
+    replies: [{steps: [{text: "{{ id }}"}]}]
+  - name: pause
+    replies: [{steps: [{stopReading: 30s}, {text: paused}]}]
+  - name: close
+    replies: [{steps: [{closeStdout: true}, {hang: true}]}]
+  - name: dribble
+    replies: [{steps: [{dribble: {chunkBytes: 5, pause: 1s}}, {text: pieces}]}]
+"""
+
+
+async def test_exit_after_counts_lines_across_batches_and_dribbles(schema, autojump_clock):
+    import trio
+    from shellharness import Harness
+
+    h = Harness(engine_for(SHELL_YAML))
+    h.shell.exit_after = (3, 9)
+    async with trio.open_nursery() as nursery:
+        await h.start(nursery)
+        await h.send(call(1, "echo"), call(2, "echo"))  # one batch of two lines
+        await trio.sleep(1)
+        await h.send(call(3, "dribble"))  # the 3rd line goes out in 5-byte pieces
+        await trio.sleep(120)
+        await h.send(call(4, "echo"))
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    assert h.exits == [9]
+    assert [json.loads(raw)["id"] for _, raw in h.lines] == [1, 2, 3]  # nothing after the 3rd line
+    h.check_all(schema)
+
+
+async def test_stop_reading_holds_later_input_for_the_scripted_time(schema, autojump_clock):
+    import trio
+    from shellharness import Harness
+
+    h = Harness(engine_for(SHELL_YAML))
+    async with trio.open_nursery() as nursery:
+        await h.start(nursery)
+        await h.send(call(1, "pause"))
+        assert (await h.next())["id"] == 1
+        start = trio.current_time()
+        await h.send(call(2, "echo"))
+        assert (await h.next())["id"] == 2
+        assert trio.current_time() - start == pytest.approx(30, abs=0.1)
+        await h.eof()
+    h.check_all(schema)
+
+
+async def test_close_stdout_closes_the_stream_and_the_shell_keeps_reading(autojump_clock):
+    import trio
+    from shellharness import Harness
+
+    h = Harness(engine_for(SHELL_YAML))
+    closed: list[bool] = []
+    h.shell.close_stdout = lambda: closed.append(True)
+    async with trio.open_nursery() as nursery:
+        await h.start(nursery)
+        await h.send(call(1, "close"))
+        with pytest.raises(EOFError):
+            await h.next()
+        assert closed == [True]
+        await h.send(call(2, "echo"))  # still read and answered, into the void
+        await trio.sleep(1)
+        assert not h.done.is_set()
+        await h.eof()
+        await h.done.wait()
+    assert h.lines == [] and h.exit_status == 0
