@@ -140,3 +140,52 @@ def test_version_retry_flow(tmp_path, schema):
         msg = schema.check_line(raw)
         schema.check(msg, methods[msg["id"]])
         assert "result" in msg
+
+
+def _connect_error(params: StdioServerParameters) -> BaseException:
+    """What ``async with Client(...)`` raises (the SDK wraps connect failures in ExceptionGroups)."""
+
+    async def main() -> None:
+        with anyio.fail_after(30):
+            async with Client(params):
+                pass
+
+    with pytest.raises(BaseException) as info:
+        anyio.run(main)
+    exc: BaseException = info.value
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+@pytest.mark.parametrize("mode", ["method-not-found", "invalid-params"])
+def test_modern_server_refusing_discover_makes_the_client_give_up_after_two_probes(tmp_path, mode):
+    # The SDK falls back to initialize, gets -32022 (modern evidence), probes once more,
+    # is refused again, tries initialize again and raises that -32022: a clear failure, no hang.
+    path = tmp_path / "s.yaml"
+    path.write_text(f"mockmcp: 1\nprotocol: {{discover: {mode}}}\ntools: [{{name: echo}}]\n")
+    record = tmp_path / "r.jsonl"
+    exc = _connect_error(teed(record, str(path)))
+    assert isinstance(exc, MCPError) and exc.code == -32022
+    inbound, _ = record_of(record)
+    assert [m.get("method") for m in inbound] == ["server/discover", "initialize", "server/discover", "initialize"]
+
+
+def test_discover_exit_is_a_connection_error(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("mockmcp: 1\nprotocol: {discover: exit}\n")
+    exc = _connect_error(mock(str(path)))
+    assert isinstance(exc, MCPError) and exc.code == -32000
+
+
+@pytest.mark.parametrize("client_mode,version", [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+def test_dual_era_serves_modern_and_legacy_clients(tmp_path, client_mode, version):
+    path = tmp_path / "dual.yaml"
+    path.write_text('mockmcp: 1\nprotocol: {era: dual}\ntools: [{name: echo, replies: [{steps: [{text: "{{ arguments.text }}"}]}]}]\n')
+
+    async def main() -> tuple[str, str]:
+        async with Client(mock(str(path)), mode=client_mode) as client:
+            result = await client.call_tool("echo", {"text": client_mode})
+            return client.protocol_version, result.content[0].text
+
+    assert anyio.run(main) == (version, client_mode)

@@ -75,6 +75,46 @@ tools:
 """
 
 
+PER_STATE = """
+mockmcp: 1
+state: {initial: a}
+tools:
+  - name: go
+    replies: [{steps: [{setState: b}, {emit: {event: prompts/list_changed}}, {emit: {event: resources/list_changed}}, {text: moved}]}]
+prompts:
+  - {name: in_a, states: [a]}
+  - {name: in_b, states: [b]}
+  - {name: always}
+resources:
+  - {uri: "file:///a", name: a, text: A, states: [a]}
+  - {uri: "file:///b", name: b, text: B, states: [b]}
+resourceTemplates:
+  - {uriTemplate: "t://b/{x}", name: tb, states: [b], replies: [{steps: [{text: "{{ vars.x }}"}]}]}
+"""
+
+
+def test_prompts_resources_and_templates_differ_per_state(schema):
+    link = FakeLink(engine_for(PER_STATE))
+
+    def names(method: str, key: str, field: str) -> list[str]:
+        (msg,) = link.send(request(method, method))
+        schema.check(msg, method)
+        return [x[field] for x in msg["result"][key]]
+
+    assert names("prompts/list", "prompts", "name") == ["in_a", "always"]
+    assert names("resources/list", "resources", "uri") == ["file:///a"]
+    assert names("resources/templates/list", "resourceTemplates", "uriTemplate") == []
+    (miss,) = link.send(request(1, "resources/read", {"uri": "file:///b"}))
+    assert miss["error"]["code"] == -32602
+    texts(link, "go", 1, schema)
+    assert names("prompts/list", "prompts", "name") == ["in_b", "always"]
+    assert names("resources/list", "resources", "uri") == ["file:///b"]
+    assert names("resources/templates/list", "resourceTemplates", "uriTemplate") == ["t://b/{x}"]
+    (read,) = link.send(request(2, "resources/read", {"uri": "t://b/7"}))
+    schema.check(read, "resources/read")
+    assert read["result"]["contents"][0]["text"] == "7"
+
+
 def tool_names(link: FakeLink, rid: Any, schema: Any) -> list[str]:
     (msg,) = link.send(request(rid, "tools/list"))
     schema.check(msg, "tools/list")
