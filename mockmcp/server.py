@@ -220,7 +220,11 @@ class Shell:
                         seconds = action.seconds
                         self.reading_resumes = math.inf if seconds is None else trio.current_time() + seconds
                         self.log("info", "stopped reading stdin (scripted)" + ("" if seconds is None else f" for {seconds:g} s"))
+                        if self.on_event is not None:
+                            self.on_event("stopReading", {"id": rid, "seconds": seconds})
                     elif t is CloseStdout:
+                        if self.on_event is not None:
+                            self.on_event("closeStdout", {"id": rid})
                         await self._send.send(_CloseJob())
                     elif t is Stderr:
                         for _ in range(action.repeat):
