@@ -53,11 +53,12 @@ def record_of(record: Path) -> tuple[list[dict[str, Any]], list[bytes]]:
 
 def test_hang_times_out_and_the_client_cancels(tmp_path, schema):
     errlog = tmp_path / "stderr.log"
+    journal = tmp_path / "journal.jsonl"
 
     async def main() -> dict[str, Any]:
         seen: dict[str, Any] = {}
         with open(errlog, "w") as err:
-            async with Client(stdio_client(mock("faults", "--log-level", "info"), errlog=err)) as client:
+            async with Client(stdio_client(mock("faults", "--log-level", "info", "--journal", str(journal)), errlog=err)) as client:
                 start = time.monotonic()
                 with pytest.raises(MCPError) as info:
                     await client.call_tool("hang", {}, read_timeout_seconds=1)
@@ -73,6 +74,11 @@ def test_hang_times_out_and_the_client_cancels(tmp_path, schema):
     assert seen["after"].content[0].text == "garbage survived"
     text = errlog.read_text()
     assert "cancelled by the client (timed out after 1s)" in text
+    entries = [json.loads(x) for x in journal.read_text().splitlines()]
+    hang_id = next(e["message"]["id"] for e in entries if e["dir"] == "in" and e["message"].get("params", {}).get("name") == "hang")
+    cancels = [e["message"] for e in entries if e["dir"] == "in" and e["message"].get("method") == "notifications/cancelled"]
+    assert [c["params"]["requestId"] for c in cancels] == [hang_id]
+    assert any(e["dir"] == "event" and e.get("kind") == "cancelled" and e.get("id") == hang_id for e in entries)
 
 
 def test_crash_is_a_connection_error_and_a_fresh_spawn_works():
