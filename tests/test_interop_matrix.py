@@ -153,13 +153,26 @@ def test_timeouts_and_a_dead_server_are_recorded(client: str, tmp_path: Any) -> 
     path = tmp_path / "faults.yaml"
     path.write_text(FAULT_SCENARIO)
     cell = matrix.run_cell(path, client, timeout_ms=1000)
-    status = {o.get("name", o["op"]): o["status"] for o in cell["ops"]}
-    assert status["listTools"] == "ok" and status["a_ok"] == "ok"
-    assert status["b_hang"] == "timeout"
-    assert status["c_die"] != "ok" and status["d_after"] != "ok"
+    status = {o.get("name", o["op"]): (o["status"], o["session"]) for o in cell["ops"]}
+    assert status["listTools"] == ("ok", 1) and status["a_ok"] == ("ok", 1)
+    assert status["b_hang"] == ("timeout", 1)
+    # after the timeout, a new session; the server dies under c_die, so d_after gets a third one
+    assert status["c_die"][0] != "ok" and status["c_die"][1] == 2
+    assert status["d_after"] == ("ok", 3)
+    assert cell["sessions"] == 3
     assert cell["inbound"]["notifications/cancelled"] == 1  # the client cancelled the hung call
-    assert cell["report"] is None  # the session process died before it could write one
+    assert cell["report"] is not None  # the first session ended normally (the client closed it)
     text, notes = matrix.summarize(cell)
-    assert "1 timeout" in text and "mock: no report" in text
+    assert "1 timeout" in text and "3 sessions" in text
     assert any(n.startswith("callTool c_die:") for n in notes)
     assert any(n.startswith("callTool b_hang:") and "cancelled ×1" in n for n in notes)
+
+
+def test_a_session_that_dies_leaves_no_report(tmp_path: Any) -> None:
+    path = tmp_path / "die.yaml"
+    path.write_text("mockmcp: 1\ntools:\n  - name: die\n    replies: [{steps: [{exit: {status: 3}}]}]\n")
+    cell = matrix.run_cell(path, "typescript", timeout_ms=1000)
+    assert [o["status"] for o in cell["ops"]] == ["ok", "client-error"]
+    assert cell["sessions"] == 1 and cell["processes"] == 1  # only the probe wrote a report
+    assert cell["report"] is None
+    assert "mock: no report" in matrix.summarize(cell)[0]

@@ -210,18 +210,74 @@ def run_cell(scenario_path: Path, client: str, timeout_ms: int = DEFAULT_TIMEOUT
     except LoadError as exc:  # a broken bundled scenario is a cell to show, not a reason to stop
         return {"client": client, "loadError": str(exc)}
     with tempfile.TemporaryDirectory(prefix="mockmcp-matrix-") as tmp:
-        work = Path(tmp)
-        plan = generic_plan(scenario, mock_command(scenario_path, work), timeout_ms)
+        ops = generic_plan(scenario, [], timeout_ms)["ops"]
+        result = _run_sessions(scenario_path, client, ops, Path(tmp), timeout_ms)
+        result["plan"] = ops
+        result["hasExpectations"] = bool(scenario.expectations)
+    return result
+
+
+def breaks_session(op: dict[str, Any]) -> bool:
+    """A timeout or a lost connection: later operations of the session would measure that, not themselves."""
+    text = f"{op.get('type', '')} {op.get('message', '')}".lower()
+    if op["status"] == "timeout":
+        return True
+    if op["status"] == "error" and op.get("code") == -32000 and "closed" in text:
+        return True
+    return op["status"] == "client-error" and ("connection_closed" in text or "not connected" in text)
+
+
+def _run_sessions(scenario_path: Path, client: str, ops: list[dict[str, Any]], tmp: Path,
+                  timeout_ms: int) -> dict[str, Any]:
+    """Run the plan; after an operation that breaks the session, run the rest in a new session.
+
+    So each operation's outcome is its own, not the aftermath of an earlier hang or
+    crash. The mock's verdict (report) and the process count come from the first session.
+    """
+    merged: dict[str, Any] = {}
+    remaining = list(ops)
+    session = 0
+    inbound: dict[str, int] = {}
+    while remaining:
+        session += 1
+        work = tmp / f"session-{session}"
+        work.mkdir()
+        plan = {"command": mock_command(scenario_path, work), "timeoutMs": timeout_ms, "ops": remaining,
+                "stopAfterBreak": True}
         try:
             result = run_client(client, plan)
         except ClientUnavailable as exc:
             result = {"client": client, "crash": f"client unavailable: {exc}"}
-        result["plan"] = plan["ops"]
-        result["report"] = session_report(work)
-        result["inbound"] = inbound_methods(work / "journal.jsonl")
-        result["processes"] = len(list(work.glob("report-*.json")))
-        result["hasExpectations"] = bool(scenario.expectations)
-    return result
+        got = result.get("ops", [])
+        for method, n in inbound_methods(work / "journal.jsonl").items():
+            inbound[method] = inbound.get(method, 0) + n
+        if session == 1:
+            merged = result
+            merged["ops"] = []
+            merged["report"] = session_report(work)
+            merged["processes"] = len(list(work.glob("report-*.json")))
+        elif "crash" in result or result.get("connect", {}).get("status") != "ok":
+            why = result.get("crash") or _op_text(result.get("connect", {}))
+            merged["ops"].extend({**op, "status": "crash", "message": f"session {session} failed: {why}"}
+                                 for op in remaining)
+            break
+        else:
+            for key in ("callbacks",):
+                for k, v in (result.get(key) or {}).items():
+                    merged.setdefault(key, {}).setdefault(k, []).extend(v)
+            merged.setdefault("clientErrors", []).extend(result.get("clientErrors", []))
+            if not merged["clientErrors"]:
+                del merged["clientErrors"]
+        if "crash" in merged or merged.get("connect", {}).get("status") != "ok":
+            break
+        if not got:
+            break
+        cut = next((i + 1 for i, op in enumerate(got) if breaks_session(op)), len(got))
+        merged["ops"].extend({**op, "session": session} for op in got[:cut])
+        remaining = remaining[cut:]
+    merged["sessions"] = session
+    merged["inbound"] = inbound
+    return merged
 
 
 def summarize(cell: dict[str, Any]) -> tuple[str, list[str]]:
@@ -246,9 +302,13 @@ def summarize(cell: dict[str, Any]) -> tuple[str, list[str]]:
             target = op.get("name") or op.get("uri") or ""
             text = _op_text(op)
             if op["status"] == "timeout":
-                text += f"; the mock received notifications/cancelled ×{cancels} in this session"
+                text += f"; the mock received notifications/cancelled ×{cancels} in this cell"
             notes.append(f"{op['op']} {target}: {text}".replace("  ", " "))
     parts = [f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (kv[0] != "ok", kv[0]))]
+    if cell.get("sessions", 1) > 1:
+        parts.append(f"{cell['sessions']} sessions")
+        notes.append(f"after each timeout or lost connection the rest of the plan ran in a new session"
+                     f" ({cell['sessions']} sessions; the mock's verdict is from the first)")
     era = conn.get("era") or ("modern" if str(conn.get("protocolVersion", "")) >= "2026" else "legacy")
     if era != "modern":
         parts.insert(0, f"fallback to {conn.get('protocolVersion')}")

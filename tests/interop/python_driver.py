@@ -7,7 +7,7 @@ JSON-RPC code, ``timeout``, or ``client-error`` with the exception type). The pl
 format is shared with ``ts/driver.mjs``::
 
     {"command": ["python", "-m", "mockmcp", "run", "default"],
-     "timeoutMs": 5000,
+     "timeoutMs": 5000, "stopAfterBreak": false,
      "ops": [{"op": "listTools"}, {"op": "callTool", "name": "echo", "arguments": {...}},
              {"op": "listPrompts"}, {"op": "getPrompt", "name": "p", "arguments": {...}},
              {"op": "listResources"}, {"op": "listResourceTemplates"},
@@ -15,7 +15,8 @@ format is shared with ``ts/driver.mjs``::
              {"op": "listen", "filter": {"toolsListChanged": true, ...}, "ms": 1500}]}
 
 The client has the elicitation, sampling and roots callbacks set (they accept
-with example answers), so ``input_required`` rounds can complete. Catching every
+with example answers), so ``input_required`` rounds can complete. With
+``stopAfterBreak`` the driver stops after a timeout or a lost connection. Catching every
 exception per operation is the point here: the driver records what the client
 did; it does not judge it (the tests and the matrix do).
 """
@@ -105,6 +106,13 @@ def describe(exc: BaseException) -> dict[str, Any]:
     return {"status": "client-error", "type": type(exc).__name__, "message": str(exc)[:MAX_TEXT]}
 
 
+def breaks_session(record: dict[str, Any]) -> bool:
+    """A timeout or a lost connection (the matrix then runs the rest in a new session)."""
+    if record["status"] == "timeout":
+        return True
+    return record["status"] == "error" and record.get("code") == -32000 and "closed" in record["message"].lower()
+
+
 async def run_plan(plan: dict[str, Any]) -> dict[str, Any]:
     from mcp import Client, StdioServerParameters, types
 
@@ -163,6 +171,8 @@ async def run_plan(plan: dict[str, Any]) -> dict[str, Any]:
                 if progress:
                     record["progress"] = len(progress)
                 out["ops"].append(record)
+                if plan.get("stopAfterBreak") and breaks_session(record):
+                    break
     except Exception as exc:  # connect or shutdown failed: recorded as the connection outcome
         d = describe(exc)
         if "connect" not in out:

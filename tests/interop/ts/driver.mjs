@@ -65,6 +65,13 @@ function describe(err) {
   return { status: 'client-error', type: err?.constructor?.name ?? typeof err, message: String(err?.message ?? err).slice(0, MAX_TEXT) };
 }
 
+// A timeout or a lost connection (the matrix then runs the rest in a new session).
+function breaksSession(record) {
+  if (record.status === 'timeout') return true;
+  const text = `${record.type ?? ''} ${record.message ?? ''}`.toLowerCase();
+  return record.status === 'client-error' && (text.includes('connection_closed') || text.includes('not connected'));
+}
+
 async function one(client, op, timeout, progress, rounds) {
   const opts = { timeout };
   // The client also reports each input_required round through onprogress (its own
@@ -180,6 +187,7 @@ async function main() {
       if (progress.length) record.progress = progress.length;
       if (rounds.length) record.inputRounds = rounds.length;
       out.ops.push(record);
+      if (plan.stopAfterBreak && breaksSession(record)) break;
     }
   }
   try {
