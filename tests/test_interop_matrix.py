@@ -176,3 +176,13 @@ def test_a_session_that_dies_leaves_no_report(tmp_path: Any) -> None:
     assert cell["sessions"] == 1 and cell["processes"] == 1  # only the probe wrote a report
     assert cell["report"] is None
     assert "mock: no report" in matrix.summarize(cell)[0]
+
+
+def test_tool_arguments_prefer_the_schema_examples() -> None:
+    schema = {"type": "object", "examples": [{"from": "CDG", "passengers": 2}],
+              "properties": {"from": {"type": "string"}, "passengers": {"type": "integer"}}}
+    assert matrix.example_from_schema(schema) == {"from": "CDG", "passengers": 2}
+    schema.pop("examples")
+    schema["properties"]["from"]["examples"] = ["ORY"]
+    schema["properties"]["passengers"]["default"] = 3
+    assert matrix.example_from_schema(schema) == {"from": "ORY", "passengers": 3}

@@ -382,6 +382,11 @@ KNOWN_BEHAVIOURS = [
     "The TypeScript client also calls `onprogress` once per `input_required` round it fulfils (message"
     " \"Fulfilling input required by ...\"; nothing is sent on the wire). The driver counts those apart"
     " (`inputRounds` in the raw results), so `progress×N` counts only notifications from the mock.",
+    "The Python client stops reading after a response line that is not valid UTF-8: that request and"
+    " every later one on the connection time out (the `lies` tool `bad_utf8`, then `noise`, in one"
+    " session). The TypeScript client decodes the line with replacement characters and carries on.",
+    "Both clients accept a response whose `id` is the request's numeric id written as a string (`\"7\"`"
+    " for 7): the `lies` tool `wrong_id` completes.",
     "Neither client sets `io.modelcontextprotocol/logLevel` unless asked, so scenarios that log send no"
     " `notifications/message` in this generic session (as the revision requires).",
 ]
@@ -402,7 +407,8 @@ def render(results: dict[str, dict[str, dict[str, Any]]], clients: list[str], ve
         " spawned with `versionNegotiation: {mode: 'auto'}`.",
         "",
         "Each client runs the same generic session per scenario (tests/interop/matrix.py): list and call"
-        " every tool with example arguments from its `inputSchema`, list and get every prompt, list and read"
+        " every tool with example arguments from its `inputSchema` (its first `examples` entry if it has"
+        " one, else values built from `default`, `const`, `enum` and `type`, also per property), list and get every prompt, list and read"
         " every resource and one instance of every template, ask every completion, listen for 1.5 s when the"
         " scenario has subscription events; the elicitation,"
         " sampling and roots callbacks answer, so `input_required` rounds complete. Each operation has a"
@@ -488,14 +494,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write the raw results here")
     ap.add_argument("--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)))
     ap.add_argument("--timeout-ms", type=int, default=DEFAULT_TIMEOUT_MS)
+    ap.add_argument("--from-json", help="render earlier raw results (--json) instead of running")
     args = ap.parse_args(argv)
     names = args.scenarios.split(",") if args.scenarios else loader.bundled_names()
     clients = args.clients.split(",")
-    results = run_matrix(names, clients, jobs=args.jobs, timeout_ms=args.timeout_ms)
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
+    else:
+        results = run_matrix(names, clients, jobs=args.jobs, timeout_ms=args.timeout_ms)
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
     text = render(results, clients, installed_versions(), date, args.timeout_ms)
     Path(args.out).write_text(text, encoding="utf-8")
-    if args.json:
+    if args.json and not args.from_json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -50,9 +50,12 @@ def dump(model: Any) -> Any:
 
 
 def example_from_schema(schema: Any) -> Any:
-    """A value that satisfies a simple JSON Schema (for elicitation answers)."""
+    """A value for a simple JSON Schema: its first ``examples`` entry, ``default``, ``const`` or
+    first ``enum`` value, else one built from ``type`` (tool arguments, elicitation answers)."""
     if not isinstance(schema, dict):
         return None
+    if isinstance(schema.get("examples"), list) and schema["examples"]:
+        return schema["examples"][0]
     if "default" in schema:
         return schema["default"]
     if "const" in schema:

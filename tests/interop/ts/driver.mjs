@@ -30,6 +30,7 @@ function trim(value) {
 
 function exampleFromSchema(schema) {
   if (!schema || typeof schema !== 'object') return null;
+  if (Array.isArray(schema.examples) && schema.examples.length) return schema.examples[0];
   if ('default' in schema) return schema.default;
   if ('const' in schema) return schema.const;
   if (Array.isArray(schema.enum) && schema.enum.length) return schema.enum[0];
