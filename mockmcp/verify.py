@@ -69,6 +69,8 @@ class Verifier:
             self._found(self.checker.request(msg.id, msg.method, msg.params, msg.message))
         elif type(msg) is jsonrpc.Notification:
             self.counts["notifications"] += 1
+            # expectations can ask for notifications too (e.g. notifications/cancelled after a timeout)
+            self.tracker.observe(None, msg.method, msg.params)
             self._found(self.checker.notification(msg.method, msg.params, msg.message))
         else:
             self.counts["clientResponses"] += 1
