@@ -65,6 +65,7 @@ def _finite_float(text: str) -> float:
 
 _INF = float("inf")
 _decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_scan_once = _decoder.scan_once
 
 
 def parse(line: bytes) -> Any:
@@ -74,6 +75,14 @@ def parse(line: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise errors.ParseError(f"Parse error: invalid UTF-8 at byte {exc.start}") from None
     try:
+        if text[:1] == "{" and text[-1:] == "}":
+            # The usual line: one object, no surrounding blanks. The scanner alone parses it;
+            # a value that ends early (trailing data) falls through to the full decoder.
+            value, end = _scan_once(text, 0)
+            if end == len(text):
+                return value
+        return _decoder.decode(text)
+    except StopIteration:  # the scanner's "no JSON value here": let the decoder explain
         return _decoder.decode(text)
     except RecursionError:
         raise errors.ParseError("Parse error: JSON nested too deeply") from None
@@ -124,7 +133,8 @@ def classify(obj: Any) -> Message:
 
 _EMPTY: dict[str, Any] = {}
 
-_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# check_circular=False: messages are trees built from parsed JSON and the scenario.
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
 _ascii_encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 

@@ -45,12 +45,14 @@ def bench() -> list[dict]:
     path = scenario_file("large.yaml", scenario())
     cold, _ = first_list(mock_cmd(path, "--no-cache"))
     first_list(mock_cmd(path))  # fill the cache
-    warm_runs = [first_list(mock_cmd(path)) for _ in range(3)]
+    warm_runs = [first_list(mock_cmd(path)) for _ in range(5)]
     warm = median([w[0] for w in warm_runs])
+    best = min(w[0] for w in warm_runs)
     again = median([w[1] for w in warm_runs])
     return [
         dict(name="1,000 tools x 100 rules: spawn to tools/list, --no-cache", value=cold * 1000, unit="ms"),
         dict(name="1,000 tools x 100 rules: spawn to tools/list, cache warm", value=warm * 1000, unit="ms",
              target="< 500 ms", ok=warm < 0.5),
+        dict(name="1,000 tools x 100 rules: same, best of 5", value=best * 1000, unit="ms"),
         dict(name="1,000 tools: one more tools/list", value=again * 1000, unit="ms"),
     ]
