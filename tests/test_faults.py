@@ -394,3 +394,19 @@ async def test_close_stdout_closes_the_stream_and_the_shell_keeps_reading(autoju
         await h.eof()
         await h.done.wait()
     assert h.lines == [] and h.exit_status == 0
+
+
+@pytest.mark.parametrize(
+    "yaml_text,message",
+    [
+        ("mockmcp: 1\nprotocol: {exitAfter: {messages: 0}}\n", "messages must be at least 1"),
+        ("mockmcp: 1\ntools: [{name: t, replies: [{steps: [{huge: {bytes: -1}}]}]}]\n", "huge needs bytes >= 0"),
+        ("mockmcp: 1\ntools: [{name: t, replies: [{steps: [{stopReading: sometimes}, {text: x}]}]}]\n", "invalid duration"),
+    ],
+)
+def test_check_rejects_meaningless_fault_settings(yaml_text, message):
+    from mockmcp.loader import load_text
+    from mockmcp.problems import LoadError
+
+    with pytest.raises(LoadError, match=message):
+        load_text(yaml_text, "<t>")
