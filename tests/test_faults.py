@@ -410,3 +410,18 @@ def test_check_rejects_meaningless_fault_settings(yaml_text, message):
 
     with pytest.raises(LoadError, match=message):
         load_text(yaml_text, "<t>")
+
+
+def test_docs_faults_md_covers_every_fault():
+    """docs/faults.md names every fault step and protocol option (so a new fault cannot go undocumented)."""
+    from conftest import ROOT
+
+    doc = (ROOT / "docs" / "faults.md").read_text(encoding="utf-8")
+    steps = ["sleep", "dribble", "hang", "stopReading", "exit", "closeStdout", "raw", "rawBytes", "huge", "stderr",
+             "sequence", "setState", "emit"]
+    options = ["exitAfter", "ignoreEof", "ignoreSigterm", "era", "discover", "rejectFirst", "versions"]
+    targeting = ["nth", "every", "first", "after", "probability"]
+    missing = [k for k in steps + options + targeting if f"`{k}" not in doc and f"{k}:" not in doc]
+    assert missing == []
+    for tool in ["hang", "crash", "garbage", "flaky", "slow", "bad_result"]:
+        assert f"| `{tool}` |" in doc
