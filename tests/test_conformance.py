@@ -440,3 +440,22 @@ def test_a_wrong_client_fails_the_scenario(tmp_path, schema, scenario, script, f
     assert report["ok"] is False
     assert {v["expectation"] for v in report["expectations"] if v["verdict"] == "failed"} == failed
     assert check in errors(report)
+
+
+# ------------------------------------------------------------------ the cookbook
+
+
+def test_cookbook_has_a_recipe_per_bundled_scenario():
+    """docs/cookbook.md: one recipe per bundled scenario, and every conformance/stdio scenario in the verdict table."""
+    import re
+
+    from mockmcp import loader
+
+    text = (ROOT / "docs" / "cookbook.md").read_text(encoding="utf-8")
+    recipes = re.findall(r"^- Scenario: `([\w-]+)`", text, flags=re.M)
+    assert len(recipes) == len(set(recipes)), "a scenario with two recipes"
+    assert sorted(recipes) == sorted(loader.bundled_names())
+    table = set(re.findall(r"^\| `([\w-]+)` \|", text, flags=re.M))
+    assert table == {n for n in loader.bundled_names() if n.startswith(("conformance-", "stdio-"))}
+    for name in table:  # each scenario says what the Python client does, as the table does
+        assert "mcp==2.3.0" in (SCENARIOS / f"{name}.yaml").read_text(encoding="utf-8"), name
