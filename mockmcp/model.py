@@ -49,7 +49,7 @@ class RandomDelay:
 @frozen
 class ErrorSpec:
     code: int
-    message: str | None = None  # null is a deliberate fault (`message: null`)
+    message: str | None = None  # omitted or null: the standard message for the code (a real null needs a raw step)
     data: JSON = None
 
 
