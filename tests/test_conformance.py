@@ -20,6 +20,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -344,6 +345,54 @@ async def test_nothing_sent_after_a_cancel(tmp_path, schema):
     assert not [m for m in after if m.get("id") == cancelled]
     assert not [m for m in after if m.get("params", {}).get("progressToken") == token]
     mock.check_outbound(schema)
+
+
+def test_nothing_on_stdout_after_a_cancel_raw(tmp_path, schema):
+    """The mock side, on the real pipe: once a cancel is processed, not one more line for that request."""
+    sys.path.insert(0, str(BUGGY))
+    try:
+        from _wire import call, req
+    finally:
+        sys.path.remove(str(BUGGY))
+    mock = Mock(tmp_path, "stdio-silent-after-cancel")
+    proc = subprocess.Popen(mock.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(msg: dict[str, Any]) -> None:
+        proc.stdin.write((json.dumps(msg) + "\n").encode())
+        proc.stdin.flush()
+
+    lines: list[dict[str, Any]] = []
+
+    def until(pred: Any) -> dict[str, Any]:
+        while True:
+            raw = proc.stdout.readline()
+            assert raw, "the mock closed stdout early"
+            lines.append(schema.check_line(raw))
+            if pred(lines[-1]):
+                return lines[-1]
+
+    try:
+        countdown = call(1, "countdown")
+        countdown["params"]["_meta"]["progressToken"] = "t1"
+        send(countdown)
+        until(lambda m: m.get("method") == "notifications/progress")
+        send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+        send(call(2, "ping_me"))  # read after the cancel: its answer marks "the cancel was processed"
+        until(lambda m: m.get("id") == 2)
+        marker = len(lines)
+        time.sleep(0.5)  # ten progress notifications would be due by now
+        proc.stdin.close()
+        for raw in proc.stdout:
+            lines.append(schema.check_line(raw))
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    after = lines[marker:]
+    assert not [m for m in after if m.get("id") == 1 or m.get("params", {}).get("progressToken") == "t1"], after
+    assert not [m for m in lines if m.get("id") == 1]  # never answered at all
+    assert mock.report()["counts"]["cancelled"] == 1
 
 
 async def test_restart_a_server_that_died(tmp_path, schema):
