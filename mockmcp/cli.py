@@ -107,8 +107,10 @@ def _check(args: argparse.Namespace) -> int:
 def _list() -> int:
     from .loader import bundled_dir, bundled_names
 
-    for name in bundled_names():
-        print(f"{name:<24} {describe(bundled_dir() / f'{name}.yaml')}")
+    names = bundled_names()
+    width = max(map(len, names), default=0)  # one column however long the names get
+    for name in names:
+        print(f"{name:<{width}}  {describe(bundled_dir() / f'{name}.yaml')}")
     return 0
 
 
