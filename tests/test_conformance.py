@@ -100,6 +100,7 @@ def errors(report: dict[str, Any]) -> list[str]:
 
 def assert_clean(report: dict[str, Any]) -> None:
     """The mock's verdict is a pass: every expectation passed, no error finding."""
+    assert report["expectations"], "a conformance scenario judges the client through its expectations"
     failed = [v for v in report["expectations"] if v["verdict"] != "passed"]
     assert not failed, failed
     assert errors(report) == [], report["findings"]
@@ -110,7 +111,9 @@ def text_of(result: Any) -> str:
     return result.content[0].text
 
 
-async def accept(answer: dict[str, Any]) -> Any:
+def accept(answer: dict[str, Any]) -> Any:
+    """An elicitation callback that accepts with ``answer`` (and so declares the elicitation capability)."""
+
     async def callback(ctx: Any, params: Any) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content=answer)
 
@@ -122,7 +125,7 @@ async def accept(answer: dict[str, Any]) -> Any:
 
 async def test_request_state_echoed_exactly(tmp_path, schema):
     mock = Mock(tmp_path, "conformance-request-state")
-    async with Client(mock.params, elicitation_callback=await accept({"ok": True})) as client:
+    async with Client(mock.params, elicitation_callback=accept({"ok": True})) as client:
         result = await client.call_tool("confirm", {"action": "ship"})
     assert text_of(result) == 'confirmed ship (opaque: ünïcödé / + = " \\ ship)'
     report = mock.report()
@@ -149,7 +152,7 @@ async def test_new_id_on_every_retry(tmp_path, schema):
 
 async def test_no_request_state_when_none_was_given(tmp_path, schema):
     mock = Mock(tmp_path, "conformance-no-request-state")
-    async with Client(mock.params, elicitation_callback=await accept({"name": "Ada"})) as client:
+    async with Client(mock.params, elicitation_callback=accept({"name": "Ada"})) as client:
         assert text_of(await client.call_tool("ask_name")) == "hello Ada"
     report = mock.report()
     assert_clean(report)
