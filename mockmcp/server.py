@@ -147,7 +147,10 @@ class Shell:
     async def _flush(self, data: bytes) -> None:
         """Write the reader's immediate answers: straight to stdout when nothing is queued or
         being written (one task switch less per round trip), else through the writer (order)."""
-        if self._receive.statistics().current_buffer_used == 0:
+        stats = self._receive.statistics()
+        # The writer must be parked in receive() with nothing buffered: an item handed to a
+        # waiting writer leaves the buffer empty too, and must still go out first.
+        if stats.current_buffer_used == 0 and stats.tasks_waiting_receive:
             try:
                 self._out_lock.acquire_nowait()
             except trio.WouldBlock:
