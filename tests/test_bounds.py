@@ -155,7 +155,7 @@ def _rss_kib(pid: int) -> int:
 
 def test_flood_without_reading_is_back_pressured(schema):
     """A client that writes and never reads stalls on a full pipe; the mock's memory stays bounded."""
-    n = 200_000  # about 40 MB of requests
+    n = 100_000  # about 20 MB of requests
     one = line(request(0, "tools/call", {"name": "echo", "arguments": {"text": "x" * 100}}))
     proc = subprocess.Popen(mockmcp_cmd("run", "default"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, bufsize=0)
