@@ -190,6 +190,7 @@ class Engine:
         self.subscriptions: dict[Any, Subscription] = {}
         self.requests_seen = 0
         self._counters: dict[int, int] = {}
+        self._loop_free: set[int] = set()  # ids of step lists without a loop step (no unrolling needed)
         self._sequence_use: dict[int, int] = {}
         self.capabilities = (
             scenario.capabilities if scenario.capabilities is not None else derive_capabilities(scenario)
@@ -484,7 +485,12 @@ class Engine:
         token = meta.get(p.META_PROGRESS_TOKEN)
         level = meta.get(p.META_LOG_LEVEL)
         scale = self.time_scale
-        for step in self._unroll(req, steps, ctx):
+        if id(steps) not in self._loop_free:
+            if isinstance(steps, list) and not any(type(s) is model.LoopStep for s in steps):
+                self._loop_free.add(id(steps))  # scenario step lists live as long as the engine
+            else:
+                steps = self._unroll(req, steps, ctx)
+        for step in steps:
             t = type(step)
             if t is model.ResultStep:
                 actions.append(self._final(req, self._complete(req, templates.render(step.result, ctx))))
@@ -571,7 +577,11 @@ class Engine:
             else:
                 # The checker rejects replies without a final step; be loud if one slips through.
                 actions.append(self._error(req, p.INTERNAL_ERROR, "mockmcp: the scripted reply ended without an answer", None, ctx))
-        immediate = all(type(a) is Send for a in actions)
+        immediate = True
+        for a in actions:
+            if type(a) is not Send:
+                immediate = False
+                break
         return Plan(req.id, actions, req.method, self.rule_label(rule) if rule is not None else None, immediate)
 
     def note_unknown(self, req: jsonrpc.Request, kind: str, name: str, known: list[str]) -> None:

@@ -128,8 +128,19 @@ def _mismatches(when: model.Match, ctx: dict[str, Any]) -> Iterator[str]:
 
 
 def matches(when: model.Match, ctx: dict[str, Any]) -> bool:
+    """The hot path of rule selection: cheap checks first, the full walk only when needed."""
     if when.round is not None and ctx["round"] != when.round:
         return False
+    if when.state is not None and not _state_ok(when.state, ctx["state"]):
+        return False
+    if (
+        when.arguments is None
+        and when.inputResponses is None
+        and when.vars is None
+        and when.params is None
+        and when.meta is None
+    ):
+        return True
     return mismatch(when, ctx) is None
 
 
