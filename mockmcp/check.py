@@ -9,7 +9,6 @@ flagged: only what the scenario *means* to be valid is checked.
 from __future__ import annotations
 
 import base64
-import os
 from pathlib import Path
 from typing import Any, Iterator
 

@@ -105,7 +105,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _list() -> int:
-    from .loader import bundled_dir, bundled_names
+    from .loadcache import bundled_dir, bundled_names
 
     names = bundled_names()
     width = max(map(len, names), default=0)  # one column however long the names get

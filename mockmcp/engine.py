@@ -1,24 +1,26 @@
 """The engine: one inbound message in, one plan of actions out.
 
 Plain synchronous code (no trio, yaml or cattrs), so it is tested over a fake
-link without processes. It owns what the protocol says a server does with a
-request (``_meta`` checks, version negotiation, discovery, lists and
-pagination, tools, prompts, resources, completion, input_required rounds,
-subscriptions) and what the scenario scripts on top of it. The per-process
+link without processes. It owns the rules every request goes through
+(``_meta`` checks, version negotiation, id reuse, ``methods:`` overrides,
+capability gating), rule selection and targeting, the expansion of scripted
+steps into actions, and input_required rounds; the built-in answer of each
+method lives in ``methods``, the wire shape of each primitive in
+``definitions``. The per-process
 state it keeps is only what the mock itself needs: the ids in flight, the
 open subscriptions, rule counters and the scenario's named state.
 """
 
 from __future__ import annotations
 
-import base64
 import random
-import re
 from typing import Any, Iterable
 
 from . import errors, jsonrpc, model, mrtr, protocol as p, templates
 from .actions import Action, Cancel, CloseStdout, Dribble, Emit, Exit, Output, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from .definitions import compile_uri_template, derive_capabilities, drop_none, icons
 from .matching import matches, near_miss
+from .methods import CAPABILITY_FOR, HANDLERS, Subscription
 
 _DEFAULT_MESSAGES = {
     p.PARSE_ERROR: "Parse error",
@@ -30,142 +32,6 @@ _DEFAULT_MESSAGES = {
     p.UNSUPPORTED_PROTOCOL_VERSION: "Unsupported protocol version",
 }
 
-_CAPABILITY_FOR = {
-    p.TOOLS_LIST: "tools",
-    p.TOOLS_CALL: "tools",
-    p.PROMPTS_LIST: "prompts",
-    p.PROMPTS_GET: "prompts",
-    p.RESOURCES_LIST: "resources",
-    p.RESOURCES_READ: "resources",
-    p.RESOURCE_TEMPLATES_LIST: "resources",
-    p.COMPLETE: "completions",
-}
-
-
-def derive_capabilities(scenario: model.Scenario) -> dict[str, Any]:
-    """Server capabilities implied by what the scenario defines."""
-    from .check import iter_steps
-
-    caps: dict[str, Any] = {}
-    if any(isinstance(s, model.LogStep) for _, s in iter_steps(scenario)):
-        caps["logging"] = {}
-    if scenario.completions:
-        caps["completions"] = {}
-    if scenario.prompts:
-        caps["prompts"] = {"listChanged": True}
-    if scenario.resources or scenario.resourceTemplates:
-        caps["resources"] = {"subscribe": True, "listChanged": True}
-    if scenario.tools:
-        caps["tools"] = {"listChanged": True}
-    return caps
-
-
-def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v is not None}
-
-
-def _icons(icons: list[model.Icon] | None) -> list[dict[str, Any]] | None:
-    if icons is None:
-        return None
-    return [_drop_none({"src": i.src, "mimeType": i.mimeType, "sizes": i.sizes, "theme": i.theme}) for i in icons]
-
-
-def tool_definition(t: model.Tool) -> dict[str, Any]:
-    return _drop_none(
-        {
-            "name": t.name,
-            "title": t.title,
-            "description": t.description,
-            "inputSchema": t.inputSchema,
-            "outputSchema": t.outputSchema,
-            "annotations": t.annotations,
-            "icons": _icons(t.icons),
-            "_meta": t.meta,
-        }
-    )
-
-
-def prompt_definition(pr: model.Prompt) -> dict[str, Any]:
-    args = None
-    if pr.arguments is not None:
-        args = [
-            _drop_none({"name": a.name, "title": a.title, "description": a.description, "required": a.required or None})
-            for a in pr.arguments
-        ]
-    return _drop_none(
-        {
-            "name": pr.name,
-            "title": pr.title,
-            "description": pr.description,
-            "arguments": args,
-            "icons": _icons(pr.icons),
-            "_meta": pr.meta,
-        }
-    )
-
-
-def resource_definition(r: model.Resource) -> dict[str, Any]:
-    return _drop_none(
-        {
-            "uri": r.uri,
-            "name": r.name,
-            "title": r.title,
-            "description": r.description,
-            "mimeType": r.mimeType,
-            "size": r.size,
-            "annotations": r.annotations,
-            "icons": _icons(r.icons),
-            "_meta": r.meta,
-        }
-    )
-
-
-def template_definition(t: model.ResourceTemplate) -> dict[str, Any]:
-    return _drop_none(
-        {
-            "uriTemplate": t.uriTemplate,
-            "name": t.name,
-            "title": t.title,
-            "description": t.description,
-            "mimeType": t.mimeType,
-            "annotations": t.annotations,
-            "icons": _icons(t.icons),
-            "_meta": t.meta,
-        }
-    )
-
-
-_EXPR = re.compile(r"\{([+#./;?&]?)([A-Za-z0-9_.,*:]+)\}")
-
-
-def compile_uri_template(template: str) -> re.Pattern[str]:
-    """RFC 6570 level 1-2 templates (``{var}``, ``{+var}``) as a matching regex."""
-    out, pos = [], 0
-    for m in _EXPR.finditer(template):
-        out.append(re.escape(template[pos : m.start()]))
-        op, names = m.group(1), m.group(2).split(",")
-        for i, name in enumerate(names):
-            name = name.split(":")[0].rstrip("*")
-            if i:
-                out.append(",")
-            out.append(f"(?P<{name}>.+)" if op in ("+", "#") else f"(?P<{name}>[^/?#,]+)")
-        pos = m.end()
-    out.append(re.escape(template[pos:]))
-    return re.compile("".join(out) + r"\Z")
-
-
-class Subscription:
-    __slots__ = ("id", "honored")
-
-    def __init__(self, id: Any, honored: dict[str, Any]) -> None:
-        self.id = id
-        self.honored = honored
-
-    def wants(self, event: str, uri: str | None) -> bool:
-        field = p.EVENT_FILTER_FIELD[event]
-        if event == "resources/updated":
-            return uri in (self.honored.get(field) or ())
-        return bool(self.honored.get(field))
 
 
 class Engine:
@@ -195,14 +61,14 @@ class Engine:
         self.capabilities = (
             scenario.capabilities if scenario.capabilities is not None else derive_capabilities(scenario)
         )
-        info = _drop_none(
+        info = drop_none(
             {
                 "name": scenario.server.name,
                 "version": scenario.server.version,
                 "title": scenario.server.title,
                 "description": scenario.server.description,
                 "websiteUrl": scenario.server.websiteUrl,
-                "icons": _icons(scenario.server.icons),
+                "icons": icons(scenario.server.icons),
             }
         )
         self.server_info = info
@@ -341,15 +207,15 @@ class Engine:
             if chosen is not None:
                 rule, steps = chosen
                 return self._expand(req, ctx, steps, rule)
-        handler = _HANDLERS.get(method)
+        handler = HANDLERS.get(method)
         if handler is None:
             if overrides:
                 miss = near_miss(overrides, ctx)
                 self.unmatched.append({"id": req.id, "method": method, "what": f"method {method!r}", "nearMiss": miss})
             elif method not in p.REMOVED_METHODS:
-                self.note_unknown(req, "method", method, list(_HANDLERS) + list(self._overrides))
+                self.note_unknown(req, "method", method, list(HANDLERS) + list(self._overrides))
             raise errors.MethodNotFound(f"Method not found: {method}", request_id=req.id)
-        cap = _CAPABILITY_FOR.get(method)
+        cap = CAPABILITY_FOR.get(method)
         if cap is not None and cap not in self.capabilities:
             raise errors.MethodNotFound(
                 f"Method not found: {method} (this server does not offer {cap})", request_id=req.id
@@ -513,13 +379,13 @@ class Engine:
             elif t is model.ProgressStep:
                 if token is not None:
                     pr = step.progress
-                    prm = _drop_none({"progressToken": token, "progress": _number(req, pr.progress, ctx),
+                    prm = drop_none({"progressToken": token, "progress": _number(req, pr.progress, ctx),
                                       "total": _number(req, pr.total, ctx), "message": templates.render(pr.message, ctx)})
                     actions.append(self._send(jsonrpc.notification(p.PROGRESS, prm)))
             elif t is model.LogStep:
                 lg = step.log
                 if level is not None and p.LOG_LEVEL_RANK[lg.level] >= p.LOG_LEVEL_RANK[level]:
-                    prm = _drop_none({"level": lg.level, "logger": lg.logger})
+                    prm = drop_none({"level": lg.level, "logger": lg.logger})
                     prm["data"] = templates.render(lg.data, ctx)
                     actions.append(self._send(jsonrpc.notification(p.MESSAGE, prm)))
             elif t is model.EmitStep:
@@ -790,265 +656,3 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else templates._text(value)
 
 
-# ---------------------------------------------------------------- method handlers
-
-
-def _paginate(engine: Engine, req: jsonrpc.Request, items: list[dict[str, Any]], key: str, kind: str) -> Plan:
-    cursor = req.params.get("cursor")
-    start = 0
-    if cursor is not None:
-        start = _decode_cursor(cursor, kind, len(items), req.id)
-    size = engine.protocol.pageSize or len(items) or 1
-    page = items[start : start + size]
-    result: dict[str, Any] = {key: page}
-    if start + size < len(items):
-        result["nextCursor"] = _encode_cursor(kind, start + size)
-    return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
-
-
-def _encode_cursor(kind: str, offset: int) -> str:
-    return base64.urlsafe_b64encode(f"mockmcp:{kind}:{offset}".encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: Any, kind: str, total: int, rid: Any) -> int:
-    if type(cursor) is str:
-        try:
-            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-            tag, k, offset = raw.split(":")
-            if tag == "mockmcp" and k == kind and offset.isdigit() and 0 < int(offset) <= total:
-                return int(offset)
-        except (ValueError, UnicodeDecodeError):
-            pass
-    raise errors.InvalidParams(f"Invalid params: invalid cursor {cursor!r}", data={"cursor": cursor}, request_id=rid)
-
-
-def _visible(engine: Engine, item: Any) -> bool:
-    return item.states is None or engine.state in item.states
-
-
-def _cached_defs(engine: Engine, items: list[Any], make: Any) -> list[dict[str, Any]]:
-    out = []
-    for item in items:
-        if _visible(engine, item):
-            d = engine._definitions.get(id(item))
-            if d is None:
-                d = engine._definitions[id(item)] = make(item)
-            out.append(d)
-    return out
-
-
-def _discover(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    result: dict[str, Any] = {"supportedVersions": list(engine.protocol.versions), "capabilities": engine.capabilities}
-    if engine.scenario.server.instructions is not None:
-        result["instructions"] = engine.scenario.server.instructions
-    return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
-
-
-def _tools_list(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    return _paginate(engine, req, _cached_defs(engine, engine.scenario.tools, tool_definition), "tools", "tools")
-
-
-def _prompts_list(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    return _paginate(engine, req, _cached_defs(engine, engine.scenario.prompts, prompt_definition), "prompts", "prompts")
-
-
-def _resources_list(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    return _paginate(engine, req, _cached_defs(engine, engine.scenario.resources, resource_definition), "resources", "resources")
-
-
-def _templates_list(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    defs = _cached_defs(engine, engine.scenario.resourceTemplates, template_definition)
-    return _paginate(engine, req, defs, "resourceTemplates", "templates")
-
-
-def _require_str(req: jsonrpc.Request, key: str) -> str:
-    value = req.params.get(key)
-    if type(value) is not str:
-        what = "missing" if value is None else "must be a string"
-        raise errors.InvalidParams(f"Invalid params: {key!r} {what}", request_id=req.id)
-    return value
-
-
-def _tools_call(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    name = _require_str(req, "name")
-    tool = engine._tools.get(name)
-    if tool is None or not _visible(engine, tool):
-        engine.note_unknown(req, "tool", name, [t.name for t in engine.scenario.tools if _visible(engine, t)])
-        raise errors.InvalidParams(f"Unknown tool: {name}", data={"name": name}, request_id=req.id)
-    args = req.params.get("arguments")
-    if args is not None and type(args) is not dict:
-        raise errors.InvalidParams("Invalid params: 'arguments' must be an object", request_id=req.id)
-    engine._rounds(req, ctx)
-    if not tool.replies:
-        return Plan(req.id, [engine._final(req, engine._complete(req, {"content": []}))], req.method, None, True)
-    return engine._answer(req, ctx, tool.replies, f"tool {name!r}")
-
-
-def _prompts_get(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    name = _require_str(req, "name")
-    prompt = engine._prompts.get(name)
-    if prompt is None or not _visible(engine, prompt):
-        engine.note_unknown(req, "prompt", name, [x.name for x in engine.scenario.prompts if _visible(engine, x)])
-        raise errors.InvalidParams(f"Unknown prompt: {name}", data={"name": name}, request_id=req.id)
-    args = req.params.get("arguments")
-    if args is not None and (type(args) is not dict or any(type(v) is not str for v in args.values())):
-        raise errors.InvalidParams("Invalid params: prompt 'arguments' must map names to strings", request_id=req.id)
-    missing = [a.name for a in prompt.arguments or () if a.required and a.name not in (args or {})]
-    if missing:
-        raise errors.InvalidParams(
-            f"Invalid params: missing required argument{'s' if len(missing) > 1 else ''} {', '.join(missing)} for prompt {name}",
-            data={"missing": missing},
-            request_id=req.id,
-        )
-    engine._rounds(req, ctx)
-    if not prompt.replies:
-        text = prompt.description or prompt.name
-        result = {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
-        return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
-    return engine._answer(req, ctx, prompt.replies, f"prompt {name!r}")
-
-
-def _resources_read(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    uri = _require_str(req, "uri")
-    res = engine._resources.get(uri)
-    if res is not None and _visible(engine, res):
-        engine._rounds(req, ctx)
-        if res.replies:
-            return engine._answer(req, ctx, res.replies, f"resource {uri!r}")
-        content = _drop_none({"uri": uri, "mimeType": res.mimeType, "text": res.text, "blob": res.blob})
-        if "text" not in content and "blob" not in content:
-            content["text"] = ""
-        result = engine._complete(req, {"contents": [content]}, hints=(res.ttlMs, res.cacheScope))
-        return Plan(req.id, [engine._final(req, result)], req.method, None, True)
-    for pattern, tmpl in engine._templates:
-        if not _visible(engine, tmpl):
-            continue
-        m = pattern.match(uri)
-        if m:
-            ctx["vars"] = m.groupdict()
-            engine._rounds(req, ctx)
-            if not tmpl.replies:
-                break
-            return engine._answer(req, ctx, tmpl.replies, f"resource template {tmpl.uriTemplate!r}")
-    known = [r.uri for r in engine.scenario.resources if _visible(engine, r)]
-    engine.note_unknown(req, "resource", uri, known + [t.uriTemplate for t in engine.scenario.resourceTemplates])
-    raise errors.InvalidParams(f"Resource not found: {uri}", data={"uri": uri}, request_id=req.id)
-
-
-def _complete_handler(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    ref = req.params.get("ref")
-    argument = req.params.get("argument")
-    if type(ref) is not dict or type(argument) is not dict or type(argument.get("name")) is not str:
-        raise errors.InvalidParams("Invalid params: completion/complete needs 'ref' and 'argument.name'", request_id=req.id)
-    value = argument.get("value", "")
-    if type(value) is not str:
-        raise errors.InvalidParams("Invalid params: 'argument.value' must be a string", request_id=req.id)
-    kind = ref.get("type")
-    if kind == "ref/prompt":
-        target = ref.get("name")
-        if type(target) is not str or target not in engine._prompts:
-            raise errors.InvalidParams(f"Unknown prompt: {target}", request_id=req.id)
-        found = [c for c in engine.scenario.completions if c.prompt == target and c.argument == argument["name"]]
-    elif kind == "ref/resource":
-        target = ref.get("uri")
-        if type(target) is not str or not any(t.uriTemplate == target for t in engine.scenario.resourceTemplates) and target not in engine._resources:
-            raise errors.InvalidParams(f"Unknown resource template: {target}", request_id=req.id)
-        found = [c for c in engine.scenario.completions if c.resourceTemplate == target and c.argument == argument["name"]]
-    else:
-        raise errors.InvalidParams("Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'", request_id=req.id)
-    values = [v for c in found for v in c.values if v.lower().startswith(value.lower())]
-    result = {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
-    return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
-
-
-def _listen(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    wanted = req.params.get("notifications")
-    if type(wanted) is not dict:
-        raise errors.InvalidParams("Invalid params: subscriptions/listen needs a 'notifications' object", request_id=req.id)
-    caps = engine.capabilities
-    honored: dict[str, Any] = {}
-    for field, cap in (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"), ("resourcesListChanged", "resources")):
-        if wanted.get(field) is True and (caps.get(cap) or {}).get("listChanged"):
-            honored[field] = True
-    uris = wanted.get("resourceSubscriptions")
-    if uris is not None:
-        if type(uris) is not list or any(type(u) is not str for u in uris):
-            raise errors.InvalidParams("Invalid params: resourceSubscriptions must be a list of URIs", request_id=req.id)
-        if (caps.get("resources") or {}).get("subscribe"):
-            honored["resourceSubscriptions"] = list(uris)
-    engine.subscriptions[req.id] = Subscription(req.id, honored)
-    ack = jsonrpc.notification(
-        p.SUBSCRIPTIONS_ACKNOWLEDGED, {"_meta": {p.META_SUBSCRIPTION_ID: req.id}, "notifications": honored}
-    )
-    plan = engine._expand(req, ctx, engine.scenario.subscriptions.timeline, None, subscription=True)
-    timers = engine.scenario.subscriptions.timers
-    if timers:
-        plan.actions = _with_timers(plan.actions, _timer_events(engine, req, ctx, timers))
-    plan.actions.insert(0, engine._send(ack))
-    plan.immediate = False
-    return plan
-
-
-def _timer_events(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any], timers: list[model.Timer]) -> list[tuple[float, Emit]]:
-    """Every timed event of one stream as (seconds after the ack, event), in time order."""
-    events = []
-    scale = engine.time_scale
-    for timer in timers:
-        uri = templates.render(timer.emit.uri, ctx)
-        every = timer.every.seconds if timer.every is not None else 0.0
-        for n in range(timer.count):
-            events.append(((timer.after.seconds + n * every) * scale, Emit(timer.emit.event, uri, req.id, True)))
-    events.sort(key=lambda e: e[0])  # stable: timers written first win ties
-    return events
-
-
-def _with_timers(actions: list[Action], events: list[tuple[float, Emit]]) -> list[Action]:
-    """Interleave timed events with a stream's timeline by splitting its sleeps.
-
-    Events still due when the timeline parks are played before the park; events
-    due after the timeline ends the stream are dropped with it.
-    """
-    out: list[Action] = []
-    clock = 0.0
-    i = 0
-    for action in actions:
-        if type(action) is Sleep:
-            end = clock + action.seconds
-            while i < len(events) and events[i][0] < end:
-                at, emit = events[i]
-                if at > clock:
-                    out.append(Sleep(at - clock))
-                    clock = at
-                out.append(emit)
-                i += 1
-            if end > clock:
-                out.append(Sleep(end - clock))
-            clock = end
-            continue
-        if type(action) is Park:
-            for at, emit in events[i:]:
-                if at > clock:
-                    out.append(Sleep(at - clock))
-                    clock = at
-                out.append(emit)
-            i = len(events)
-        else:
-            while i < len(events) and events[i][0] <= clock:
-                out.append(events[i][1])
-                i += 1
-        out.append(action)
-    return out
-
-
-_HANDLERS = {
-    p.DISCOVER: _discover,
-    p.TOOLS_LIST: _tools_list,
-    p.TOOLS_CALL: _tools_call,
-    p.PROMPTS_LIST: _prompts_list,
-    p.PROMPTS_GET: _prompts_get,
-    p.RESOURCES_LIST: _resources_list,
-    p.RESOURCES_READ: _resources_read,
-    p.RESOURCE_TEMPLATES_LIST: _templates_list,
-    p.COMPLETE: _complete_handler,
-    p.SUBSCRIPTIONS_LISTEN: _listen,
-}

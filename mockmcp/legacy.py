@@ -53,14 +53,14 @@ def _strip(action: Any) -> Any:
 
 
 def _serve_legacy(engine: Any, req: jsonrpc.Request) -> Plan:
-    from .engine import _CAPABILITY_FOR, _HANDLERS
+    from .methods import CAPABILITY_FOR, HANDLERS
 
     if req.method == "ping":
         return _legacy_result(engine, req, {})
-    handler = _HANDLERS.get(req.method)
+    handler = HANDLERS.get(req.method)
     if handler is None or req.method in (p.DISCOVER, p.SUBSCRIPTIONS_LISTEN):
         raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
-    cap = _CAPABILITY_FOR.get(req.method)
+    cap = CAPABILITY_FOR.get(req.method)
     if cap is not None and cap not in engine.capabilities:
         raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
     meta = req.params.get("_meta")

@@ -21,7 +21,6 @@ import attrs
 import cattrs
 import yaml
 from cattrs.errors import (
-    AttributeValidationNote,
     ClassValidationError,
     ForbiddenExtraKeysError,
     IterableValidationError,
@@ -31,7 +30,7 @@ from cattrs.gen import make_dict_structure_fn, override
 
 from . import loadcache, model
 from .loadcache import bundled_dir, bundled_names, resolve  # noqa: F401 (re-exported)
-from .problems import LoadError, Problem, format_path
+from .problems import LoadError, Problem
 
 MAX_ALIAS_NODES = 100_000
 

@@ -22,6 +22,8 @@ CORE = [
     "templates",
     "mrtr",
     "engine",
+    "methods",
+    "definitions",
     "actions",
     "connection",
     "legacy",

@@ -1,0 +1,100 @@
+"""What the primitives of a scenario look like on the wire.
+
+Tool, prompt, resource and template definitions as ``*/list`` results carry
+them, the server capabilities a scenario implies, and RFC 6570 URI templates
+compiled for matching. Pure functions of the model (sans-I/O).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import model
+
+def derive_capabilities(scenario: model.Scenario) -> dict[str, Any]:
+    """Server capabilities implied by what the scenario defines."""
+    from .check import iter_steps
+
+    caps: dict[str, Any] = {}
+    if any(isinstance(s, model.LogStep) for _, s in iter_steps(scenario)):
+        caps["logging"] = {}
+    if scenario.completions:
+        caps["completions"] = {}
+    if scenario.prompts:
+        caps["prompts"] = {"listChanged": True}
+    if scenario.resources or scenario.resourceTemplates:
+        caps["resources"] = {"subscribe": True, "listChanged": True}
+    if scenario.tools:
+        caps["tools"] = {"listChanged": True}
+    return caps
+
+
+def drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def icons(icons: list[model.Icon] | None) -> list[dict[str, Any]] | None:
+    if icons is None:
+        return None
+    return [drop_none({"src": i.src, "mimeType": i.mimeType, "sizes": i.sizes, "theme": i.theme}) for i in icons]
+
+
+def _definition(item: Any, fields: tuple[str, ...]) -> dict[str, Any]:
+    """The wire form of a primitive: its listed fields that are set, ``meta`` as ``_meta``."""
+    out: dict[str, Any] = {}
+    for name in fields:
+        value = getattr(item, name)
+        if value is None:
+            continue
+        if name == "icons":
+            value = icons(value)
+        out["_meta" if name == "meta" else name] = value
+    return out
+
+
+_TOOL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "meta")
+_PROMPT_FIELDS = ("name", "title", "description", "arguments", "icons", "meta")
+_RESOURCE_FIELDS = ("uri", "name", "title", "description", "mimeType", "size", "annotations", "icons", "meta")
+_TEMPLATE_FIELDS = ("uriTemplate", "name", "title", "description", "mimeType", "annotations", "icons", "meta")
+
+
+def tool_definition(t: model.Tool) -> dict[str, Any]:
+    return _definition(t, _TOOL_FIELDS)
+
+
+def prompt_definition(pr: model.Prompt) -> dict[str, Any]:
+    out = _definition(pr, _PROMPT_FIELDS)
+    if pr.arguments is not None:
+        out["arguments"] = [
+            drop_none({"name": a.name, "title": a.title, "description": a.description, "required": a.required or None})
+            for a in pr.arguments
+        ]
+    return out
+
+
+def resource_definition(r: model.Resource) -> dict[str, Any]:
+    return _definition(r, _RESOURCE_FIELDS)
+
+
+def template_definition(t: model.ResourceTemplate) -> dict[str, Any]:
+    return _definition(t, _TEMPLATE_FIELDS)
+
+
+_EXPR = re.compile(r"\{([+#./;?&]?)([A-Za-z0-9_.,*:]+)\}")
+
+
+def compile_uri_template(template: str) -> re.Pattern[str]:
+    """RFC 6570 level 1-2 templates (``{var}``, ``{+var}``) as a matching regex."""
+    out, pos = [], 0
+    for m in _EXPR.finditer(template):
+        out.append(re.escape(template[pos : m.start()]))
+        op, names = m.group(1), m.group(2).split(",")
+        for i, name in enumerate(names):
+            name = name.split(":")[0].rstrip("*")
+            if i:
+                out.append(",")
+            out.append(f"(?P<{name}>.+)" if op in ("+", "#") else f"(?P<{name}>[^/?#,]+)")
+        pos = m.end()
+    out.append(re.escape(template[pos:]))
+    return re.compile("".join(out) + r"\Z")
