@@ -1,0 +1,55 @@
+"""docs/scenarios.md documents every key of the scenario model (so nothing is undocumented).
+
+The model classes are walked from ``Scenario`` down (the same walk the editor
+schema uses); every field's YAML key must appear in the reference's code (an
+inline code span or a YAML example), so a key added to the model without a word
+in the reference fails here. ``Duration`` is written as a string (``250ms``), so
+its field is not a key.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from pathlib import Path
+
+import attrs
+
+from mockmcp import model
+
+DOC = (Path(__file__).resolve().parents[1] / "docs" / "scenarios.md").read_text(encoding="utf-8")
+CODE = "\n".join(re.findall(r"```.*?```", DOC, re.S) + re.findall(r"`[^`\n]+`", re.sub(r"```.*?```", "", DOC, flags=re.S)))
+
+
+def _classes(tp: object, seen: set[type]) -> None:
+    if isinstance(tp, type) and attrs.has(tp):
+        if tp in seen or tp is model.Duration:
+            return
+        seen.add(tp)
+        for f in attrs.fields(tp):
+            _classes(f.type if not isinstance(f.type, str) else typing.get_type_hints(tp)[f.name], seen)
+        return
+    for arg in typing.get_args(tp):
+        _classes(arg, seen)
+
+
+def model_keys() -> dict[str, set[str]]:
+    seen: set[type] = set()
+    _classes(model.Scenario, seen)
+    keys: dict[str, set[str]] = {}
+    for cls in seen:
+        hints = typing.get_type_hints(cls)
+        for f in attrs.fields(cls):
+            assert f.name in hints
+            keys.setdefault(f.metadata.get("key", f.name), set()).add(cls.__name__)
+    return keys
+
+
+def test_the_walk_finds_the_model() -> None:
+    keys = model_keys()
+    assert {"tools", "replies", "when", "steps", "inputRequired", "expectations", "sleep"} <= set(keys)
+
+
+def test_every_scenario_key_is_documented() -> None:
+    missing = sorted(f"{key} (in {', '.join(sorted(owners))})" for key, owners in model_keys().items() if not re.search(rf"(?<![\w$]){re.escape(key)}(?!\w)", CODE))
+    assert not missing, "docs/scenarios.md does not mention: " + "; ".join(missing)
