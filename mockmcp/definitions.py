@@ -12,12 +12,34 @@ from typing import Any
 
 from . import model
 
+def _logs(steps: list[Any]) -> bool:
+    for step in steps:
+        t = type(step)
+        if t is model.LogStep or (t is model.LoopStep and _logs(step.loop.steps)):
+            return True
+    return False
+
+
+def _rules_log(rules: list[model.Rule]) -> bool:
+    for rule in rules:
+        if rule.steps is not None and _logs(rule.steps):
+            return True
+        if rule.sequence is not None and any(_logs(steps) for steps in rule.sequence):
+            return True
+    return False
+
+
+def scenario_logs(scenario: model.Scenario) -> bool:
+    """Does any reply or timeline log? A tight walk: it runs at every start-up, and
+    large scenarios have a hundred thousand rules (no paths, no generators)."""
+    groups = (scenario.tools, scenario.prompts, scenario.resources, scenario.resourceTemplates, scenario.methods)
+    return _logs(scenario.subscriptions.timeline) or any(_rules_log(item.replies) for items in groups for item in items)
+
+
 def derive_capabilities(scenario: model.Scenario) -> dict[str, Any]:
     """Server capabilities implied by what the scenario defines."""
-    from .check import iter_steps
-
     caps: dict[str, Any] = {}
-    if any(isinstance(s, model.LogStep) for _, s in iter_steps(scenario)):
+    if scenario_logs(scenario):
         caps["logging"] = {}
     if scenario.completions:
         caps["completions"] = {}

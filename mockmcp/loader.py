@@ -11,6 +11,7 @@ path, printed as ``FILE:LINE:COL: message (at $.path)``.
 from __future__ import annotations
 
 import gc
+import json
 import re
 import types
 import typing
@@ -341,10 +342,29 @@ def make_converter() -> cattrs.Converter:
         return hook
 
     conv.register_structure_hook_factory(attrs.has, attrs_factory)
+
+    # Equal `when` blocks become one shared (frozen) Match: generated and copied
+    # scenarios repeat them thousands of times, and the load cache then stores and
+    # restores each distinct one once.
+    match_hook = conv.get_structure_hook(model.Match)
+    matches = _SHARED_MATCHES
+
+    def structure_match(value: Any, tp: Any) -> model.Match:
+        try:
+            key = json.dumps(value, sort_keys=True)
+        except (TypeError, ValueError):
+            return match_hook(value, tp)
+        found = matches.get(key)
+        if found is None:
+            found = matches[key] = match_hook(value, tp)
+        return found
+
+    conv.register_structure_hook(model.Match, structure_match)
     return conv
 
 
 _converter: cattrs.Converter | None = None
+_SHARED_MATCHES: dict[str, model.Match] = {}  # per load: cleared by structure()
 
 
 def converter() -> cattrs.Converter:
@@ -391,6 +411,7 @@ def _position(positions: Positions, path: tuple[Any, ...]) -> tuple[int, int]:
 
 
 def structure(data: Any, positions: Positions, filename: str) -> model.Scenario:
+    _SHARED_MATCHES.clear()
     try:
         return converter().structure(data, model.Scenario)
     except (ClassValidationError, IterableValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
