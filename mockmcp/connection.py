@@ -46,14 +46,15 @@ class Connection:
     def handle_line(self, line: bytes | Oversized) -> Output | None:
         msg: jsonrpc.Message | None = None
         try:
-            if isinstance(line, Oversized):
+            if type(line) is Oversized:
                 raise errors.InvalidRequest(
                     f"Invalid Request: message of {line.length} bytes exceeds the {self.framer.max_line}-byte line limit"
                 )
-            if not line.strip():
-                return None
+            if line[:1] != b"{" and not line.strip():
+                return None  # a blank line
             msg = jsonrpc.decode(line)
-            self._observe(line, msg, None)
+            if self.observers:
+                self._observe(line, msg, None)
             result = self.engine.handle(msg)
             if self.plan_observers and type(result) is Plan:
                 for see in self.plan_observers:

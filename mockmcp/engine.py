@@ -72,6 +72,7 @@ class Engine:
             }
         )
         self.server_info = info
+        self._server_meta = {p.META_SERVER_INFO: info}
         self._tools = {t.name: t for t in scenario.tools}
         self._prompts = {pr.name: pr for pr in scenario.prompts}
         self._resources = {r.uri: r for r in scenario.resources}
@@ -494,7 +495,8 @@ class Engine:
         return Send(msg, jsonrpc.encode(msg), final)
 
     def _final(self, req: jsonrpc.Request, result: dict[str, Any]) -> Send:
-        return self._send(jsonrpc.result_response(req.id, result), True)
+        msg = {"jsonrpc": "2.0", "id": req.id, "result": result}
+        return Send(msg, jsonrpc.encode(msg), True)
 
     def _error(self, req: jsonrpc.Request, code: int, message: str | None, data: Any, ctx: dict[str, Any]) -> Send:
         err: dict[str, Any] = {"code": code, "message": templates.render(message, ctx) if message is not None else _DEFAULT_MESSAGES.get(code, "Error")}
@@ -507,11 +509,14 @@ class Engine:
         if type(result) is not dict:
             result = {"value": result}
         out = dict(result)
-        out.setdefault("resultType", "complete")
+        if "resultType" not in out:
+            out["resultType"] = "complete"
         if self.protocol.serverInfo:
-            meta = dict(out["_meta"]) if isinstance(out.get("_meta"), dict) else {}
-            meta.setdefault(p.META_SERVER_INFO, self.server_info)
-            out["_meta"] = meta
+            meta = out.get("_meta")
+            if type(meta) is not dict:
+                out["_meta"] = self._server_meta  # shared: results are never mutated after planning
+            elif p.META_SERVER_INFO not in meta:
+                out["_meta"] = {**meta, p.META_SERVER_INFO: self.server_info}
         if req.method in p.CACHEABLE and out["resultType"] == "complete":
             ttl, scope = self._cache_hints(req.method, hints)
             out.setdefault("ttlMs", ttl)
