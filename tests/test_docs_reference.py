@@ -53,3 +53,14 @@ def test_the_walk_finds_the_model() -> None:
 def test_every_scenario_key_is_documented() -> None:
     missing = sorted(f"{key} (in {', '.join(sorted(owners))})" for key, owners in model_keys().items() if not re.search(rf"(?<![\w$]){re.escape(key)}(?!\w)", CODE))
     assert not missing, "docs/scenarios.md does not mention: " + "; ".join(missing)
+
+
+def test_relative_links_in_the_docs_resolve() -> None:
+    """README.md and docs/*.md link to each other; a renamed page must not leave a dead link."""
+    root = Path(__file__).resolve().parents[1]
+    dead = []
+    for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#:\s]+\.md)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if not (page.parent / target).is_file():
+                dead.append(f"{page.relative_to(root)} -> {target}")
+    assert not dead, dead
