@@ -319,11 +319,13 @@ class Engine:
             return rule, rule.steps or []
         return None
 
-    def _answer(self, req: jsonrpc.Request, ctx: dict[str, Any], rules: list[model.Rule], what: str) -> Plan:
+    def _answer(self, req: jsonrpc.Request, ctx: dict[str, Any], rules: list[model.Rule], kind: str, name: str) -> Plan:
+        """Answer with the first matching rule of ``kind`` ``name`` (a tool, prompt, ...)."""
         if "reask" in ctx:
             return self._reask(req, ctx)
         chosen = self._select(rules, ctx)
         if chosen is None:
+            what = f"{kind} {name!r}"
             miss = near_miss(rules, ctx)
             self.unmatched.append({"id": req.id, "method": req.method, "what": what, "nearMiss": miss})
             raise errors.ScriptedError(

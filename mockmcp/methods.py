@@ -125,7 +125,7 @@ def _require_str(req: jsonrpc.Request, key: str) -> str:
 def _tools_call(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
     name = _require_str(req, "name")
     tool = engine._tools.get(name)
-    if tool is None or not _visible(engine, tool):
+    if tool is None or (tool.states is not None and engine.state not in tool.states):
         engine.note_unknown(req, "tool", name, [t.name for t in engine.scenario.tools if _visible(engine, t)])
         raise errors.InvalidParams(f"Unknown tool: {name}", data={"name": name}, request_id=req.id)
     args = req.params.get("arguments")
@@ -134,7 +134,7 @@ def _tools_call(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Pl
     engine._rounds(req, ctx)
     if not tool.replies:
         return Plan(req.id, [engine._final(req, engine._complete(req, {"content": []}))], req.method, None, True)
-    return engine._answer(req, ctx, tool.replies, f"tool {name!r}")
+    return engine._answer(req, ctx, tool.replies, "tool", name)
 
 
 def _prompts_get(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
@@ -158,7 +158,7 @@ def _prompts_get(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> P
         text = prompt.description or prompt.name
         result = {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
         return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
-    return engine._answer(req, ctx, prompt.replies, f"prompt {name!r}")
+    return engine._answer(req, ctx, prompt.replies, "prompt", name)
 
 
 def _resources_read(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
@@ -167,7 +167,7 @@ def _resources_read(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -
     if res is not None and _visible(engine, res):
         engine._rounds(req, ctx)
         if res.replies:
-            return engine._answer(req, ctx, res.replies, f"resource {uri!r}")
+            return engine._answer(req, ctx, res.replies, "resource", uri)
         content = drop_none({"uri": uri, "mimeType": res.mimeType, "text": res.text, "blob": res.blob})
         if "text" not in content and "blob" not in content:
             content["text"] = ""
@@ -182,7 +182,7 @@ def _resources_read(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -
             engine._rounds(req, ctx)
             if not tmpl.replies:
                 break
-            return engine._answer(req, ctx, tmpl.replies, f"resource template {tmpl.uriTemplate!r}")
+            return engine._answer(req, ctx, tmpl.replies, "resource template", tmpl.uriTemplate)
     known = [r.uri for r in engine.scenario.resources if _visible(engine, r)]
     engine.note_unknown(req, "resource", uri, known + [t.uriTemplate for t in engine.scenario.resourceTemplates])
     raise errors.InvalidParams(f"Resource not found: {uri}", data={"uri": uri}, request_id=req.id)
