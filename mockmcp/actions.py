@@ -9,18 +9,43 @@ cancel.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
 
 
-@attrs.define  # not frozen: one is made per message on the hot path (frozen init is 4x slower); treat as immutable
 class Send:
-    """Write one protocol message (``data`` is its encoded line)."""
+    """Write one protocol message (``data`` is its encoded line).
 
-    message: Any
-    data: bytes
-    final: bool = False  # the response that ends the request
+    A plain slotted class, made once per message on the hot path. ``message``
+    may be left out (``None``) when only the bytes were built (a compiled
+    reply); it is then decoded from ``data`` the first time an observer asks.
+    Treat as immutable.
+    """
+
+    __slots__ = ("_message", "data", "final")
+
+    def __init__(self, message: Any, data: bytes, final: bool = False) -> None:
+        self._message = message
+        self.data = data
+        self.final = final  # the response that ends the request
+
+    @property
+    def message(self) -> Any:
+        if self._message is None:
+            self._message = json.loads(self.data)
+        return self._message
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Send:
+            return NotImplemented
+        return self.data == other.data and self.final == other.final
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Send(data={self.data!r}, final={self.final!r})"
 
 
 @attrs.frozen

@@ -20,6 +20,7 @@ from . import errors, jsonrpc, model, mrtr, protocol as p, templates
 from .actions import Action, Cancel, CloseStdout, Dribble, Emit, Exit, Output, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .definitions import compile_uri_template, derive_capabilities, drop_none, icons
 from .matching import matches, near_miss
+from .replies import CompiledReply, compile_reply
 from .methods import CAPABILITY_FOR, HANDLERS, Subscription
 
 _DEFAULT_MESSAGES = {
@@ -57,6 +58,8 @@ class Engine:
         self.requests_seen = 0
         self._counters: dict[int, int] = {}
         self._loop_free: set[int] = set()  # ids of step lists without a loop step (no unrolling needed)
+        # id(step list) -> (method, compiled reply or None); None when compiling is turned off
+        self._replies: dict[int, tuple[str, CompiledReply | None]] | None = {}
         self._sequence_use: dict[int, int] = {}
         self.capabilities = (
             scenario.capabilities if scenario.capabilities is not None else derive_capabilities(scenario)
@@ -349,6 +352,16 @@ class Engine:
         subscription: bool = False,
         notification: bool = False,
     ) -> Plan:
+        replies = self._replies
+        if replies is not None and not subscription and not notification and type(steps) is list:
+            entry = replies.get(id(steps))
+            if entry is None or entry[0] != req.method:
+                # Scenario step lists live as long as the engine, so their id is a stable key.
+                entry = replies[id(steps)] = (req.method, compile_reply(self, req, steps))
+            if entry[1] is not None:
+                send = entry[1].send(req, ctx)
+                if send is not None:
+                    return Plan(req.id, [send], req.method, self.rule_label(rule) if rule is not None else None, True)
         actions: list[Action] = []
         meta = ctx["meta"]
         token = meta.get(p.META_PROGRESS_TOKEN)

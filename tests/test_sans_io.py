@@ -22,6 +22,7 @@ CORE = [
     "templates",
     "mrtr",
     "engine",
+    "replies",
     "methods",
     "definitions",
     "actions",

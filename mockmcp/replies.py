@@ -1,0 +1,165 @@
+"""Compiled replies: a one-step answer pre-encoded once, with holes for what varies.
+
+Most scripted answers are a single ``text`` or ``result`` step. Built the
+general way, every request renders the step, wraps it in the result envelope
+(``resultType``, ``serverInfo``, cache hints) and JSON-encodes the whole
+response, though only the request id and the template values ever change.
+``compile_reply`` builds that response once through the engine's own
+functions, with a unique placeholder string in each varying position, encodes
+it, and cuts it at the placeholders. Answering is then: evaluate each hole,
+JSON-encode that value alone, join. Because the fragments come from the
+general path itself, both produce the same bytes (a test compares them over
+every bundled scenario).
+
+What is not compiled (``None``) takes the general path: anything but one
+``text`` or ``result`` step, templates in object keys, a ``result`` whose
+envelope fields (``_meta``, ``resultType``, cache hints) are templated or that
+is not an object, and values a hole cannot encode alone (lone surrogates).
+Sans-I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Callable
+
+from . import model, templates
+from .actions import Send
+
+if TYPE_CHECKING:
+    from .engine import Engine
+    from .jsonrpc import Request
+
+# A private-use code point around a counter: written unescaped by the encoder, and
+# checked to occur exactly once in the encoded response (else: not compiled).
+_MARK = "\ue000mockmcp-hole-{}\ue000"
+_ENVELOPE_KEYS = ("_meta", "resultType", "ttlMs", "cacheScope")
+
+_encode_str: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_any = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False).encode
+
+# What fills a hole, evaluated per request.
+_ID, _URI, _VALUE, _TEXT = range(4)
+
+
+class CompiledReply:
+    """Fragments of one encoded response and the holes between them."""
+
+    __slots__ = ("fragments", "holes")
+
+    def __init__(self, fragments: list[str], holes: list[tuple[int, Any]]) -> None:
+        self.fragments = fragments  # len(holes) + 1 pieces of encoded JSON
+        self.holes = holes  # (kind, template or None)
+
+    def send(self, req: Request, ctx: dict[str, Any]) -> Send | None:
+        """The response for this request (``None``: a value needs the general path)."""
+        frags = self.fragments
+        parts = [frags[0]]
+        i = 1
+        for kind, tpl in self.holes:
+            if kind is _ID:
+                value = req.id
+            elif kind is _URI:
+                value = ctx["uri"]
+            elif kind is _TEXT:
+                value = tpl.render(ctx)
+                if type(value) is not str:
+                    value = templates._text(value)
+            else:
+                value = tpl.render(ctx)
+            t = type(value)
+            if t is str:
+                parts.append(_encode_str(value))
+            elif t is int:
+                parts.append(int.__repr__(value))
+            else:
+                parts.append(_encode_any(value))
+            parts.append(frags[i])
+            i += 1
+        try:
+            data = "".join(parts).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate from the request: the general path escapes it
+            return None
+        return Send(None, data, True)
+
+
+def compile_reply(engine: Engine, req: Request, steps: list[model.Step]) -> CompiledReply | None:
+    """Compile ``steps`` as answered to ``req.method``, or ``None`` if it takes the general path."""
+    if len(steps) != 1:
+        return None
+    step = steps[0]
+    holes: list[tuple[int, Any]] = []
+    marks: list[str] = []
+
+    def hole(kind: int, tpl: Any) -> str:
+        mark = _MARK.format(len(holes))
+        holes.append((kind, tpl))
+        marks.append(mark)
+        return mark
+
+    from . import jsonrpc
+
+    fake = jsonrpc.Request(hole(_ID, None), req.method, req.params, req.message)
+    if type(step) is model.TextStep:
+        text = step.text
+        if "{{" in text:
+            tpl = templates.compile_string(text)
+            text = hole(_TEXT, tpl)
+        ctx = {"uri": hole(_URI, None)}
+        result = engine._complete(fake, engine._text_result(fake, ctx, text))
+    elif type(step) is model.ResultStep:
+        value = step.result
+        if type(value) is not dict or any(templates.has_template(value.get(k)) for k in _ENVELOPE_KEYS if k in value):
+            return None
+        try:
+            value = _with_holes(value, hole)
+        except _NotCompilable:
+            return None
+        result = engine._complete(fake, value)
+    else:
+        return None
+    text = _encode_any({"jsonrpc": "2.0", "id": fake.id, "result": result}) + "\n"
+    fragments: list[str] = []
+    pos = 0
+    used: list[tuple[int, Any]] = []
+    cuts = []
+    for n, mark in enumerate(marks):
+        quoted = '"' + mark + '"'
+        at = text.find(quoted)
+        if at < 0:
+            continue  # a hole the envelope dropped (the uri of a non-resource answer)
+        if text.find(quoted, at + 1) >= 0:
+            return None
+        cuts.append((at, len(quoted), holes[n]))
+    cuts.sort(key=lambda c: c[0])
+    for at, length, h in cuts:
+        fragments.append(text[pos:at])
+        used.append(h)
+        pos = at + length
+    fragments.append(text[pos:])
+    if "\ue000mockmcp-hole-" in "".join(fragments):
+        return None  # a placeholder survived in another form: do not guess
+    return CompiledReply(fragments, used)
+
+
+class _NotCompilable(Exception):
+    pass
+
+
+def _with_holes(value: Any, hole: Callable[[int, Any], str]) -> Any:
+    """``value`` with each template string replaced by a hole's placeholder."""
+    if type(value) is str:
+        if "{{" not in value:
+            return value
+        tpl = templates.compile_string(value)
+        return hole(_VALUE if tpl.whole is not None else _TEXT, tpl)
+    if type(value) is dict:
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str or "{{" in k:
+                raise _NotCompilable
+            out[k] = _with_holes(v, hole)
+        return out
+    if type(value) is list:
+        return [_with_holes(v, hole) for v in value]
+    return value

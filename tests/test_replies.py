@@ -1,0 +1,222 @@
+"""Compiled replies write exactly the bytes the general path writes.
+
+``mockmcp/replies.py`` pre-encodes one-step answers with holes for the request
+id and template values. These tests run the same requests through two engines,
+one with compiling turned off (``engine._replies = None``), and compare every
+byte written: over synthetic rules with every kind of hole, over arbitrary
+request values (hypothesis), and over every bundled scenario.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import META, SCENARIOS
+from fakelink import FakeLink, engine_for
+from mockmcp.engine import Engine
+from mockmcp.loader import load
+from mockmcp.replies import CompiledReply
+
+SCENARIO = """
+mockmcp: 1
+server: {name: compiled, version: "1.0"}
+tools:
+  - name: echo
+    replies:
+      - steps: [{text: "{{ arguments.v }}"}]
+  - name: inline
+    replies:
+      - steps: [{text: "got {{ arguments.v }} for {{ name }} #{{ id }}"}]
+  - name: static
+    replies:
+      - steps: [{text: "always the same"}]
+  - name: structured
+    replies:
+      - when: {arguments: {mode: meta}}
+        steps: [{result: {content: [], _meta: {mine: 1}, structuredContent: {v: "{{ arguments.v }}"}}}]
+      - when: {arguments: {mode: typed}}
+        steps: [{result: {resultType: complete, content: [{type: text, text: "{{ json(arguments.v) }}"}], structuredContent: {v: "{{ arguments.v }}", n: "{{ add(1, 2) }}", l: ["{{ arguments.v }}", "x {{ arguments.v }}"]}}}]
+      - steps: [{result: {content: [{type: text, text: "{{ arguments.v }} and {{ arguments.v }}"}]}}]
+  - name: keyed
+    replies:
+      - steps: [{result: {content: [], structuredContent: {"{{ arguments.k }}": 1}}}]
+  - name: two
+    replies:
+      - steps: [{log: {level: info, data: x}}, {text: "{{ arguments.v }}"}]
+prompts:
+  - name: greet
+    replies:
+      - steps: [{text: "hello {{ arguments.who }}"}]
+resources:
+  - uri: file:///a.txt
+    name: a
+    replies:
+      - steps: [{text: "A is {{ uri }}"}]
+resourceTemplates:
+  - uriTemplate: "file:///t/{name}"
+    name: t
+    replies:
+      - steps: [{text: "{{ vars.name }}"}]
+methods:
+  - method: tools/list
+    replies:
+      - when: {params: {cursor: special}}
+        steps: [{result: {tools: []}}]
+"""
+
+
+def pair(text: str = SCENARIO, **kw: Any) -> tuple[FakeLink, FakeLink]:
+    compiled, general = engine_for(text, seed=1, state_key=b"k", **kw), engine_for(text, seed=1, state_key=b"k", **kw)
+    general._replies = None
+    return FakeLink(compiled), FakeLink(general)
+
+
+def call(rid: Any, method: str, params: dict[str, Any]) -> bytes:
+    msg = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {**params, "_meta": META}}
+    return (json.dumps(msg) + "\n").encode()
+
+
+def feed(link: FakeLink, line: bytes) -> None:
+    """Run one line through the link without parsing what it wrote (faults write non-JSON)."""
+    for out in link.conn.receive_data(line):
+        link._run(out)
+
+
+def same(links: tuple[FakeLink, FakeLink], *lines: bytes) -> list[bytes]:
+    a, b = links
+    for line in lines:
+        feed(a, line)
+        feed(b, line)
+    assert a.written == b.written
+    return a.written
+
+
+def compiled_count(link: FakeLink) -> int:
+    return sum(1 for _, reply in (link.engine._replies or {}).values() if isinstance(reply, CompiledReply))
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+IDS = st.integers(-(2**63), 2**63) | st.text(max_size=8)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rid=IDS, v=JSON)
+def test_arbitrary_values_give_the_same_bytes(rid: Any, v: Any) -> None:
+    links = pair()
+    lines = [
+        call(rid, "tools/call", {"name": tool, "arguments": {"v": v, "mode": mode}})
+        for tool in ("echo", "inline", "static", "structured", "two")
+        for mode in ("meta", "typed", "plain")
+    ]
+    same(links, *lines)
+
+
+def test_every_kind_of_hole_is_compiled_and_matches() -> None:
+    links = pair()
+    out = same(
+        links,
+        call(1, "tools/call", {"name": "echo", "arguments": {"v": "héllo \"quoted\" \n\u2028 \U0001f600"}}),
+        call("s\"1", "tools/call", {"name": "inline", "arguments": {"v": [1, {"a": None}]}}),
+        call(3, "tools/call", {"name": "static"}),
+        call(4, "tools/call", {"name": "structured", "arguments": {"v": 2.5, "mode": "meta"}}),
+        call(5, "tools/call", {"name": "structured", "arguments": {"v": True, "mode": "typed"}}),
+        call(6, "tools/call", {"name": "structured", "arguments": {"v": "x"}}),
+        call(7, "prompts/get", {"name": "greet", "arguments": {"who": "you"}}),
+        call(8, "resources/read", {"uri": "file:///a.txt"}),
+        call(9, "resources/read", {"uri": "file:///t/n%C3%A4me"}),
+        call(10, "tools/list", {"cursor": "special"}),
+    )
+    assert len(out) == 10
+    first = json.loads(out[0])
+    assert first["result"]["content"][0]["text"] == "héllo \"quoted\" \n\u2028 \U0001f600"
+    assert first["result"]["resultType"] == "complete"
+    assert json.loads(out[9])["result"]["ttlMs"] is not None  # cacheable: hints filled in as ever
+    # echo, inline, static, three structured rules, greet, a.txt, the template, the override
+    assert compiled_count(links[0]) == 10
+
+
+def test_what_is_not_compiled_takes_the_general_path() -> None:
+    links = pair()
+    same(
+        links,
+        call(1, "tools/call", {"name": "keyed", "arguments": {"k": "dyn"}}),  # a templated key
+        call(2, "tools/call", {"name": "two", "arguments": {"v": "x"}}),  # two steps
+    )
+    assert compiled_count(links[0]) == 0
+    assert json.loads(links[0].written[0])["result"]["structuredContent"] == {"dyn": 1}
+
+
+def test_lone_surrogate_falls_back_to_the_escaping_general_path() -> None:
+    links = pair()
+    line = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"v":"\\ud800"},"_meta":' + json.dumps(META).encode() + b"}}\n"
+    out = same(links, line)
+    assert b"\\ud800" in out[0]
+    assert compiled_count(links[0]) == 1  # compiled, but this one value needed the general path
+
+
+def test_a_placeholder_lookalike_in_the_scenario_is_not_compiled() -> None:
+    text = SCENARIO.replace('"always the same"', '"\\ue000mockmcp-hole-0\\ue000"')
+    links = pair(text)
+    out = same(links, call(1, "tools/call", {"name": "static"}))
+    assert json.loads(out[0])["result"]["content"][0]["text"] == "\ue000mockmcp-hole-0\ue000"
+    assert compiled_count(links[0]) == 0
+
+
+def test_template_errors_are_the_same_error() -> None:
+    text = SCENARIO.replace('"{{ arguments.v }}"}]\n  - name: inline', '"{{ add(arguments.v, 1) }}"}]\n  - name: inline')
+    links = pair(text)
+    out = same(links, call(1, "tools/call", {"name": "echo", "arguments": {"v": "not a number"}}))
+    assert json.loads(out[0])["error"]["code"] == -32602
+
+
+def _requests_for(scenario: Any) -> list[bytes]:
+    """Requests that reach every tool, prompt, resource and override of a scenario."""
+    out: list[bytes] = [call("d", "server/discover", {}), call("l", "tools/list", {})]
+    rid = 0
+
+    def nxt() -> int:
+        nonlocal rid
+        rid += 1
+        return rid
+
+    for tool in scenario.tools:
+        props = list(((tool.inputSchema or {}).get("properties") or {}))
+        for args in ({}, {k: "a" for k in props}, {k: 2 for k in props}):
+            out.append(call(nxt(), "tools/call", {"name": tool.name, "arguments": args}))
+    for prompt in scenario.prompts:
+        out.append(call(nxt(), "prompts/get", {"name": prompt.name, "arguments": {a.name: "x" for a in prompt.arguments or ()}}))
+    for res in scenario.resources:
+        out.append(call(nxt(), "resources/read", {"uri": res.uri}))
+    for tmpl in scenario.resourceTemplates:
+        out.append(call(nxt(), "resources/read", {"uri": re.sub(r"\{[^}]*\}", "x", tmpl.uriTemplate)}))
+    for override in scenario.methods:
+        out.append(call(nxt(), override.method, {}))
+    return out
+
+
+BUNDLED = sorted(p.stem for p in SCENARIOS.glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_bundled_scenarios_write_the_same_bytes(name: str) -> None:
+    scenario, _ = load(str(SCENARIOS / f"{name}.yaml"))
+    a, b = FakeLink(Engine(scenario, seed=7, state_key=b"k")), FakeLink(Engine(scenario, seed=7, state_key=b"k"))
+    b.engine._replies = None
+    same((a, b), *_requests_for(scenario) * 2)  # twice: counters, sequences and states move on
+    assert a.exits == b.exits
+
+
+def test_the_default_scenario_answers_echo_compiled() -> None:
+    scenario, _ = load(str(SCENARIOS / "default.yaml"))
+    link = FakeLink(Engine(scenario))
+    feed(link, call(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}))
+    assert compiled_count(link) == 1
