@@ -319,7 +319,7 @@ class Engine:
                 self._sequence_use[key] = used + 1
                 n = len(rule.sequence)
                 return rule, rule.sequence[used % n if rule.cycle else min(used, n - 1)]
-            return rule, rule.steps or []
+            return rule, rule.steps or _NO_STEPS
         return None
 
     def _answer(self, req: jsonrpc.Request, ctx: dict[str, Any], rules: list[model.Rule], kind: str, name: str) -> Plan:
@@ -655,6 +655,10 @@ class Engine:
         send = self._ask(req, ctx, requests, True, decoded.user, decoded.round, answers)
         return Plan(req.id, [send], req.method, "mockmcp: ask again for missing inputResponses", True)
 
+
+# One shared empty step list: step lists are keyed by id() (loop-free set, compiled replies),
+# which is only sound for lists that live as long as the engine.
+_NO_STEPS: list[model.Step] = []
 
 _MAX_REPEAT = 100_000  # a template-given count cannot make a plan without end
 
