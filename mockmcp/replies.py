@@ -23,12 +23,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import model, templates
+from . import jsonrpc, model, templates
 from .actions import Send
+from .jsonrpc import Request
 
 if TYPE_CHECKING:
     from .engine import Engine
-    from .jsonrpc import Request
 
 # A private-use code point around a counter: written unescaped by the encoder, and
 # checked to occur exactly once in the encoded response (else: not compiled).
@@ -36,7 +36,7 @@ _MARK = "\ue000mockmcp-hole-{}\ue000"
 _ENVELOPE_KEYS = ("_meta", "resultType", "ttlMs", "cacheScope")
 
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
-_encode_any = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False).encode
+_encode_any: Callable[[Any], str] = jsonrpc._encoder.encode  # the very encoder of the general path
 
 # What fills a hole, evaluated per request.
 _ID, _URI, _VALUE, _TEXT = range(4)
@@ -97,9 +97,7 @@ def compile_reply(engine: Engine, req: Request, steps: list[model.Step]) -> Comp
         marks.append(mark)
         return mark
 
-    from . import jsonrpc
-
-    fake = jsonrpc.Request(hole(_ID, None), req.method, req.params, req.message)
+    fake = Request(hole(_ID, None), req.method, req.params, req.message)
     if type(step) is model.TextStep:
         text = step.text
         if "{{" in text:
