@@ -356,7 +356,8 @@ class Engine:
         if replies is not None and not subscription and not notification and type(steps) is list:
             entry = replies.get(id(steps))
             if entry is None or entry[0] != req.method:
-                # Scenario step lists live as long as the engine, so their id is a stable key.
+                # Scenario step lists live as long as the engine, so their id is a stable key;
+                # the method is part of the answer's envelope, so another method compiles anew.
                 entry = replies[id(steps)] = (req.method, compile_reply(self, req, steps))
             if entry[1] is not None:
                 send = entry[1].send(req, ctx)

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 # A private-use code point around a counter: written unescaped by the encoder, and
 # checked to occur exactly once in the encoded response (else: not compiled).
-_MARK = "\ue000mockmcp-hole-{}\ue000"
+_MARK_PREFIX = "\ue000mockmcp-hole-"
+_MARK = _MARK_PREFIX + "{}\ue000"
 _ENVELOPE_KEYS = ("_meta", "resultType", "ttlMs", "cacheScope")
 
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
@@ -88,14 +89,11 @@ def compile_reply(engine: Engine, req: Request, steps: list[model.Step]) -> Comp
     if len(steps) != 1:
         return None
     step = steps[0]
-    holes: list[tuple[int, Any]] = []
-    marks: list[str] = []
+    holes: list[tuple[int, Any]] = []  # hole n is written as _MARK.format(n)
 
     def hole(kind: int, tpl: Any) -> str:
-        mark = _MARK.format(len(holes))
         holes.append((kind, tpl))
-        marks.append(mark)
-        return mark
+        return _MARK.format(len(holes) - 1)
 
     fake = Request(hole(_ID, None), req.method, req.params, req.message)
     if type(step) is model.TextStep:
@@ -117,25 +115,25 @@ def compile_reply(engine: Engine, req: Request, steps: list[model.Step]) -> Comp
     else:
         return None
     text = _encode_any({"jsonrpc": "2.0", "id": fake.id, "result": result}) + "\n"
-    fragments: list[str] = []
-    pos = 0
-    used: list[tuple[int, Any]] = []
-    cuts = []
-    for n, mark in enumerate(marks):
-        quoted = '"' + mark + '"'
+    cuts = []  # (where, length, hole) of each placeholder written
+    for n, h in enumerate(holes):
+        quoted = '"' + _MARK.format(n) + '"'
         at = text.find(quoted)
         if at < 0:
             continue  # a hole the envelope dropped (the uri of a non-resource answer)
         if text.find(quoted, at + 1) >= 0:
             return None
-        cuts.append((at, len(quoted), holes[n]))
+        cuts.append((at, len(quoted), h))
     cuts.sort(key=lambda c: c[0])
+    fragments: list[str] = []
+    used: list[tuple[int, Any]] = []
+    pos = 0
     for at, length, h in cuts:
         fragments.append(text[pos:at])
         used.append(h)
         pos = at + length
     fragments.append(text[pos:])
-    if "\ue000mockmcp-hole-" in "".join(fragments):
+    if any(_MARK_PREFIX in f for f in fragments):
         return None  # a placeholder survived in another form: do not guess
     return CompiledReply(fragments, used)
 

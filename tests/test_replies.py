@@ -118,6 +118,7 @@ def test_arbitrary_values_give_the_same_bytes(rid: Any, v: Any) -> None:
         for mode in ("meta", "typed", "plain")
     ]
     same(links, *lines)
+    assert compiled_count(links[0]) == 6  # echo, inline, static, three structured rules ("two" is not)
 
 
 def test_every_kind_of_hole_is_compiled_and_matches() -> None:
