@@ -131,6 +131,24 @@ def schema() -> SchemaChecker:
     return _checker
 
 
+@pytest.fixture(scope="session")
+def typescript_client() -> None:
+    """The official TypeScript client, installed from the committed lockfile if it is not yet.
+
+    Tests that run Node use this, so the README's test command needs no other step
+    (tests/interop/tsclient.py: ``npm ci`` once per lockfile, under a file lock for xdist).
+    Without Node >= 20 and npm they fail with the one line that names what to install.
+    """
+    from interop.matrix import ClientUnavailable, ts_ready
+
+    try:
+        ts_ready()
+        return
+    except ClientUnavailable as exc:
+        message = str(exc)
+    pytest.fail(message, pytrace=False)  # outside the except: the report is that line, no traceback
+
+
 def request(rid: Any, method: str, params: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     p = dict(params or {})
     p["_meta"] = {**META, **(meta or {})}

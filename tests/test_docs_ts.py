@@ -8,17 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 TS = ROOT / "tests" / "interop" / "ts"
 
 
+@pytest.mark.usefixtures("typescript_client")
 def test_typescript_snippet_runs(tmp_path: Path) -> None:
     text = (ROOT / "docs" / "other-languages.md").read_text()
     blocks = re.findall(r"```js\n(.*?)```", text, re.S)
     assert len(blocks) == 1
-    assert (TS / "node_modules" / "@modelcontextprotocol" / "client").is_dir(), (
-        "run `npm install` in tests/interop/ts (CI does this in .ci/run)"
-    )
     script = TS / f"docs-snippet-{os.getpid()}.mjs"  # inside the package so imports resolve
     script.write_text(blocks[0])
     try:

@@ -19,6 +19,12 @@ from mockmcp import loader
 pytestmark = pytest.mark.interop
 
 
+def _needs(client: str, request: pytest.FixtureRequest) -> None:
+    """The TypeScript cells need the client installed (or fail with the line naming Node and npm)."""
+    if client == "typescript":
+        request.getfixturevalue("typescript_client")
+
+
 def test_generic_plan_covers_the_scenario() -> None:
     scenario, _ = loader.load("default", use_cache=False)
     plan = matrix.generic_plan(scenario, ["mock"])
@@ -33,6 +39,7 @@ def test_generic_plan_covers_the_scenario() -> None:
     assert matrix.instantiate("x://{a}/b{?q,r}") == "x://example/b"
 
 
+@pytest.mark.usefixtures("typescript_client")
 def test_default_scenario_with_every_client() -> None:
     results = matrix.run_matrix(["default"], list(matrix.CLIENTS), jobs=2)
     cells = results["default"]
@@ -107,7 +114,8 @@ subscriptions:
 
 
 @pytest.mark.parametrize("client", ["python-trio", "typescript"])
-def test_listen_op_receives_events(client: str, tmp_path: Any) -> None:
+def test_listen_op_receives_events(client: str, tmp_path: Any, request: pytest.FixtureRequest) -> None:
+    _needs(client, request)
     path = tmp_path / "clock.yaml"
     path.write_text(LISTEN_SCENARIO)
     cell = matrix.run_cell(path, client)
@@ -150,7 +158,8 @@ tools:
 
 
 @pytest.mark.parametrize("client", ["python-asyncio", "typescript"])
-def test_timeouts_and_a_dead_server_are_recorded(client: str, tmp_path: Any) -> None:
+def test_timeouts_and_a_dead_server_are_recorded(client: str, tmp_path: Any, request: pytest.FixtureRequest) -> None:
+    _needs(client, request)
     path = tmp_path / "faults.yaml"
     path.write_text(FAULT_SCENARIO)
     cell = matrix.run_cell(path, client, timeout_ms=1000)
@@ -169,6 +178,7 @@ def test_timeouts_and_a_dead_server_are_recorded(client: str, tmp_path: Any) -> 
     assert any(n.startswith("callTool b_hang:") and "cancelled ×1" in n for n in notes)
 
 
+@pytest.mark.usefixtures("typescript_client")
 def test_a_session_that_dies_leaves_no_report(tmp_path: Any) -> None:
     path = tmp_path / "die.yaml"
     path.write_text("mockmcp: 1\ntools:\n  - name: die\n    replies: [{steps: [{exit: {status: 3}}]}]\n")
@@ -211,6 +221,7 @@ def _committed_cells() -> dict[tuple[str, str], str]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("typescript_client")
 def test_every_bundled_scenario_with_every_client_gives_the_committed_verdict() -> None:
     """CI runs the whole matrix: every scenario x client completes, and the mock's verdict on
     the client (expectations, or no report for a session that dies) is the one docs/interop.md

@@ -5,8 +5,9 @@ spawns the mock twice: a probe process that only gets ``server/discover``, then
 the session process. The test drives it through tests/interop/ts/driver.mjs,
 checks what the client got, and checks from the mock's journal that both
 processes saw what NOTES.md describes and that every line the mock wrote is
-valid for the revision. A checkout without node_modules fails here with a clear
-message (CI installs them in .ci/run); it does not skip.
+valid for the revision. The ``typescript_client`` fixture (tests/conftest.py) installs
+the client from the committed lockfile; a machine without Node >= 20 and npm fails
+here with one line naming them; it does not skip.
 """
 
 from __future__ import annotations
@@ -18,18 +19,16 @@ from typing import Any
 
 import pytest
 
-from interop.matrix import TS_DIR, ClientUnavailable, run_client, session_report, ts_ready
+from interop.matrix import TS_DIR, run_client, session_report
 from mockmcp import loader
 from mockmcp.journal import read_journal
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("typescript_client")]
 
 
 def test_typescript_client_is_installed() -> None:
-    try:
-        ts_ready()
-    except ClientUnavailable as exc:
-        pytest.fail(str(exc))
+    installed = json.loads((TS_DIR / "node_modules" / "@modelcontextprotocol" / "client" / "package.json").read_text())
+    assert installed["version"] == "2.4.0"
     pkg = json.loads((TS_DIR / "package.json").read_text())
     assert pkg["dependencies"]["@modelcontextprotocol/client"] == "2.4.0"
     lock = json.loads((TS_DIR / "package-lock.json").read_text())
@@ -57,11 +56,7 @@ PLAN_OPS: list[dict[str, Any]] = [
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    try:
-        ts_ready()
-    except ClientUnavailable as exc:
-        pytest.fail(str(exc))
+def session(tmp_path_factory: pytest.TempPathFactory, typescript_client: None) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("ts")
     command = [sys.executable, "-m", "mockmcp", "run", "default",
                "--journal", str(work / "journal.jsonl"), "--report", str(work / "report-{pid}.json")]

@@ -299,10 +299,8 @@ const { StdioClientTransport } = load('@modelcontextprotocol/client/stdio');
 
 
 @pytest.mark.interop
+@pytest.mark.usefixtures("typescript_client")
 def test_typescript_sdk_two_processes_one_journal_a_report_each(scenario: Path, tmp_path: Path) -> None:
-    assert (TS_DIR / "node_modules" / "@modelcontextprotocol" / "client").is_dir(), (
-        "the TypeScript client is not installed: run `npm install` in tests/interop/ts (.ci/run does)"
-    )
     script = tmp_path / "client.cjs"
     script.write_text(TS_CLIENT)
     argv = mockmcp_cmd("run", str(scenario), "--journal", str(tmp_path / "j.jsonl"), "--report", str(tmp_path / "r-{pid}.json"))

@@ -28,7 +28,6 @@ import datetime as _dt
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,30 +36,16 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-TS_DIR = HERE / "ts"
-TS_PACKAGE = "@modelcontextprotocol/client"
 CLIENTS = ("python-asyncio", "python-trio", "typescript")
 DEFAULT_TIMEOUT_MS = 3000
 
 sys.path.insert(0, str(HERE))
 from python_driver import example_from_schema  # noqa: E402  (a sibling script, not a package)
+from tsclient import TS_DIR, TS_PACKAGE, ClientUnavailable  # noqa: E402
+from tsclient import ensure as ts_ready  # noqa: E402
 
 
 # ------------------------------------------------------------------ running one client
-
-
-class ClientUnavailable(RuntimeError):
-    """The client's runtime or packages are not installed (CI installs them)."""
-
-
-def ts_ready() -> None:
-    """Raise ClientUnavailable with a clear message if the TypeScript client cannot run."""
-    if shutil.which("node") is None:
-        raise ClientUnavailable("node is not on PATH (the TypeScript interop needs Node 20)")
-    if not (TS_DIR / "node_modules" / TS_PACKAGE / "package.json").is_file():
-        raise ClientUnavailable(
-            f"{TS_PACKAGE} is not installed: run `npm install` in {TS_DIR.relative_to(ROOT)} (.ci/run does this)"
-        )
 
 
 def installed_versions() -> dict[str, str]:
