@@ -1,35 +1,96 @@
-"""Command line: ``mockmcp run | check | list | demo``.
+"""Command line: ``mockmcp run | check | list | demo | schema | journal``.
 
 Imports are deferred to the subcommand that needs them: ``run`` is on every
 test's critical path (suites spawn the mock per test), so it loads trio and the
 core but not yaml or cattrs when the scenario is already in the load cache.
+
+``main`` is also where the process meets its shell: a reader that goes away
+(``mockmcp list | head -1``) ends the command with status 141 and no
+traceback, and Ctrl-C at any moment ends it with status 130 (the statuses a
+shell reports for a process killed by SIGPIPE and SIGINT).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from typing import Sequence
+
+from . import __version__
+
+EXIT_SIGINT = 130  # 128 + SIGINT
+EXIT_SIGPIPE = 141  # 128 + SIGPIPE
+
+
+def _non_negative_float(text: str) -> float:
+    """A finite number >= 0 (``nan``, ``inf`` and negative values would only fail later, mid-session)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, examples: str) -> argparse.ArgumentParser:
+    """A subcommand whose ``--help`` ends with examples, laid out as written."""
+    return sub.add_parser(
+        name,
+        help=help,
+        description=help[0].upper() + help[1:] + ".",
+        epilog="examples:\n" + examples,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="mockmcp",
         description="A stdio mock MCP server (revision 2026-07-28) that answers from YAML scenarios.",
+        epilog="examples:\n  mockmcp demo\n  mockmcp run default\n  mockmcp COMMAND --help",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    ap.add_argument("--version", action="version", version=f"mockmcp {__version__}", help="print the version and exit")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
-    run = sub.add_parser("run", help="serve a scenario on stdin/stdout")
+    run = _command(
+        sub, "run", "serve a scenario on stdin/stdout",
+        "  mockmcp run default\n"
+        "  mockmcp run weather.yaml --time-scale 0.1\n"
+        "  mockmcp run mrtr --journal journal.jsonl --report report-{pid}.json --strict\n",
+    )
     run.add_argument("scenario", help="a scenario file, or the name of a bundled scenario (see `mockmcp list`)")
     run.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error", "quiet"],
                      help="how much to log on stderr (default: warning)")
-    run.add_argument("--time-scale", type=float, default=1.0,
-                     help="multiply every scripted delay by this factor (0.1 runs ten times faster)")
-    run.add_argument("--seed", type=int, default=None, help="seed for random delays and probabilistic rules")
-    run.add_argument("--grace", type=float, default=1.0,
+    run.add_argument("--time-scale", type=_non_negative_float, default=1.0, metavar="F",
+                     help="multiply every scripted delay by F >= 0 (0.1 runs ten times faster)")
+    run.add_argument("--seed", type=int, default=None, metavar="N", help="seed for random delays and probabilistic rules")
+    run.add_argument("--grace", type=_non_negative_float, default=1.0, metavar="S",
                      help="seconds to finish scripted replies after stdin closes (default: 1)")
-    run.add_argument("--max-line-bytes", type=int, default=None,
+    run.add_argument("--max-line-bytes", type=_positive_int, default=None, metavar="N",
                      help="longest accepted input line in bytes (default: 4 MiB)")
     run.add_argument("--journal", metavar="FILE", help="append every message in both directions to FILE (JSON Lines)")
     run.add_argument("--report", metavar="FILE", help="write the verification report (JSON) to FILE at exit")
@@ -39,50 +100,100 @@ def _parser() -> argparse.ArgumentParser:
                      help="let the scenario reference files outside its folder by absolute path")
     run.add_argument("--no-cache", action="store_true", help="do not use or write the scenario load cache")
 
-    check = sub.add_parser("check", help="validate scenario files")
-    check.add_argument("scenarios", nargs="+", metavar="SCENARIO")
-    check.add_argument("--allow-absolute-paths", action="store_true")
+    check = _command(sub, "check", "validate scenario files", "  mockmcp check weather.yaml\n  mockmcp check scenarios/*.yaml\n")
+    check.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="a scenario file or the name of a bundled scenario")
+    check.add_argument("--allow-absolute-paths", action="store_true",
+                       help="let the scenario reference files outside its folder by absolute path")
 
-    sub.add_parser("list", help="list the bundled scenarios")
+    _command(sub, "list", "list the bundled scenarios", "  mockmcp list\n  mockmcp run \"$(mockmcp list | head -1 | cut -d' ' -f1)\"\n")
 
-    demo = sub.add_parser("demo", help="spawn the mock, drive it with a small client and print the exchange")
-    demo.add_argument("scenario", nargs="?", default="default")
+    demo = _command(
+        sub, "demo", "spawn the mock, drive it with a small client and print the exchange",
+        "  mockmcp demo\n  mockmcp demo mrtr      # every input_required round, answered\n"
+        "  mockmcp demo faults    # hangs, crashes, garbage: the demo goes on\n"
+        "  mockmcp demo mrtr --journal j.jsonl && mockmcp journal j.jsonl --html timeline.html\n",
+    )
+    demo.add_argument("scenario", nargs="?", default="default",
+                      help="a scenario file or the name of a bundled scenario (default: default)")
+    demo.add_argument("--timeout", type=_non_negative_float, default=3.0, metavar="S",
+                      help="seconds to wait for an answer before cancelling the request (default: 3)")
+    demo.add_argument("--journal", metavar="FILE", help="have the mock append the exchange to FILE (see `mockmcp journal`)")
 
-    schema = sub.add_parser("schema", help="print the JSON Schema of the scenario format")
-    schema.add_argument("--indent", type=int, default=2)
+    schema = _command(sub, "schema", "print the JSON Schema of the scenario format",
+                      "  mockmcp schema > mockmcp.schema.json\n  mockmcp schema --indent 0 | wc -c\n")
+    schema.add_argument("--indent", type=_non_negative_int, default=2, metavar="N",
+                        help="indentation of the printed JSON (default: 2)")
 
-    journal = sub.add_parser("journal", help="print a journal file as a readable transcript")
-    journal.add_argument("file")
-    journal.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    journal = _command(
+        sub, "journal", "print a journal file as a readable transcript",
+        "  mockmcp run default --journal j.jsonl\n  mockmcp journal j.jsonl\n"
+        "  mockmcp journal j.jsonl --html timeline.html   # a timeline to open in a browser\n",
+    )
+    journal.add_argument("file", metavar="FILE", help="a journal written by `mockmcp run --journal FILE`")
+    journal.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                         help="color the transcript: auto (only on a terminal, not with NO_COLOR), always or never")
+    journal.add_argument("--html", metavar="OUT", help="write the exchange as one self-contained HTML timeline to OUT instead")
     return ap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "run":
-        from .run import run
+    """Run one command; a closed pipe and Ctrl-C end it quietly with the shell's usual status."""
+    try:
+        status = _dispatch(argv)
+        sys.stdout.flush()  # a reader that left shows here, not in the interpreter's exit
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_SIGPIPE
+    except KeyboardInterrupt:
+        _silence_stdout()
+        return EXIT_SIGINT
+    return status
 
-        return run(args)
-    if args.command == "check":
-        return _check(args)
-    if args.command == "list":
-        return _list()
-    if args.command == "demo":
-        from .demo import demo
 
-        return demo(args.scenario)
-    if args.command == "schema":
-        import json
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null so the interpreter's last flush of stdout cannot fail again."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
 
-        from .schema import scenario_schema
 
-        print(json.dumps(scenario_schema(), indent=args.indent))
-        return 0
-    if args.command == "journal":
-        from .journal import print_transcript
+def _dispatch(argv: Sequence[str] | None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    match args.command:
+        case "run":
+            from .run import run
 
-        return print_transcript(args.file, color=args.color)
-    return 2  # pragma: no cover - argparse enforces the choices
+            return run(args)
+        case "check":
+            return _check(args)
+        case "list":
+            return _list()
+        case "demo":
+            from .demo import demo
+
+            return demo(args.scenario, journal=args.journal, timeout=args.timeout)
+        case "schema":
+            import json
+
+            from .schema import scenario_schema
+
+            print(json.dumps(scenario_schema(), indent=args.indent))
+            return 0
+        case "journal":
+            return _journal(args)
+    parser.print_help(sys.stderr)  # bare `mockmcp`: the command list, then argparse's usage-error status
+    return 2
+
+
+def _journal(args: argparse.Namespace) -> int:
+    if args.html:
+        from .timeline import write_timeline
+
+        return write_timeline(args.file, args.html)
+    from .journal import print_transcript
+
+    return print_transcript(args.file, color=args.color)
 
 
 def _check(args: argparse.Namespace) -> int:

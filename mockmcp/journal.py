@@ -8,7 +8,7 @@ loses at most the record being written. Nothing is buffered in Python, so an
 
 Record fields: ``t`` (monotonic seconds, comparable across processes on one
 machine), ``pid``, ``dir`` (``in``, ``out``, ``event``, ``finding``,
-``start``), then ``message`` (parsed) or ``raw`` (the bytes as latin-1 text,
+``start``, ``verdict`` (a failed expectation, written at exit)), then ``message`` (parsed) or ``raw`` (the bytes as latin-1 text,
 when a line did not parse or a fault wrote raw bytes), ``rule`` (which
 scenario rule answered), ``id``, ``kind``, ``finding``.
 
@@ -63,6 +63,23 @@ def read_journal(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return list(_records(path)[0])
 
 
+class NotAJournal(ValueError):
+    """The file has lines but none of them is a journal record (a scenario, a report, a log...)."""
+
+
+def load_journal(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]:
+    """The records of a journal and how many lines were unreadable (torn by a killed writer).
+
+    Raises ``NotAJournal`` when no line is a record: counting a whole YAML file
+    as "torn lines" would hide the real mistake (the wrong file).
+    """
+    records, torn = _records(path)
+    if torn and not records:
+        raise NotAJournal(f"{os.fspath(path)} is not a journal: none of its {torn} line{'s' if torn != 1 else ''} is a journal record "
+                          "(write one with `mockmcp run SCENARIO --journal FILE`)")
+    return records, torn
+
+
 def _records(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]:
     records, torn = [], 0
     with open(path, "rb") as fh:
@@ -72,11 +89,15 @@ def _records(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]:
             except ValueError:
                 torn += 1
                 continue
-            if type(rec) is dict:
+            if type(rec) is dict and type(rec.get("dir")) is str:
                 records.append(rec)
             else:
                 torn += 1
     return records, torn
+
+
+def torn_note(torn: int) -> str:
+    return f"({torn} unreadable line{'s' if torn != 1 else ''} skipped: a writer was killed mid-record)"
 
 
 # ---------------------------------------------------------------- transcript
@@ -85,18 +106,21 @@ _COLORS = {"in": "36", "out": "32", "finding": "1;31", "warning": "33", "note": 
 
 
 def print_transcript(path: str | os.PathLike[str], color: str = "auto", out: TextIO | None = None) -> int:
-    """Print a readable transcript of a journal; 0 on success, 2 if the file cannot be read."""
+    """Print a readable transcript of a journal; 0 on success, 1 if it is not a journal, 2 if unreadable."""
     out = out or sys.stdout
     try:
-        records, torn = _records(path)
+        records, torn = load_journal(path)
     except OSError as exc:
         print(f"mockmcp journal: {exc}", file=sys.stderr)
         return 2
+    except NotAJournal as exc:
+        print(f"mockmcp journal: {exc}", file=sys.stderr)
+        return 1
     use_color = color == "always" or (color == "auto" and out.isatty() and os.environ.get("NO_COLOR") is None)
     for text, style in transcript_lines(records):
         out.write((f"\x1b[{_COLORS[style]}m{text}\x1b[0m" if use_color and style in _COLORS else text) + "\n")
     if torn:
-        out.write(f"({torn} unreadable line{'s' if torn != 1 else ''} skipped: a writer was killed mid-record)\n")
+        out.write(torn_note(torn) + "\n")
     return 0
 
 
@@ -122,7 +146,7 @@ def transcript_lines(records: list[dict[str, Any]]) -> Iterator[tuple[str, str]]
             if "id" in msg and "method" in msg:
                 sent_at[(r.get("pid"), _key(msg["id"]))] = t
             kind = "" if "method" in msg else "(a response from the client) "
-            yield f"{stamp}{who} -> {kind}{_describe(msg)}", "in"
+            yield f"{stamp}{who} -> {kind}{describe_message(msg)}", "in"
         elif d == "out":
             msg = r.get("message")
             rule = f"  (rule {r['rule']})" if r.get("rule") else ""
@@ -134,7 +158,7 @@ def transcript_lines(records: list[dict[str, Any]]) -> Iterator[tuple[str, str]]
                 start = sent_at.pop((r.get("pid"), _key(msg["id"])), None)
                 if start is not None:
                     took = f"  in {(t - start) * 1000:.1f}ms"
-            yield f"{stamp}{who} <- {_describe(msg)}{took}{rule}", "out"
+            yield f"{stamp}{who} <- {describe_message(msg)}{took}{rule}", "out"
         elif d == "event":
             info = {k: v for k, v in r.items() if k not in ("t", "pid", "dir", "kind")}
             yield f"{stamp}{who} ** {r.get('kind')} {json.dumps(info, ensure_ascii=False)}", "event"
@@ -143,6 +167,9 @@ def transcript_lines(records: list[dict[str, Any]]) -> Iterator[tuple[str, str]]
             level = f.get("level", "error")
             style = "finding" if level == "error" else level
             yield f"{stamp}{who} !! {level.upper()} {f.get('check')}: {f.get('text')}  <{f.get('spec')}>", style
+        elif d == "verdict":
+            v = r.get("verdict") or {}
+            yield f"{stamp}{who} !! EXPECTATION FAILED {v.get('expectation')}: {v.get('request')} {v.get('wanted')}, seen {v.get('count')}", "finding"
 
 
 def _key(rid: Any) -> str:
@@ -154,9 +181,11 @@ def _clip(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _describe(msg: dict[str, Any]) -> str:
+def describe_message(msg: dict[str, Any]) -> str:
+    """One line for a message: id, method and the details that tell requests apart, or the result's kind."""
     if "method" in msg:
-        params = msg.get("params") if type(msg.get("params")) is dict else {}
+        raw = msg.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
         detail = ""
         for key in ("name", "uri"):
             if type(params.get(key)) is str:

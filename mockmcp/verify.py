@@ -171,6 +171,9 @@ class Verifier:
                 self.log("error", f"cannot write the report {self.report_path}: {exc}")
         self._summary(report)
         if self.journal is not None:
+            for verdict in report["expectations"]:  # the journal alone then tells why a test failed (the timeline shows it)
+                if verdict["verdict"] == "failed":
+                    self.journal.write("verdict", verdict=verdict)
             self.journal.close()
         if self.strict and not report["ok"] and status == 0:
             return 1
