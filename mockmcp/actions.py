@@ -10,7 +10,7 @@ cancel.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Iterator
 
 import attrs
 
@@ -59,8 +59,8 @@ class Emit:
 
     event: str
     uri: str | None = None
-    only: Any = None  # a subscription id, or None for every matching one
-    has_only: bool = False
+    only: Any = None  # a subscription id (see has_only)
+    has_only: bool = attrs.field(default=False, kw_only=True)  # deliver to ``only`` alone
 
 
 @attrs.frozen
@@ -114,12 +114,26 @@ Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopR
 
 @attrs.define
 class Plan:
+    """What answers one request: ``actions`` now, then ``rest`` pulled lazily while it runs.
+
+    ``rest`` (long loops) yields ``None`` where work was done but nothing is to
+    be performed, so the shell can let other tasks run. ``immediate``: only
+    sends and no ``rest``, written at once without a task.
+    """
+
     request_id: Any
     actions: list[Action]
     method: str | None = None
     rule: str | None = None  # which scenario rule answered (for the journal)
-    immediate: bool = False
-    has_id: bool = True
+    immediate: bool = attrs.field(default=False, kw_only=True)
+    has_id: bool = attrs.field(default=True, kw_only=True)
+    rest: Iterator[Action | None] | None = attrs.field(default=None, kw_only=True)
+
+    def all_actions(self) -> Iterator[Action | None]:
+        """Every action, the eager ones then the lazy rest."""
+        yield from self.actions
+        if self.rest is not None:
+            yield from self.rest
 
 
 @attrs.frozen

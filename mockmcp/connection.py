@@ -56,7 +56,7 @@ class Connection:
             if self.observers:
                 self._observe(line, msg, None)
             result = self.engine.handle(msg)
-            if self.plan_observers and type(result) is Plan:
+            if self.plan_observers and isinstance(result, Plan):
                 for see in self.plan_observers:
                     see(result)
             return result
@@ -72,11 +72,13 @@ class Connection:
     def _error_plan(self, exc: errors.ClientError, msg: jsonrpc.Message | None) -> Plan | None:
         if isinstance(msg, jsonrpc.Notification):
             return None  # notifications never get a response, not even an error
-        response = exc.response()
+        rid = exc.request_id
         if not exc.has_id and self.id_null_on_parse_error:
-            response = {"jsonrpc": "2.0", "id": None, "error": response["error"]}
+            rid = None  # the scenario asks for the spec's `"id": null` form
+        response = errors.error_response(rid, exc.code, exc.message, exc.data)
         method = msg.method if isinstance(msg, jsonrpc.Request) else None
-        return Plan(response.get("id"), [Send(response, jsonrpc.encode(response), True)], method, None, True, exc.has_id)
+        send = Send(response, jsonrpc.encode(response), True)
+        return Plan(response.get("id"), [send], method, None, immediate=True, has_id=exc.has_id)
 
     def finished(self, request_id: Any) -> None:
         self.engine.finished(request_id)

@@ -9,6 +9,8 @@ an encoded message can never contain a raw newline.
 from __future__ import annotations
 
 import json
+import re
+from itertools import accumulate
 from typing import Any
 
 from . import errors, protocol as p
@@ -52,42 +54,133 @@ class ClientResponse:
 Message = Request | Notification | ClientResponse
 
 
+MAX_DEPTH = 64
+"""The deepest nesting a message may have (the message object itself is level 1).
+
+Enforced when a line is decoded, far below the depth at which Python's JSON
+encoder (replies, ``requestState``, the journal) or decoder would recurse too
+deep, so no value taken from a client can break an encoder later.
+"""
+
+
+class _NotJson(ValueError):
+    """``NaN``, ``Infinity``: Python's decoder takes them, JSON has no such values."""
+
+
+class _OutOfRange(ValueError):
+    """A number JSON allows but no double holds (``1e400``)."""
+
+
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise _NotJson(f"{name} is not valid JSON")
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
-    if value in (_INF, -_INF):  # 1e400: valid JSON grammar, but no double holds it
-        raise ValueError(f"number {text[:40]} is out of range")
+    if value in (_INF, -_INF):
+        raise _OutOfRange(text)
     return value
 
 
 _INF = float("inf")
 _decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
-_scan_once = _decoder.scan_once
+# A JSON string (or an unterminated one running to the end), matched in linear time.
+_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+# A bracket outside strings, with the text before it (strings and all) consumed.
+_NEXT_BRACKET = re.compile(r'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.)*+(?:"|\\?\Z))*+([\[\]{}])', re.S)
+_DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def parse(line: bytes) -> Any:
-    """Parse one line of JSON or raise ``ParseError``."""
+    """Parse one line of JSON or raise the ``ClientError`` that says why not.
+
+    Invalid JSON is -32700. Valid JSON beyond the limits (deeper than
+    ``MAX_DEPTH``, a number no double holds, an integer past the interpreter's
+    4300-digit limit) is answered with the request's id where it can be read.
+    """
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise errors.ParseError(f"Parse error: invalid UTF-8 at byte {exc.start}") from None
+    if text.count("{") + text.count("[") > MAX_DEPTH:  # cheap: only such lines can be too deep
+        shallow = _cut_below(text, MAX_DEPTH)
+        if shallow is not None:
+            raise _beyond_limits(shallow, f"nested deeper than {MAX_DEPTH} levels")
     try:
-        if text[:1] == "{" and text[-1:] == "}":
-            # The usual line: one object, no surrounding blanks. The scanner alone parses it;
-            # a value that ends early (trailing data) falls through to the full decoder.
-            value, end = _scan_once(text, 0)
-            if end == len(text):
-                return value
         return _decoder.decode(text)
-    except StopIteration:  # the scanner's "no JSON value here": let the decoder explain
-        return _decoder.decode(text)
-    except RecursionError:
-        raise errors.ParseError("Parse error: JSON nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, too many digits
+    except (json.JSONDecodeError, _NotJson) as exc:
         raise errors.ParseError(f"Parse error: {exc}") from None
+    except ValueError:  # _OutOfRange, or an integer past the digit limit: valid JSON grammar
+        raise _beyond_limits(text, "a number is out of range (beyond a double, or an integer of more than 4300 digits)") from None
+
+
+def _depth(text: str) -> int:
+    """How deep ``text`` nests (strings skipped), in C-speed steps and without recursion."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_DELTA.__getitem__, brackets)), default=0)
+
+
+def _cut_below(text: str, limit: int) -> str | None:
+    """``text`` with every value deeper than ``limit`` replaced by ``null``; ``None`` if none is.
+
+    Linear and never recursive: strings are skipped whole, so brackets inside
+    them do not count.
+    """
+    if _depth(text) <= limit:
+        return None
+    depth, cut_at, pieces, pos = 0, 0, [], 0
+    for m in _NEXT_BRACKET.finditer(text):
+        if m.group(1) in "[{":
+            depth += 1
+            if depth == limit + 1:
+                cut_at = m.start(1)
+        else:
+            if depth == limit + 1:
+                pieces += [text[pos:cut_at], "null"]
+                pos = m.end()
+            depth -= 1
+    if depth > limit:  # a deep value never closed: the line is not JSON
+        raise errors.ParseError(f"Parse error: a value nested deeper than {limit} levels is never closed")
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def _beyond_limits(text: str, why: str) -> errors.ClientError:
+    """The error for valid JSON past a limit, with the request's id if the rest can be read.
+
+    ``text`` is the line with the values past the limits made readable (deep
+    values cut, out-of-range numbers read leniently); if even that is not JSON,
+    the line is a parse error after all.
+    """
+    try:
+        obj = _lenient.decode(text)
+    except (json.JSONDecodeError, _NotJson) as exc:
+        return errors.ParseError(f"Parse error: {exc}")
+    if type(obj) is dict and obj.get("id") is _OUT_OF_RANGE:
+        return errors.InvalidRequest('Invalid Request: "id" is out of range')
+    msg = classify(obj)  # raises for what is not a request at all
+    if type(msg) is Request:
+        return errors.InvalidParams(f"Invalid params: {why}", request_id=msg.id)
+    return errors.InvalidRequest(f"Invalid Request: {why}")
+
+
+_OUT_OF_RANGE: Any = object()  # what the lenient decoder reads for a number past the limits
+
+
+def _lenient_float(text: str) -> Any:
+    value = float(text)
+    return _OUT_OF_RANGE if value in (_INF, -_INF) else value
+
+
+def _lenient_int(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:  # past the interpreter's digit limit (4300 by default)
+        return _OUT_OF_RANGE
+
+
+_lenient = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_lenient_float, parse_int=_lenient_int)
 
 
 def valid_id(value: Any) -> bool:
@@ -156,3 +249,9 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
     if params is not None:
         msg["params"] = params
     return msg
+
+
+def encode_text(value: Any) -> str:
+    """``value`` as compact JSON text, by the very encoder ``encode`` uses (compiled replies
+    encode their holes with it, so both paths write the same bytes)."""
+    return _encoder.encode(value)

@@ -1,23 +1,27 @@
 """The built-in answer of each method of the revision, one handler per method.
 
-``HANDLERS`` maps a method to a function ``(engine, request, ctx) -> Plan``;
-the engine calls it once ``_meta`` and the version are checked and no
-``methods:`` override answered. Handlers raise ``ClientError`` for client
-mistakes (unknown tool, bad cursor, missing argument) and hand scripted rules
-to ``Engine._answer``. Sans-I/O like the engine.
+``HANDLERS`` maps a method to a function ``(services, ctx) -> Plan``; the
+engine calls it once ``_meta`` and the version are checked and no
+``methods:`` override answered. Handlers see the core only through
+``Services``; they raise ``ClientError`` for client mistakes (unknown tool,
+bad cursor, missing argument) and hand scripted rules to
+``Services.answer``. Sans-I/O.
 """
 
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable
 
-from . import errors, jsonrpc, model, protocol as p, templates
+from . import errors, model, protocol as p, templates
 from .actions import Action, Emit, Park, Plan, Sleep
+from .context import RequestContext
 from .definitions import drop_none, prompt_definition, resource_definition, template_definition, tool_definition
+from .services import Services
+from .session import Subscription
+from .steps import Mode
 
-if TYPE_CHECKING:
-    from .engine import Engine
+Handler = Callable[[Services, RequestContext], Plan]
 
 # The server capability each method needs (without it: -32601).
 CAPABILITY_FOR = {
@@ -32,31 +36,17 @@ CAPABILITY_FOR = {
 }
 
 
-class Subscription:
-    __slots__ = ("id", "honored")
-
-    def __init__(self, id: Any, honored: dict[str, Any]) -> None:
-        self.id = id
-        self.honored = honored
-
-    def wants(self, event: str, uri: str | None) -> bool:
-        field = p.EVENT_FILTER_FIELD[event]
-        if event == "resources/updated":
-            return uri in (self.honored.get(field) or ())
-        return bool(self.honored.get(field))
-
-
-def _paginate(engine: Engine, req: jsonrpc.Request, items: list[dict[str, Any]], key: str, kind: str) -> Plan:
-    cursor = req.params.get("cursor")
+def _paginate(svc: Services, ctx: RequestContext, items: list[dict[str, Any]], key: str, kind: str) -> Plan:
+    cursor = ctx.params.get("cursor")
     start = 0
     if cursor is not None:
-        start = _decode_cursor(cursor, kind, len(items), req.id)
-    size = engine.protocol.pageSize or len(items) or 1
+        start = _decode_cursor(cursor, kind, len(items), ctx.id)
+    size = svc.protocol.pageSize or len(items) or 1
     page = items[start : start + size]
     result: dict[str, Any] = {key: page}
     if start + size < len(items):
         result["nextCursor"] = _encode_cursor(kind, start + size)
-    return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
+    return svc.final(ctx, result)
 
 
 def _encode_cursor(kind: str, offset: int) -> str:
@@ -75,150 +65,136 @@ def _decode_cursor(cursor: Any, kind: str, total: int, rid: Any) -> int:
     raise errors.InvalidParams(f"Invalid params: invalid cursor {cursor!r}", data={"cursor": cursor}, request_id=rid)
 
 
-def _visible(engine: Engine, item: Any) -> bool:
-    return item.states is None or engine.state in item.states
+def _discover(svc: Services, ctx: RequestContext) -> Plan:
+    result: dict[str, Any] = {"supportedVersions": list(svc.protocol.versions), "capabilities": svc.capabilities}
+    if svc.scenario.server.instructions is not None:
+        result["instructions"] = svc.scenario.server.instructions
+    return svc.final(ctx, result)
 
 
-def _cached_defs(engine: Engine, items: list[Any], make: Any) -> list[dict[str, Any]]:
-    out = []
-    for item in items:
-        if _visible(engine, item):
-            d = engine._definitions.get(id(item))
-            if d is None:
-                d = engine._definitions[id(item)] = make(item)
-            out.append(d)
-    return out
+def _tools_list(svc: Services, ctx: RequestContext) -> Plan:
+    return _paginate(svc, ctx, svc.definitions(svc.scenario.tools, tool_definition), "tools", "tools")
 
 
-def _discover(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    result: dict[str, Any] = {"supportedVersions": list(engine.protocol.versions), "capabilities": engine.capabilities}
-    if engine.scenario.server.instructions is not None:
-        result["instructions"] = engine.scenario.server.instructions
-    return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
+def _prompts_list(svc: Services, ctx: RequestContext) -> Plan:
+    return _paginate(svc, ctx, svc.definitions(svc.scenario.prompts, prompt_definition), "prompts", "prompts")
 
 
-def _tools_list(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    return _paginate(engine, req, _cached_defs(engine, engine.scenario.tools, tool_definition), "tools", "tools")
+def _resources_list(svc: Services, ctx: RequestContext) -> Plan:
+    return _paginate(svc, ctx, svc.definitions(svc.scenario.resources, resource_definition), "resources", "resources")
 
 
-def _prompts_list(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    return _paginate(engine, req, _cached_defs(engine, engine.scenario.prompts, prompt_definition), "prompts", "prompts")
+def _templates_list(svc: Services, ctx: RequestContext) -> Plan:
+    defs = svc.definitions(svc.scenario.resourceTemplates, template_definition)
+    return _paginate(svc, ctx, defs, "resourceTemplates", "templates")
 
 
-def _resources_list(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    return _paginate(engine, req, _cached_defs(engine, engine.scenario.resources, resource_definition), "resources", "resources")
-
-
-def _templates_list(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    defs = _cached_defs(engine, engine.scenario.resourceTemplates, template_definition)
-    return _paginate(engine, req, defs, "resourceTemplates", "templates")
-
-
-def _require_str(req: jsonrpc.Request, key: str) -> str:
-    value = req.params.get(key)
+def _require_str(ctx: RequestContext, key: str) -> str:
+    value = ctx.params.get(key)
     if type(value) is not str:
         what = "missing" if value is None else "must be a string"
-        raise errors.InvalidParams(f"Invalid params: {key!r} {what}", request_id=req.id)
+        raise errors.InvalidParams(f"Invalid params: {key!r} {what}", request_id=ctx.id)
     return value
 
 
-def _tools_call(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    name = _require_str(req, "name")
-    tool = engine._tools.get(name)
-    if tool is None or (tool.states is not None and engine.state not in tool.states):
-        engine.note_unknown(req, "tool", name, [t.name for t in engine.scenario.tools if _visible(engine, t)])
-        raise errors.InvalidParams(f"Unknown tool: {name}", data={"name": name}, request_id=req.id)
-    args = req.params.get("arguments")
+def _tools_call(svc: Services, ctx: RequestContext) -> Plan:
+    name = _require_str(ctx, "name")
+    tool = svc.tools.get(name)
+    if tool is None or not svc.visible(tool):
+        svc.note_unknown(ctx, "tool", name, [t.name for t in svc.scenario.tools if svc.visible(t)])
+        raise errors.InvalidParams(f"Unknown tool: {name}", data={"name": name}, request_id=ctx.id)
+    args = ctx.params.get("arguments")
     if args is not None and type(args) is not dict:
-        raise errors.InvalidParams("Invalid params: 'arguments' must be an object", request_id=req.id)
-    engine._rounds(req, ctx)
+        raise errors.InvalidParams("Invalid params: 'arguments' must be an object", request_id=ctx.id)
+    svc.rounds.read(ctx)
     if not tool.replies:
-        return Plan(req.id, [engine._final(req, engine._complete(req, {"content": []}))], req.method, None, True)
-    return engine._answer(req, ctx, tool.replies, "tool", name)
+        return svc.final(ctx, {"content": []})
+    return svc.answer(ctx, tool.replies, f"tool {name!r}")
 
 
-def _prompts_get(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    name = _require_str(req, "name")
-    prompt = engine._prompts.get(name)
-    if prompt is None or not _visible(engine, prompt):
-        engine.note_unknown(req, "prompt", name, [x.name for x in engine.scenario.prompts if _visible(engine, x)])
-        raise errors.InvalidParams(f"Unknown prompt: {name}", data={"name": name}, request_id=req.id)
-    args = req.params.get("arguments")
+def _prompts_get(svc: Services, ctx: RequestContext) -> Plan:
+    name = _require_str(ctx, "name")
+    prompt = svc.prompts.get(name)
+    if prompt is None or not svc.visible(prompt):
+        svc.note_unknown(ctx, "prompt", name, [x.name for x in svc.scenario.prompts if svc.visible(x)])
+        raise errors.InvalidParams(f"Unknown prompt: {name}", data={"name": name}, request_id=ctx.id)
+    args = ctx.params.get("arguments")
     if args is not None and (type(args) is not dict or any(type(v) is not str for v in args.values())):
-        raise errors.InvalidParams("Invalid params: prompt 'arguments' must map names to strings", request_id=req.id)
+        raise errors.InvalidParams("Invalid params: prompt 'arguments' must map names to strings", request_id=ctx.id)
     missing = [a.name for a in prompt.arguments or () if a.required and a.name not in (args or {})]
     if missing:
         raise errors.InvalidParams(
             f"Invalid params: missing required argument{'s' if len(missing) > 1 else ''} {', '.join(missing)} for prompt {name}",
             data={"missing": missing},
-            request_id=req.id,
+            request_id=ctx.id,
         )
-    engine._rounds(req, ctx)
+    svc.rounds.read(ctx)
     if not prompt.replies:
         text = prompt.description or prompt.name
-        result = {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
-        return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
-    return engine._answer(req, ctx, prompt.replies, "prompt", name)
+        return svc.final(ctx, {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]})
+    return svc.answer(ctx, prompt.replies, f"prompt {name!r}")
 
 
-def _resources_read(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    uri = _require_str(req, "uri")
-    res = engine._resources.get(uri)
-    if res is not None and _visible(engine, res):
-        engine._rounds(req, ctx)
+def _resources_read(svc: Services, ctx: RequestContext) -> Plan:
+    uri = _require_str(ctx, "uri")
+    res = svc.resources.get(uri)
+    if res is not None and svc.visible(res):
+        svc.rounds.read(ctx)
         if res.replies:
-            return engine._answer(req, ctx, res.replies, "resource", uri)
+            return svc.answer(ctx, res.replies, f"resource {uri!r}")
         content = drop_none({"uri": uri, "mimeType": res.mimeType, "text": res.text, "blob": res.blob})
         if "text" not in content and "blob" not in content:
             content["text"] = ""
-        result = engine._complete(req, {"contents": [content]}, hints=(res.ttlMs, res.cacheScope))
-        return Plan(req.id, [engine._final(req, result)], req.method, None, True)
-    for pattern, tmpl in engine._templates:
-        if not _visible(engine, tmpl):
+        return svc.final(ctx, {"contents": [content]}, (res.ttlMs, res.cacheScope))
+    for pattern, tmpl in svc.templates:
+        if not svc.visible(tmpl):
             continue
         m = pattern.match(uri)
         if m:
-            ctx["vars"] = m.groupdict()
-            engine._rounds(req, ctx)
+            ctx.set_vars(m.groupdict())
+            svc.rounds.read(ctx)
             if not tmpl.replies:
                 break
-            return engine._answer(req, ctx, tmpl.replies, "resource template", tmpl.uriTemplate)
-    known = [r.uri for r in engine.scenario.resources if _visible(engine, r)]
-    engine.note_unknown(req, "resource", uri, known + [t.uriTemplate for t in engine.scenario.resourceTemplates])
-    raise errors.InvalidParams(f"Resource not found: {uri}", data={"uri": uri}, request_id=req.id)
+            return svc.answer(ctx, tmpl.replies, f"resource template {tmpl.uriTemplate!r}")
+    known = [r.uri for r in svc.scenario.resources if svc.visible(r)]
+    svc.note_unknown(ctx, "resource", uri, known + [t.uriTemplate for t in svc.scenario.resourceTemplates])
+    raise errors.InvalidParams(f"Resource not found: {uri}", data={"uri": uri}, request_id=ctx.id)
 
 
-def _complete_handler(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    ref = req.params.get("ref")
-    argument = req.params.get("argument")
+def _complete_handler(svc: Services, ctx: RequestContext) -> Plan:
+    ref = ctx.params.get("ref")
+    argument = ctx.params.get("argument")
     if type(ref) is not dict or type(argument) is not dict or type(argument.get("name")) is not str:
-        raise errors.InvalidParams("Invalid params: completion/complete needs 'ref' and 'argument.name'", request_id=req.id)
+        raise errors.InvalidParams("Invalid params: completion/complete needs 'ref' and 'argument.name'", request_id=ctx.id)
     value = argument.get("value", "")
     if type(value) is not str:
-        raise errors.InvalidParams("Invalid params: 'argument.value' must be a string", request_id=req.id)
+        raise errors.InvalidParams("Invalid params: 'argument.value' must be a string", request_id=ctx.id)
     kind = ref.get("type")
+    completions = svc.scenario.completions
     if kind == "ref/prompt":
         target = ref.get("name")
-        if type(target) is not str or target not in engine._prompts:
-            raise errors.InvalidParams(f"Unknown prompt: {target}", request_id=req.id)
-        found = [c for c in engine.scenario.completions if c.prompt == target and c.argument == argument["name"]]
+        if type(target) is not str or target not in svc.prompts:
+            raise errors.InvalidParams(f"Unknown prompt: {target}", request_id=ctx.id)
+        found = [c for c in completions if c.prompt == target and c.argument == argument["name"]]
     elif kind == "ref/resource":
         target = ref.get("uri")
-        if type(target) is not str or not any(t.uriTemplate == target for t in engine.scenario.resourceTemplates) and target not in engine._resources:
-            raise errors.InvalidParams(f"Unknown resource template: {target}", request_id=req.id)
-        found = [c for c in engine.scenario.completions if c.resourceTemplate == target and c.argument == argument["name"]]
+        known = type(target) is str and (
+            any(t.uriTemplate == target for t in svc.scenario.resourceTemplates) or target in svc.resources
+        )
+        if not known:
+            raise errors.InvalidParams(f"Unknown resource template: {target}", request_id=ctx.id)
+        found = [c for c in completions if c.resourceTemplate == target and c.argument == argument["name"]]
     else:
-        raise errors.InvalidParams("Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'", request_id=req.id)
+        raise errors.InvalidParams("Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'", request_id=ctx.id)
     values = [v for c in found for v in c.values if v.lower().startswith(value.lower())]
-    result = {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
-    return Plan(req.id, [engine._final(req, engine._complete(req, result))], req.method, None, True)
+    return svc.final(ctx, {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}})
 
 
-def _listen(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
-    wanted = req.params.get("notifications")
+def _listen(svc: Services, ctx: RequestContext) -> Plan:
+    wanted = ctx.params.get("notifications")
     if type(wanted) is not dict:
-        raise errors.InvalidParams("Invalid params: subscriptions/listen needs a 'notifications' object", request_id=req.id)
-    caps = engine.capabilities
+        raise errors.InvalidParams("Invalid params: subscriptions/listen needs a 'notifications' object", request_id=ctx.id)
+    caps = svc.capabilities
     honored: dict[str, Any] = {}
     for field, cap in (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"), ("resourcesListChanged", "resources")):
         if wanted.get(field) is True and (caps.get(cap) or {}).get("listChanged"):
@@ -226,31 +202,36 @@ def _listen(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any]) -> Plan:
     uris = wanted.get("resourceSubscriptions")
     if uris is not None:
         if type(uris) is not list or any(type(u) is not str for u in uris):
-            raise errors.InvalidParams("Invalid params: resourceSubscriptions must be a list of URIs", request_id=req.id)
+            raise errors.InvalidParams("Invalid params: resourceSubscriptions must be a list of URIs", request_id=ctx.id)
         if (caps.get("resources") or {}).get("subscribe"):
             honored["resourceSubscriptions"] = list(uris)
-    engine.subscriptions[req.id] = Subscription(req.id, honored)
-    ack = jsonrpc.notification(
-        p.SUBSCRIPTIONS_ACKNOWLEDGED, {"_meta": {p.META_SUBSCRIPTION_ID: req.id}, "notifications": honored}
+    svc.session.subscribe(Subscription(ctx.id, honored))
+    ack = svc.envelope.notification(
+        p.SUBSCRIPTIONS_ACKNOWLEDGED, {"_meta": {p.META_SUBSCRIPTION_ID: ctx.id}, "notifications": honored}
     )
-    plan = engine._expand(req, ctx, engine.scenario.subscriptions.timeline, None, subscription=True)
-    timers = engine.scenario.subscriptions.timers
+    plan = svc.expand(ctx, svc.scenario.subscriptions.timeline, None, Mode.SUBSCRIPTION)
+    actions = plan.actions
+    if plan.rest is not None:
+        # A stream's timeline is short and scenario-bounded; timers need it whole to interleave.
+        actions = actions + [a for a in plan.rest if a is not None]
+        plan.rest = None
+    timers = svc.scenario.subscriptions.timers
     if timers:
-        plan.actions = _with_timers(plan.actions, _timer_events(engine, req, ctx, timers))
-    plan.actions.insert(0, engine._send(ack))
+        actions = _with_timers(actions, _timer_events(svc, ctx, timers))
+    plan.actions = [ack, *actions]
     plan.immediate = False
     return plan
 
 
-def _timer_events(engine: Engine, req: jsonrpc.Request, ctx: dict[str, Any], timers: list[model.Timer]) -> list[tuple[float, Emit]]:
+def _timer_events(svc: Services, ctx: RequestContext, timers: list[model.Timer]) -> list[tuple[float, Emit]]:
     """Every timed event of one stream as (seconds after the ack, event), in time order."""
     events = []
-    scale = engine.time_scale
+    scale = svc.steps.time_scale
     for timer in timers:
-        uri = templates.render(timer.emit.uri, ctx)
+        uri = templates.render(timer.emit.uri, ctx.scope())
         every = timer.every.seconds if timer.every is not None else 0.0
         for n in range(timer.count):
-            events.append(((timer.after.seconds + n * every) * scale, Emit(timer.emit.event, uri, req.id, True)))
+            events.append(((timer.after.seconds + n * every) * scale, Emit(timer.emit.event, uri, ctx.id, has_only=True)))
     events.sort(key=lambda e: e[0])  # stable: timers written first win ties
     return events
 
@@ -293,7 +274,7 @@ def _with_timers(actions: list[Action], events: list[tuple[float, Emit]]) -> lis
     return out
 
 
-HANDLERS = {
+HANDLERS: dict[str, Handler] = {
     p.DISCOVER: _discover,
     p.TOOLS_LIST: _tools_list,
     p.TOOLS_CALL: _tools_call,

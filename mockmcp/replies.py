@@ -21,14 +21,12 @@ Sans-I/O.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from . import jsonrpc, model, templates
 from .actions import Send
-from .jsonrpc import Request
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .context import RequestContext
+from .envelope import Envelope
 
 # A private-use code point around a counter: written unescaped by the encoder, and
 # checked to occur exactly once in the encoded response (else: not compiled).
@@ -37,7 +35,7 @@ _MARK = _MARK_PREFIX + "{}\ue000"
 _ENVELOPE_KEYS = ("_meta", "resultType", "ttlMs", "cacheScope")
 
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
-_encode_any: Callable[[Any], str] = jsonrpc._encoder.encode  # the very encoder of the general path
+_encode_any: Callable[[Any], str] = jsonrpc.encode_text  # the very encoder of the general path
 
 # What fills a hole, evaluated per request.
 _ID, _URI, _VALUE, _TEXT = range(4)
@@ -52,22 +50,23 @@ class CompiledReply:
         self.fragments = fragments  # len(holes) + 1 pieces of encoded JSON
         self.holes = holes  # (kind, template or None)
 
-    def send(self, req: Request, ctx: dict[str, Any]) -> Send | None:
+    def send(self, ctx: RequestContext) -> Send | None:
         """The response for this request (``None``: a value needs the general path)."""
         frags = self.fragments
         parts = [frags[0]]
         i = 1
         for kind, tpl in self.holes:
-            if kind is _ID:
-                value = req.id
-            elif kind is _URI:
-                value = ctx["uri"]
-            elif kind is _TEXT:
-                value = tpl.render(ctx)
+            value: Any
+            if kind == _ID:
+                value = ctx.id
+            elif kind == _URI:
+                value = ctx.uri
+            elif kind == _TEXT:
+                value = tpl.render(ctx.scope())
                 if type(value) is not str:
-                    value = templates._text(value)
+                    value = templates.to_text(value)
             else:
-                value = tpl.render(ctx)
+                value = tpl.render(ctx.scope())
             t = type(value)
             if t is str:
                 parts.append(_encode_str(value))
@@ -84,37 +83,60 @@ class CompiledReply:
         return Send(None, data, True)
 
 
-def compile_reply(engine: Engine, req: Request, steps: list[model.Step]) -> CompiledReply | None:
-    """Compile ``steps`` as answered to ``req.method``, or ``None`` if it takes the general path."""
-    if len(steps) != 1:
-        return None
-    step = steps[0]
+class ReplyCache:
+    """The compiled form of each final ``text``/``result`` step, per method, made on first use.
+
+    Keyed by ``id(step)``; each entry holds the step itself, so the id can
+    never be reused by another object while the entry lives.
+    """
+
+    __slots__ = ("envelope", "_compiled")
+
+    def __init__(self, envelope: Envelope) -> None:
+        self.envelope = envelope
+        self._compiled: dict[int, tuple[model.Step, str, CompiledReply | None]] = {}
+
+    def send(self, step: model.Step, ctx: RequestContext) -> Send | None:
+        """The response ``step`` gives to this request, or ``None``: take the general path."""
+        entry = self._compiled.get(id(step))
+        if entry is None or entry[1] != ctx.method:
+            entry = (step, ctx.method, compile_reply(self.envelope, ctx.method, step))
+            self._compiled[id(step)] = entry
+        compiled = entry[2]
+        return None if compiled is None else compiled.send(ctx)
+
+    def compiled(self) -> int:
+        """How many steps have a compiled form (tests check the compiled path ran)."""
+        return sum(1 for _, _, reply in self._compiled.values() if reply is not None)
+
+
+def compile_reply(envelope: Envelope, method: str, step: model.Step) -> CompiledReply | None:
+    """Compile ``step`` as answered to ``method``, or ``None`` if it takes the general path."""
     holes: list[tuple[int, Any]] = []  # hole n is written as _MARK.format(n)
 
     def hole(kind: int, tpl: Any) -> str:
         holes.append((kind, tpl))
         return _MARK.format(len(holes) - 1)
 
-    fake = Request(hole(_ID, None), req.method, req.params, req.message)
-    if type(step) is model.TextStep:
-        text = step.text
-        if "{{" in text:
-            tpl = templates.compile_string(text)
-            text = hole(_TEXT, tpl)
-        ctx = {"uri": hole(_URI, None)}
-        result = engine._complete(fake, engine._text_result(fake, ctx, text))
-    elif type(step) is model.ResultStep:
-        value = step.result
-        if type(value) is not dict or any(templates.has_template(value.get(k)) for k in _ENVELOPE_KEYS if k in value):
+    rid = hole(_ID, None)
+    match step:
+        case model.TextStep():
+            text = step.text
+            if "{{" in text:
+                text = hole(_TEXT, templates.compile_string(text))
+            result = envelope.complete(method, envelope.text_result(method, hole(_URI, None), text))
+        case model.ResultStep():
+            value = step.result
+            if type(value) is not dict or any(templates.has_template(value.get(k)) for k in _ENVELOPE_KEYS if k in value):
+                return None
+            try:
+                value = _with_holes(value, hole)
+            except _NotCompilable:
+                return None
+            result = envelope.complete(method, value)
+        case _:
             return None
-        try:
-            value = _with_holes(value, hole)
-        except _NotCompilable:
-            return None
-        result = engine._complete(fake, value)
-    else:
-        return None
-    text = _encode_any({"jsonrpc": "2.0", "id": fake.id, "result": result}) + "\n"
+    text = _encode_any({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n"
     cuts = []  # (where, length, hole) of each placeholder written
     for n, h in enumerate(holes):
         quoted = '"' + _MARK.format(n) + '"'
@@ -150,7 +172,7 @@ def _with_holes(value: Any, hole: Callable[[int, Any], str]) -> Any:
         tpl = templates.compile_string(value)
         return hole(_VALUE if tpl.whole is not None else _TEXT, tpl)
     if type(value) is dict:
-        out = {}
+        out: dict[str, Any] = {}
         for k, v in value.items():
             if type(k) is not str or "{{" in k:
                 raise _NotCompilable

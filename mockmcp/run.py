@@ -14,10 +14,6 @@ def run(args: argparse.Namespace) -> int:
     # Start-up allocates and keeps: no cyclic GC until the scenario and engine exist,
     # then freeze them so later collections never rescan a large scenario.
     gc.disable()
-    if not args.no_cache:
-        from . import codecache
-
-        codecache.install()  # before trio and the model define their attrs classes
     from .loadcache import load_cached
     from .problems import LoadError
 
@@ -37,7 +33,6 @@ def run(args: argparse.Namespace) -> int:
     import trio
 
     from .connection import Connection
-    from .engine import Engine
     from .framing import DEFAULT_MAX_LINE
     from .server import Shell, StderrLog
 
@@ -46,10 +41,8 @@ def run(args: argparse.Namespace) -> int:
         log("warning", str(w))
     if scenario.protocol.ignoreSigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    engine = Engine(scenario, seed=args.seed, time_scale=args.time_scale)
+    engine = new_engine(scenario, seed=args.seed, time_scale=args.time_scale)
     conn = Connection(engine, max_line=args.max_line_bytes or DEFAULT_MAX_LINE)
-    if not args.no_cache:
-        codecache.save()  # everything this run needs is imported by now
     gc.freeze()
     gc.enable()
     observers = _observers(args, engine, conn, log)
@@ -90,6 +83,29 @@ def run(args: argparse.Namespace) -> int:
     if finish is not None:
         status = finish(status)
     return status
+
+
+def new_engine(
+    scenario: Any,
+    *,
+    seed: int | None = None,
+    time_scale: float = 1.0,
+    state_key: bytes | None = None,
+    compile_replies: bool = True,
+) -> Any:
+    """An engine with what the shell owns handed in: a random HMAC key for ``requestState``
+    (unless given) and a random generator seeded with ``seed`` (random delays, probabilities)."""
+    import random
+
+    from .engine import Engine
+
+    return Engine(
+        scenario,
+        state_key=state_key if state_key is not None else os.urandom(32),
+        rng=random.Random(seed),
+        time_scale=time_scale,
+        compile_replies=compile_replies,
+    )
 
 
 def _close_stdout() -> None:

@@ -21,6 +21,7 @@ from .actions import Cancel, CloseStdout, Dribble, Emit, Exit, Park, Plan, Send,
 from .connection import Connection
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "quiet": 100}
+MAX_TASKS = 1024  # plan tasks doing scripted work at once (parked ones do not count)
 
 
 class StderrLog:
@@ -75,6 +76,7 @@ class Shell:
         read_size: int = 65536,
         exit_after: tuple[int, int] | None = None,
         close_stdout: Callable[[], Any] | None = None,
+        max_tasks: int = MAX_TASKS,
     ) -> None:
         self.conn = connection
         self.stdin = stdin
@@ -93,6 +95,9 @@ class Shell:
         self.scopes: dict[Any, trio.CancelScope] = {}
         self.parked: dict[Any, Plan] = {}  # requests parked without a task (see _dispatch)
         self.busy = 0  # tasks with scripted work left (not parked)
+        # At most this many plan tasks do scripted work at once: the reader waits for a
+        # slot, so a client that never reads stops being read (back-pressure for every step).
+        self._slots = trio.Semaphore(max_tasks)
         self.idle = trio.Event()
         self.exit_status = 0
         # Small: each item can be a whole batch of answers, and a full channel is what stops
@@ -196,11 +201,15 @@ class Shell:
         if counted:
             self.busy += 1
         started = False
+        slot = True  # taken by _dispatch for this task; given back when parked or done
         with trio.CancelScope() as scope:
             self.scopes[rid] = scope
             dribble: Dribble | None = None
             try:
-                for action in plan.actions:
+                for action in plan.all_actions():
+                    if action is None:
+                        await trio.lowlevel.checkpoint()  # a long lazy loop that produced nothing yet
+                        continue
                     t = type(action)
                     if not started and t is not Send:
                         # Leading sends (a subscription's ack) are queued before the reader
@@ -223,6 +232,8 @@ class Shell:
                         parked = True
                         if counted:
                             self._not_busy()
+                        self._slots.release()
+                        slot = False
                         await trio.sleep_forever()
                     elif t is WriteRaw:
                         if self.on_output is not None:
@@ -261,6 +272,8 @@ class Shell:
                 if not started:
                     task_status.started()
             finally:
+                if slot:
+                    self._slots.release()
                 if self.scopes.get(rid) is scope:
                     del self.scopes[rid]
                     self.conn.finished(rid)  # (after a client cancel the engine already did)
@@ -303,6 +316,7 @@ class Shell:
                     if immediate:
                         await self._send.send(b"".join(immediate))
                         immediate = []
+                    await self._slots.acquire()
                     await nursery.start(self._run_plan, out)
             else:
                 self._cancel(out)
@@ -348,7 +362,7 @@ class Shell:
 def _parks_at_once(plan: Plan) -> bool:
     """Sends then a park, nothing timed: the plan needs no task of its own."""
     actions = plan.actions
-    if not actions or type(actions[-1]) is not Park:
+    if plan.rest is not None or not actions or type(actions[-1]) is not Park:
         return False
     for action in actions[:-1]:
         if type(action) is not Send:

@@ -6,83 +6,160 @@ arguments.b) }}`` stays a number). Expressions are paths into the request
 context, literals and calls of a fixed set of pure helpers: there is no
 attribute access on Python objects, no code execution and no file or
 environment access. Parsed once per string and cached.
+
+Templates run on client data, so every helper is total: whatever a request
+holds, a helper returns a JSON value within the bounds below or raises
+``TemplateError`` (which the engine answers with -32602). The bounds:
+
+- a string a helper builds, and a rendered template string, has at most
+  ``MAX_TEXT`` characters;
+- an integer result has at most ``MAX_INT_DIGITS`` digits (the interpreter's
+  default limit for turning integers into text); a float result is finite;
+- an expression nests at most ``MAX_NESTING`` calls or brackets deep, and a
+  number literal has at most ``MAX_INT_DIGITS`` digits.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
 from typing import Any, Callable
 
-_TAG = re.compile(r"\{\{(.*?)\}\}", re.S)
+MAX_TEXT = 4 * 1024 * 1024
+MAX_INT_DIGITS = 4300
+MAX_NESTING = 32
+_MAX_INT_BITS = math.floor(MAX_INT_DIGITS * math.log2(10))  # below 10**4300: at most 4300 digits
+
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)|(?P<str>'[^']*'|\"[^\"]*\")|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[.,()\[\]]))"
 )
+_INDEX = re.compile(r"-?[0-9]{1,9}")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?P<frac>\.[0-9]+)?(?P<exp>[eE][-+]?[0-9]+)?")
 
 
 class TemplateError(ValueError):
-    """A template that cannot be parsed (reported by ``mockmcp check``)."""
+    """A template that cannot be parsed (``mockmcp check``), or request values it cannot use (-32602)."""
 
 
-def _num(x: Any) -> float | int:
-    if type(x) in (int, float):
-        return x
-    if type(x) is str:
-        try:
-            return int(x)
-        except ValueError:
-            return float(x)
-    raise TemplateError(f"not a number: {x!r}")
+def _clip(value: Any) -> str:
+    """A short repr for messages: a value from a request may be megabytes long."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _text(x: Any) -> str:
-    if x is None:
+def _bounded_int(value: int) -> int:
+    if value.bit_length() > _MAX_INT_BITS:
+        raise TemplateError(f"the integer result has more than {MAX_INT_DIGITS} digits")
+    return value
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        # JSON has no NaN or Infinity (add(1e308, 1e308)): the reply could not be written
+        raise TemplateError(f"the result {value} is not a JSON number")
+    return value
+
+
+def _text_bound(length: int) -> None:
+    if length > MAX_TEXT:
+        raise TemplateError(f"the text would have {length} characters, more than {MAX_TEXT}")
+
+
+def to_number(value: Any) -> float | int:
+    """A number, or a decimal number written as text (JSON's syntax: no ``nan``, ``1_000``, ``0x1``)."""
+    if type(value) is int:
+        return _bounded_int(value)
+    if type(value) is float:
+        return _finite(value)
+    if type(value) is str:
+        text = value.strip()
+        m = _NUMBER.fullmatch(text)
+        if m is None:
+            raise TemplateError(f"not a number: {_clip(value)}")
+        if m.group("frac") or m.group("exp"):
+            return _finite(float(text))
+        if len(text.lstrip("-")) > MAX_INT_DIGITS:
+            raise TemplateError(f"the number {_clip(value)} has more than {MAX_INT_DIGITS} digits")
+        return int(text)
+    raise TemplateError(f"not a number: {_clip(value)}")
+
+
+def to_text(value: Any) -> str:
+    """How a value reads inside text: ``null`` is empty, numbers as JSON writes them, containers as JSON."""
+    if value is None:
         return ""
-    if isinstance(x, str):
-        return x
-    if isinstance(x, bool):
-        return "true" if x else "false"
-    if isinstance(x, (int, float)):
-        return repr(x) if isinstance(x, float) and not x.is_integer() else str(int(x)) if isinstance(x, float) else str(x)
-    return json.dumps(x, separators=(",", ":"), ensure_ascii=False)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# The names the engine used before they were public; the lead removes them once it switched.
+_num = to_number
+_text = to_text
 
 
 def _div(a: Any, b: Any) -> Any:
-    a, b = _num(a), _num(b)
+    a, b = to_number(a), to_number(b)
     if b == 0:
         raise TemplateError("division by zero")
     r = a / b
     return int(r) if r.is_integer() and type(a) is int and type(b) is int else r
 
 
+def _join_texts(texts: list[str], sep: str = "") -> str:
+    """``sep.join(texts)``, refused before it is built if it would pass ``MAX_TEXT``."""
+    _text_bound(sum(map(len, texts)) + len(sep) * max(len(texts) - 1, 0))
+    return sep.join(texts)
+
+
+def _join(xs: Any, sep: Any = ", ") -> str:
+    if xs is None:
+        return ""
+    if type(xs) is not list:
+        raise TemplateError(f"join() needs a list, not {_clip(xs)}")
+    return _join_texts([to_text(x) for x in xs], to_text(sep))
+
+
+def _length(x: Any) -> int:
+    return len(x) if isinstance(x, (str, list, dict)) else 0
+
+
 HELPERS: dict[str, Callable[..., Any]] = {
-    "add": lambda *xs: sum(_num(x) for x in xs),
-    "sub": lambda a, b: _num(a) - _num(b),
-    "mul": lambda a, b: _num(a) * _num(b),
+    "add": lambda *xs: sum(to_number(x) for x in xs),
+    "sub": lambda a, b: to_number(a) - to_number(b),
+    "mul": lambda a, b: to_number(a) * to_number(b),
     "div": _div,
-    "neg": lambda a: -_num(a),
-    "concat": lambda *xs: "".join(_text(x) for x in xs),
-    "upper": lambda s: _text(s).upper(),
-    "lower": lambda s: _text(s).lower(),
-    "length": lambda x: len(x) if isinstance(x, (str, list, dict)) else 0,
+    "neg": lambda a: -to_number(a),
+    "concat": lambda *xs: _join_texts([to_text(x) for x in xs]),
+    "upper": lambda s: to_text(s).upper(),
+    "lower": lambda s: to_text(s).lower(),
+    "length": _length,
     "json": lambda x: json.dumps(x, separators=(",", ":"), ensure_ascii=False),
     "default": lambda x, d: d if x is None else x,
-    "join": lambda xs, sep=", ": _text(sep).join(_text(x) for x in (xs or [])),
-    "string": _text,
-    "number": _num,
+    "join": _join,
+    "string": to_text,
+    "number": to_number,
 }
 
-Expr = tuple  # ("lit", v) | ("path", [parts]) | ("call", name, [args])
+Expr = tuple[Any, ...]  # ("lit", v) | ("path", [parts]) | ("call", name, [args])
+_Tokens = list[tuple[str, str]]
 
 
-def _tokens(src: str) -> list[tuple[str, str]]:
+def _tokens(src: str) -> _Tokens:
     pos, out = 0, []
     src = src.strip()
     while pos < len(src):
         m = _TOKEN.match(src, pos)
         if not m or m.end() == pos:
-            raise TemplateError(f"cannot parse {src!r} at {src[pos:]!r}")
+            raise TemplateError(f"cannot parse {_clip(src)} at {_clip(src[pos:])}")
         kind = m.lastgroup or "op"
         out.append((kind, m.group(kind)))
         pos = m.end()
@@ -95,53 +172,84 @@ def parse_expr(src: str) -> Expr:
     toks = _tokens(src)
     if not toks:
         raise TemplateError("empty expression {{ }}")
-    expr, i = _parse(toks, 0, src)
+    expr, i = _parse(toks, 0, src, 0)
     if i != len(toks):
-        raise TemplateError(f"unexpected {toks[i][1]!r} in {src.strip()!r}")
+        raise TemplateError(f"unexpected {_clip(toks[i][1])} in {_clip(src.strip())}")
     return expr
 
 
-def _parse(toks: list[tuple[str, str]], i: int, src: str) -> tuple[Expr, int]:
+def _literal_number(text: str) -> float | int:
+    if len(text) > MAX_INT_DIGITS + 1:
+        raise TemplateError(f"the number literal {_clip(text)} has more than {MAX_INT_DIGITS} digits")
+    if any(c in text for c in ".eE"):
+        value = float(text)
+        if not math.isfinite(value):
+            raise TemplateError(f"the number literal {_clip(text)} is beyond a double's range")
+        return value
+    return int(text)
+
+
+def _unknown_helper(name: str) -> TemplateError:
+    close = difflib.get_close_matches(name, HELPERS, n=1)
+    if close:
+        return TemplateError(f"unknown helper {name!r}; did you mean {close[0]!r}?")
+    return TemplateError(f"unknown helper {name!r} (known: {', '.join(sorted(HELPERS))})")
+
+
+def _parse(toks: _Tokens, i: int, src: str, depth: int) -> tuple[Expr, int]:
+    if depth > MAX_NESTING:
+        raise TemplateError(f"expression nested more than {MAX_NESTING} calls deep in {_clip(src.strip())}")
     if i >= len(toks):
-        raise TemplateError(f"incomplete expression {src.strip()!r}")
+        raise TemplateError(f"incomplete expression {_clip(src.strip())}")
     kind, val = toks[i]
     if kind == "num":
-        return ("lit", float(val) if any(c in val for c in ".eE") else int(val)), i + 1
+        return ("lit", _literal_number(val)), i + 1
     if kind == "str":
         return ("lit", val[1:-1]), i + 1
     if kind != "name":
-        raise TemplateError(f"unexpected {val!r} in {src.strip()!r}")
+        raise TemplateError(f"unexpected {val!r} in {_clip(src.strip())}")
     if val in ("true", "false", "null"):
         return ("lit", {"true": True, "false": False, "null": None}[val]), i + 1
     if i + 1 < len(toks) and toks[i + 1][1] == "(":
-        if val not in HELPERS:
-            raise TemplateError(f"unknown helper {val!r} (known: {', '.join(sorted(HELPERS))})")
-        args: list[Expr] = []
-        i += 2
+        return _parse_call(toks, i, src, depth)
+    return _parse_path(toks, i, src)
+
+
+def _parse_call(toks: _Tokens, i: int, src: str, depth: int) -> tuple[Expr, int]:
+    name = toks[i][1]
+    if name not in HELPERS:
+        raise _unknown_helper(name)
+    args: list[Expr] = []
+    i += 2
+    if i < len(toks) and toks[i][1] == ")":
+        return ("call", name, args), i + 1
+    while True:
+        arg, i = _parse(toks, i, src, depth + 1)
+        args.append(arg)
+        if i < len(toks) and toks[i][1] == ",":
+            i += 1
+            continue
         if i < len(toks) and toks[i][1] == ")":
-            return ("call", val, args), i + 1
-        while True:
-            arg, i = _parse(toks, i, src)
-            args.append(arg)
-            if i < len(toks) and toks[i][1] == ",":
-                i += 1
-                continue
-            if i < len(toks) and toks[i][1] == ")":
-                return ("call", val, args), i + 1
-            raise TemplateError(f"expected ',' or ')' in {src.strip()!r}")
-    parts: list[Any] = [val]
+            return ("call", name, args), i + 1
+        raise TemplateError(f"expected ',' or ')' in {_clip(src.strip())}")
+
+
+def _parse_path(toks: _Tokens, i: int, src: str) -> tuple[Expr, int]:
+    parts: list[Any] = [toks[i][1]]
     i += 1
     while i < len(toks) and toks[i][1] in (".", "["):
         if toks[i][1] == ".":
             if i + 1 >= len(toks) or toks[i + 1][0] not in ("name", "num"):
-                raise TemplateError(f"expected a name after '.' in {src.strip()!r}")
+                raise TemplateError(f"expected a name after '.' in {_clip(src.strip())}")
             parts.append(toks[i + 1][1])
             i += 2
         else:
             if i + 2 >= len(toks) or toks[i + 2][1] != "]" or toks[i + 1][0] not in ("num", "str"):
-                raise TemplateError(f"expected [index] in {src.strip()!r}")
-            k = toks[i + 1][1]
-            parts.append(int(k) if toks[i + 1][0] == "num" else k[1:-1])
+                raise TemplateError(f"expected [index] in {_clip(src.strip())}")
+            kind, k = toks[i + 1]
+            if kind == "num" and not _INDEX.fullmatch(k):
+                raise TemplateError(f"an index must be an integer of at most 9 digits, not {_clip(k)}")
+            parts.append(int(k) if kind == "num" else k[1:-1])
             i += 3
     return ("path", parts), i
 
@@ -151,29 +259,72 @@ def evaluate(expr: Expr, ctx: dict[str, Any]) -> Any:
     if kind == "lit":
         return expr[1]
     if kind == "path":
-        cur: Any = ctx
-        for part in expr[1]:
-            if isinstance(cur, dict):
-                cur = cur.get(part if isinstance(part, str) else str(part))
-            elif isinstance(cur, list):
-                try:
-                    cur = cur[int(part)]
-                except (ValueError, IndexError):
-                    return None
-            else:
-                return None
-        return cur
+        return _lookup(expr[1], ctx)
+    name = expr[1]
     args = [evaluate(a, ctx) for a in expr[2]]
     try:
-        result = HELPERS[expr[1]](*args)
-    except TemplateError:
-        raise
-    except (TypeError, ValueError) as exc:  # wrong arguments, or a value that is no number ("x" in add)
-        raise TemplateError(f"{expr[1]}(): {exc}") from None
-    if type(result) is float and not math.isfinite(result):
-        # JSON has no NaN or Infinity (add(1e308, 1e308), number('nan')): the reply could not be written
-        raise TemplateError(f"{expr[1]}(): the result {result} is not a JSON number")
+        result = HELPERS[name](*args)
+    except TemplateError as exc:
+        raise TemplateError(f"{name}(): {exc}") from None
+    except TypeError as exc:  # the wrong number of arguments
+        raise TemplateError(f"{name}(): {exc}") from None
+    except OverflowError:  # an integer too large for a float: add(1.5, 10**400), div(10**400, 3)
+        raise TemplateError(f"{name}(): the result is beyond a double's range") from None
+    return _checked(name, result)
+
+
+def _checked(name: str, result: Any) -> Any:
+    """A helper's result within the documented bounds, or ``TemplateError``."""
+    try:
+        match result:
+            case bool():
+                return result
+            case int():
+                return _bounded_int(result)
+            case float():
+                return _finite(result)
+            case str():
+                _text_bound(len(result))
+    except TemplateError as exc:
+        raise TemplateError(f"{name}(): {exc}") from None
     return result
+
+
+def _lookup(parts: list[Any], ctx: dict[str, Any]) -> Any:
+    cur: Any = ctx
+    for part in parts:
+        if isinstance(cur, dict):
+            cur = cur.get(part if isinstance(part, str) else str(part))
+        elif isinstance(cur, list):
+            index = part if type(part) is int else _index(part)
+            if index is None or not -len(cur) <= index < len(cur):
+                return None
+            cur = cur[index]
+        else:
+            return None
+    return cur
+
+
+def _index(part: str) -> int | None:
+    """``list.0``: a name part that reads as an index."""
+    return int(part) if _INDEX.fullmatch(part) else None
+
+
+def _scan(src: str) -> list[str]:
+    """Split ``src`` into literal text and the sources of its ``{{ }}`` tags (odd positions), in linear time."""
+    pieces: list[str] = []
+    pos = 0
+    while True:
+        start = src.find("{{", pos)
+        if start < 0:
+            pieces.append(src[pos:])
+            return pieces
+        end = src.find("}}", start + 2)
+        if end < 0:
+            # most likely a typo; silently sending it as text would hide it
+            raise TemplateError(f"unclosed '{{{{' in {_clip(src)}")
+        pieces += [src[pos:start], src[start + 2 : end]]
+        pos = end + 2
 
 
 class Template:
@@ -182,29 +333,23 @@ class Template:
     __slots__ = ("whole", "parts")
 
     def __init__(self, src: str) -> None:
-        m = _TAG.fullmatch(src)
-        if m and ("{{" in m.group(1) or "}}" in m.group(1)):
-            m = None  # "{{ a }} and {{ b }}" is two tags, not one whole-string expression
-        self.whole: Expr | None = parse_expr(m.group(1)) if m else None
+        pieces = _scan(src)
+        self.whole: Expr | None = None
         self.parts: list[str | Expr] = []
-        if self.whole is None:
-            pos = 0
-            for m in _TAG.finditer(src):
-                if m.start() > pos:
-                    self.parts.append(src[pos : m.start()])
-                self.parts.append(parse_expr(m.group(1)))
-                pos = m.end()
-            if pos < len(src):
-                self.parts.append(src[pos:])
-            for part in self.parts:
-                if isinstance(part, str) and "{{" in part:
-                    # most likely a typo; silently sending it as text would hide it
-                    raise TemplateError(f"unclosed '{{{{' in {src!r}")
+        if len(pieces) == 3 and pieces[0] == pieces[2] == "":
+            self.whole = parse_expr(pieces[1])  # exactly one tag: the value keeps its JSON type
+            return
+        for n, piece in enumerate(pieces):
+            if n % 2:
+                self.parts.append(parse_expr(piece))
+            elif piece:
+                self.parts.append(piece)
 
     def render(self, ctx: dict[str, Any]) -> Any:
         if self.whole is not None:
             return evaluate(self.whole, ctx)
-        return "".join(p if isinstance(p, str) else _text(evaluate(p, ctx)) for p in self.parts)
+        texts = [p if isinstance(p, str) else to_text(evaluate(p, ctx)) for p in self.parts]
+        return _join_texts(texts)
 
 
 def has_template(value: Any) -> bool:
@@ -228,14 +373,20 @@ def compile_string(src: str) -> Template:
 
 
 def render(value: Any, ctx: dict[str, Any]) -> Any:
-    """Render every template string inside a JSON value (keys included)."""
+    """Render every template string inside a JSON value (keys included, always as text)."""
     if isinstance(value, str):
         return compile_string(value).render(ctx) if "{{" in value else value
     if isinstance(value, dict):
-        return {(render(k, ctx) if "{{" in k else k): render(v, ctx) for k, v in value.items()}
+        return {(_render_key(k, ctx) if "{{" in k else k): render(v, ctx) for k, v in value.items()}
     if isinstance(value, list):
         return [render(v, ctx) for v in value]
     return value
+
+
+def _render_key(key: str, ctx: dict[str, Any]) -> str:
+    """A key is text: ``{{ arguments.k }}`` with a list in ``k`` must not make an unhashable key."""
+    value = compile_string(key).render(ctx)
+    return value if type(value) is str else to_text(value)
 
 
 def check(value: Any) -> list[str]:
@@ -254,3 +405,4 @@ def check(value: Any) -> list[str]:
         for v in value:
             errors += check(v)
     return errors
+

@@ -13,12 +13,13 @@ from typing import Any
 from mockmcp.actions import Cancel, Dribble, Emit, Exit, Park, Plan, Send, Sleep, Stderr, WriteRaw
 from mockmcp.connection import Connection
 from mockmcp.engine import Engine
+from mockmcp.run import new_engine
 from mockmcp.loader import load_text
 
 
 def engine_for(yaml_text: str, **kw: Any) -> Engine:
     scenario, _ = load_text(yaml_text, "<test>")
-    return Engine(scenario, **kw)
+    return new_engine(scenario, **kw)
 
 
 class FakeLink:
@@ -58,7 +59,9 @@ class FakeLink:
                 self.conn.finished(out.request_id)
             return
         clock = 0.0
-        for action in out.actions:
+        for action in out.all_actions():
+            if action is None:
+                continue
             if isinstance(action, Send):
                 self._write(clock, action.data)
             elif isinstance(action, Sleep):

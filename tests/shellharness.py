@@ -15,6 +15,7 @@ import trio.testing
 
 from mockmcp.connection import Connection
 from mockmcp.engine import Engine
+from mockmcp.run import new_engine
 from mockmcp.loader import load, load_text
 from mockmcp.server import Shell, StderrLog
 
@@ -24,7 +25,7 @@ def scenario_engine(name_or_yaml: str, **kw: Any) -> Engine:
         scenario, _ = load_text(name_or_yaml, "<test>")
     else:
         scenario, _ = load(name_or_yaml, use_cache=False)
-    return Engine(scenario, **kw)
+    return new_engine(scenario, **kw)
 
 
 class Harness:

@@ -17,13 +17,14 @@ from fakelink import FakeLink
 
 from mockmcp import errors, jsonrpc
 from mockmcp.engine import Engine
+from mockmcp.run import new_engine
 from mockmcp.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
 from mockmcp.loader import load
 
 
 def default_link(**kw) -> FakeLink:
     scenario, _ = load("default", use_cache=False)
-    return FakeLink(Engine(scenario), **kw)
+    return FakeLink(new_engine(scenario), **kw)
 
 
 def call(rid, tool, arguments_json: str) -> bytes:
@@ -40,11 +41,12 @@ def discover(rid) -> bytes:
 
 # Hostile lines, each with the error code it must get (None: a valid answer is fine too).
 HOSTILE: list[tuple[str, bytes, int]] = [
-    ("nested 100k deep", b"[" * 100_000 + b"]" * 100_000 + b"\n", -32700),
-    ("nested objects 50k deep", b'{"a":' * 50_000 + b"1" + b"}" * 50_000 + b"\n", -32700),
-    ("huge float", call(1, "echo", '{"text": 1e400}'), -32700),
-    ("huge negative float", b'{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"x":-1e999}}\n', -32700),
-    ("integer with 100k digits", call(3, "add", '{"a": %s, "b": 1}' % ("9" * 100_000)), -32700),
+    # Valid JSON past the limits (nesting, numbers) is no parse error: -32600, or -32602 with the id.
+    ("nested 100k deep", b"[" * 100_000 + b"]" * 100_000 + b"\n", -32600),
+    ("nested objects 50k deep", b'{"a":' * 50_000 + b"1" + b"}" * 50_000 + b"\n", -32600),
+    ("huge float", call(1, "echo", '{"text": 1e400}'), -32602),
+    ("huge negative float", b'{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"x":-1e999}}\n', -32602),
+    ("integer with 100k digits", call(3, "add", '{"a": %s, "b": 1}' % ("9" * 100_000)), -32602),
     ("invalid UTF-8", b'{"jsonrpc":"2.0","id":4,"method":"\xff\xfe\xfd"}\n', -32700),
     ("truncated UTF-8", b'{"jsonrpc":"2.0","id":5,"method":"tools/list\xe2\x82"}\n', -32700),
     ("NUL bytes", b"\x00\x00\x00\n", -32700),

@@ -42,7 +42,7 @@ async def test_cancel_stops_the_script_at_once(schema, autojump_clock):
         await h.send(cancelled(1, "user pressed stop"))
         after = await h.quiet_for(60)  # twice the tool's whole run
         assert after == []  # no progress, no response
-        assert 1 not in h.engine.in_flight
+        assert 1 not in h.engine.session.in_flight
         # The server lives on and answers other requests.
         await h.send(quick(2))
         msg = await h.next()

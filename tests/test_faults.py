@@ -16,6 +16,7 @@ from conftest import SCENARIOS, request
 from fakelink import FakeLink, engine_for
 from mockmcp.actions import CloseStdout, Dribble, Exit, Park, Sleep, Stderr, StopReading, WriteRaw
 from mockmcp.engine import Engine
+from mockmcp.run import new_engine
 from mockmcp.loader import load
 
 
@@ -25,7 +26,7 @@ def call(rid: Any, name: str, **args: Any) -> dict[str, Any]:
 
 def bundled(name: str, **kw: Any) -> Engine:
     scenario, _ = load(SCENARIOS / f"{name}.yaml", use_cache=False)
-    return Engine(scenario, **kw)
+    return new_engine(scenario, **kw)
 
 
 def plan_for(engine: Engine, msg: dict[str, Any]) -> Any:
@@ -319,7 +320,7 @@ def test_a_notification_rule_may_only_lie_and_replaces_the_builtin_handling():
     link.send(call(1, "t"))
     out = link.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
     assert out == [{"jsonrpc": "2.0", "id": None, "result": {"resultType": "complete"}}]
-    assert 1 in engine.in_flight  # the rule replaced the cancellation
+    assert 1 in engine.session.in_flight  # the rule replaced the cancellation
 
 
 # ------------------------------------------------------------ over the real shell (memory streams, virtual clock)

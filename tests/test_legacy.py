@@ -13,6 +13,7 @@ from conftest import SCENARIOS, request
 from fakelink import FakeLink, engine_for
 from mockmcp.actions import Exit, Park
 from mockmcp.engine import Engine
+from mockmcp.run import new_engine
 from mockmcp.loader import load
 
 INIT = {
@@ -29,7 +30,7 @@ def legacy_call(rid: Any, name: str, **args: Any) -> dict[str, Any]:
 
 def bundled(name: str) -> FakeLink:
     scenario, _ = load(SCENARIOS / f"{name}.yaml", use_cache=False)
-    return FakeLink(Engine(scenario))
+    return FakeLink(new_engine(scenario))
 
 
 def test_legacy_answers_discover_with_method_not_found_before_and_after_initialize(schema):

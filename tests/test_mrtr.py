@@ -12,6 +12,7 @@ from conftest import request
 from fakelink import FakeLink, engine_for
 
 from mockmcp.engine import Engine
+from mockmcp.run import new_engine
 from mockmcp.loader import load
 from mockmcp.problems import LoadError
 
@@ -26,7 +27,7 @@ class Caller:
 
     def __init__(self, schema: Any, engine: Engine | None = None) -> None:
         self.schema = schema
-        self.link = FakeLink(engine or Engine(load("mrtr", use_cache=False)[0]))
+        self.link = FakeLink(engine or new_engine(load("mrtr", use_cache=False)[0]))
         self.next_id = 1
 
     def send(self, method: str, target: str, args: dict[str, Any] | None = None, caps: Any = ALL,

@@ -15,13 +15,14 @@ from fakelink import FakeLink, engine_for
 from shellharness import Harness, response_to, scenario_engine
 
 from mockmcp.engine import Engine
+from mockmcp.run import new_engine
 from mockmcp.loader import load, load_text
 
 LOG_META = "io.modelcontextprotocol/logLevel"
 
 
 def progress_link(**kw) -> FakeLink:
-    return FakeLink(Engine(load("progress", use_cache=False)[0], **kw))
+    return FakeLink(new_engine(load("progress", use_cache=False)[0], **kw))
 
 
 def slow(rid, steps=None, **meta):

@@ -16,6 +16,7 @@ from conftest import META, request
 from fakelink import FakeLink, engine_for
 
 from mockmcp.engine import Engine
+from mockmcp.run import new_engine
 from mockmcp.loader import load
 
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
@@ -25,7 +26,7 @@ CC = "io.modelcontextprotocol/clientCapabilities"
 
 def default_link() -> FakeLink:
     scenario, _ = load("default", use_cache=False)
-    return FakeLink(Engine(scenario))
+    return FakeLink(new_engine(scenario))
 
 
 def checked(schema: Any, link: FakeLink, *messages: Any) -> list[dict[str, Any]]:
@@ -548,9 +549,9 @@ def test_duplicate_in_flight_id_is_rejected_and_the_original_unaffected(schema):
     err = one(schema, link, request(1, "tools/call", {"name": "fast"}))
     assert err["id"] == 1 and error_of(err)["code"] == -32600
     # the original is still in flight, and still cancellable by its id
-    assert 1 in link.open and 1 in link.engine.in_flight
+    assert 1 in link.open and 1 in link.engine.session.in_flight
     link.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
-    assert 1 not in link.engine.in_flight
+    assert 1 not in link.engine.session.in_flight
     # once it is over, the id may be used again
     ok = one(schema, link, request(1, "tools/call", {"name": "fast"}))
     assert ok["result"]["content"][0]["text"] == "fast"
@@ -668,7 +669,7 @@ def _scenario(name: str) -> Any:
     messages=st.lists(_message | st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"") + b"\n"), min_size=1, max_size=6),
 )
 def test_fuzzed_input_never_breaks_the_core(schema, scenario, messages):
-    link = FakeLink(Engine(_scenario(scenario)))
+    link = FakeLink(new_engine(_scenario(scenario)))
     # the method each response answers, where the id says it unambiguously
     methods: dict[Any, str | None] = {}
     for m in messages:

@@ -2,7 +2,7 @@
 
 ``mockmcp/replies.py`` pre-encodes one-step answers with holes for the request
 id and template values. These tests run the same requests through two engines,
-one with compiling turned off (``engine._replies = None``), and compare every
+one with compiling turned off (``compile_replies=False``), and compare every
 byte written: over synthetic rules with every kind of hole, over arbitrary
 request values (hypothesis), and over every bundled scenario.
 """
@@ -19,8 +19,8 @@ from hypothesis import given, settings, strategies as st
 from conftest import META, SCENARIOS
 from fakelink import FakeLink, engine_for
 from mockmcp.engine import Engine
+from mockmcp.run import new_engine
 from mockmcp.loader import load
-from mockmcp.replies import CompiledReply
 
 SCENARIO = """
 mockmcp: 1
@@ -71,8 +71,8 @@ methods:
 
 
 def pair(text: str = SCENARIO, **kw: Any) -> tuple[FakeLink, FakeLink]:
-    compiled, general = engine_for(text, seed=1, state_key=b"k", **kw), engine_for(text, seed=1, state_key=b"k", **kw)
-    general._replies = None
+    compiled = engine_for(text, seed=1, state_key=b"k", **kw)
+    general = engine_for(text, seed=1, state_key=b"k", compile_replies=False, **kw)
     return FakeLink(compiled), FakeLink(general)
 
 
@@ -97,7 +97,8 @@ def same(links: tuple[FakeLink, FakeLink], *lines: bytes) -> list[bytes]:
 
 
 def compiled_count(link: FakeLink) -> int:
-    return sum(1 for _, reply in (link.engine._replies or {}).values() if isinstance(reply, CompiledReply))
+    replies = link.engine.services.steps.replies
+    return 0 if replies is None else replies.compiled()
 
 
 JSON = st.recursive(
@@ -118,7 +119,9 @@ def test_arbitrary_values_give_the_same_bytes(rid: Any, v: Any) -> None:
         for mode in ("meta", "typed", "plain")
     ]
     same(links, *lines)
-    assert compiled_count(links[0]) == 6  # echo, inline, static, three structured rules ("two" is not)
+    # echo, inline, static, three structured rules, and the final step of "two": every final
+    # text/result step compiles, wherever it stands in its rule
+    assert compiled_count(links[0]) == 7
 
 
 def test_every_kind_of_hole_is_compiled_and_matches() -> None:
@@ -150,7 +153,6 @@ def test_what_is_not_compiled_takes_the_general_path() -> None:
     same(
         links,
         call(1, "tools/call", {"name": "keyed", "arguments": {"k": "dyn"}}),  # a templated key
-        call(2, "tools/call", {"name": "two", "arguments": {"v": "x"}}),  # two steps
     )
     assert compiled_count(links[0]) == 0
     assert json.loads(links[0].written[0])["result"]["structuredContent"] == {"dyn": 1}
@@ -210,14 +212,14 @@ BUNDLED = sorted(p.stem for p in SCENARIOS.glob("*.yaml"))
 @pytest.mark.parametrize("name", BUNDLED)
 def test_bundled_scenarios_write_the_same_bytes(name: str) -> None:
     scenario, _ = load(str(SCENARIOS / f"{name}.yaml"))
-    a, b = FakeLink(Engine(scenario, seed=7, state_key=b"k")), FakeLink(Engine(scenario, seed=7, state_key=b"k"))
-    b.engine._replies = None
+    a = FakeLink(new_engine(scenario, seed=7, state_key=b"k"))
+    b = FakeLink(new_engine(scenario, seed=7, state_key=b"k", compile_replies=False))
     same((a, b), *_requests_for(scenario) * 2)  # twice: counters, sequences and states move on
     assert a.exits == b.exits
 
 
 def test_the_default_scenario_answers_echo_compiled() -> None:
     scenario, _ = load(str(SCENARIOS / "default.yaml"))
-    link = FakeLink(Engine(scenario))
+    link = FakeLink(new_engine(scenario))
     feed(link, call(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}))
     assert compiled_count(link) == 1

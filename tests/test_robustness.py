@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from mockmcp import errors, jsonrpc
 from mockmcp.connection import Connection
 from mockmcp.engine import Engine
+from mockmcp.run import new_engine
 from mockmcp.framing import LineFramer, Oversized
 from mockmcp.loader import load
 
@@ -173,7 +174,7 @@ def session(draw) -> tuple[list[bytes], dict[str, str]]:
 def test_every_well_formed_request_is_answered_once_with_valid_json(schema, s, cuts, crlf):
     lines, expected = s
     data = (b"\r\n" if crlf else b"\n").join(lines) + b"\n"
-    link = FakeLink(Engine(_DEFAULT))
+    link = FakeLink(new_engine(_DEFAULT))
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
     for a, b in zip(points, points[1:]):
         link.send(data[a:b])  # nothing may escape Connection
@@ -194,14 +195,14 @@ def test_every_well_formed_request_is_answered_once_with_valid_json(schema, s, c
 @SETTINGS
 @given(lines=st.lists(garbage_line, max_size=30))
 def test_the_engine_raises_only_client_errors(lines):
-    engine = Engine(_DEFAULT)
+    engine = new_engine(_DEFAULT)
     for line in lines:
         try:
             msg = jsonrpc.decode(line)
             engine.handle(msg)
         except errors.ClientError:
             pass
-    conn = Connection(Engine(_DEFAULT))
+    conn = Connection(new_engine(_DEFAULT))
     for line in lines:
         conn.receive_data(line + b"\n")  # the boundary: nothing escapes
     conn.receive_eof()

@@ -7,10 +7,10 @@ from mockmcp.loader import load
 
 
 def default_link() -> FakeLink:
-    from mockmcp.engine import Engine
+    from mockmcp.run import new_engine
 
     scenario, _ = load("default", use_cache=False)
-    return FakeLink(Engine(scenario))
+    return FakeLink(new_engine(scenario))
 
 
 def test_echo_and_discover(schema):

@@ -14,13 +14,14 @@ from fakelink import FakeLink, engine_for
 from shellharness import Harness, scenario_engine
 
 from mockmcp.engine import Engine
+from mockmcp.run import new_engine
 from mockmcp.loader import load, load_text
 
 SUB = "io.modelcontextprotocol/subscriptionId"
 
 
 def sub_link(**kw) -> FakeLink:
-    return FakeLink(Engine(load("subscriptions", use_cache=False)[0], **kw))
+    return FakeLink(new_engine(load("subscriptions", use_cache=False)[0], **kw))
 
 
 def listen(rid, **notifications):
@@ -154,7 +155,7 @@ subscriptions:
     assert times == [0.0, 0.1, 0.25, 0.3, 0.5, 0.55]
     assert out[-1] == {"jsonrpc": "2.0", "id": "s1",
                        "result": {"resultType": "complete", "_meta": {SUB: "s1", "io.modelcontextprotocol/serverInfo": out[-1]["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]}}}
-    assert "s1" not in link.engine.subscriptions  # ended: later events go nowhere
+    assert "s1" not in link.engine.session.subscriptions  # ended: later events go nowhere
 
 
 def test_server_ends_a_stream_with_cancelled(schema):

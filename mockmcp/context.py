@@ -1,0 +1,125 @@
+"""The request context: what one request says, decoded once, and what its handling learns.
+
+Handlers, rule selection, step expansion and templates all look at the same
+request; ``RequestContext`` holds it with typed fields instead of a free
+dict. What handling learns on the way (a resource template's variables, the
+MRTR round and answers read from ``requestState``, a loop's index, named
+state) is set through methods, which keep ``scope()`` (the namespace
+templates and ``when`` matching read) in step. Sans-I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from . import jsonrpc
+
+
+@attrs.frozen
+class Reask:
+    """A retry that left some asked inputs unanswered: ask again for those only."""
+
+    round: int
+    user_state: Any  # the scenario's own requestState text of that round
+    requests: dict[str, Any]  # the input requests still unanswered
+    answers: dict[str, Any]  # the answers given so far in this round
+
+
+@attrs.define(slots=True, eq=False)
+class RequestContext:
+    request: jsonrpc.Request
+    meta: dict[str, Any]
+    state: str
+    vars: dict[str, Any] = attrs.field(factory=dict)
+    round: int = 1
+    input_responses: dict[str, Any] = attrs.field(factory=dict)
+    missing_inputs: list[str] | None = None
+    request_state: Any = None  # the scenario's requestState text carried by a retry
+    index: int | None = None  # the repetition of the innermost loop being expanded
+    reask: Reask | None = None
+    _scope: dict[str, Any] | None = None
+
+    @property
+    def id(self) -> Any:
+        return self.request.id
+
+    @property
+    def method(self) -> str:
+        return self.request.method
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.request.params
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        args = self.request.params.get("arguments")
+        return args if type(args) is dict else {}
+
+    @property
+    def name(self) -> Any:
+        return self.request.params.get("name")
+
+    @property
+    def uri(self) -> Any:
+        return self.request.params.get("uri")
+
+    # ------------------------------------------------------------ what handling learns
+
+    def set_vars(self, values: dict[str, Any]) -> None:
+        self.vars = values
+        self._scope = None
+
+    def set_rounds(
+        self,
+        round: int,
+        responses: dict[str, Any],
+        *,
+        missing: list[str] | None = None,
+        request_state: Any = None,
+        reask: Reask | None = None,
+    ) -> None:
+        self.round = round
+        self.input_responses = responses
+        self.missing_inputs = missing
+        self.request_state = request_state
+        self.reask = reask
+        self._scope = None
+
+    def set_state(self, state: str) -> None:
+        self.state = state
+        if self._scope is not None:
+            self._scope["state"] = state
+
+    def set_index(self, index: int | None) -> None:
+        self.index = index
+        if self._scope is not None:
+            self._scope["index"] = index
+
+    # ------------------------------------------------------------ the template namespace
+
+    def scope(self) -> dict[str, Any]:
+        """The names templates and ``when`` conditions see (built once, kept in step)."""
+        scope = self._scope
+        if scope is None:
+            scope = self._scope = {
+                "id": self.request.id,
+                "method": self.request.method,
+                "params": self.request.params,
+                "meta": self.meta,
+                "arguments": self.arguments,
+                "name": self.name,
+                "uri": self.uri,
+                "vars": self.vars,
+                "round": self.round,
+                "inputResponses": self.input_responses,
+                "state": self.state,
+            }
+            if self.index is not None:
+                scope["index"] = self.index
+            if self.missing_inputs is not None:
+                scope["missingInputs"] = self.missing_inputs
+                scope["requestState"] = self.request_state
+        return scope

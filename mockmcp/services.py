@@ -1,0 +1,113 @@
+"""What a method handler may use: the narrow interface between handlers and the core.
+
+Handlers (``methods``, and ``legacy`` around them) see the scenario's
+primitives, the envelope, rule selection, step expansion, MRTR rounds and the
+session through this one object, never the engine. ``answer`` is the common
+path of every scripted answer: ask again for missing inputs, else the first
+matching rule's steps, else ``NoRuleMatched``. Sans-I/O.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Callable, Sequence, TypeVar
+
+from . import model
+from .actions import Plan
+from .context import RequestContext
+from .definitions import compile_uri_template
+from .envelope import Envelope
+from .rounds import Rounds
+from .select import Selector
+from .session import Session
+from .steps import Mode, StepExpander
+
+_Item = TypeVar("_Item", model.Tool, model.Prompt, model.Resource, model.ResourceTemplate)
+
+
+class Services:
+    def __init__(
+        self,
+        scenario: model.Scenario,
+        capabilities: dict[str, Any],
+        envelope: Envelope,
+        session: Session,
+        selector: Selector,
+        steps: StepExpander,
+        rounds: Rounds,
+    ) -> None:
+        self.scenario = scenario
+        self.protocol = scenario.protocol
+        self.capabilities = capabilities
+        self.envelope = envelope
+        self.session = session
+        self.selector = selector
+        self.steps = steps
+        self.rounds = rounds
+        self.tools = {t.name: t for t in scenario.tools}
+        self.prompts = {pr.name: pr for pr in scenario.prompts}
+        self.resources = {r.uri: r for r in scenario.resources}
+        self.templates = [(compile_uri_template(t.uriTemplate), t) for t in scenario.resourceTemplates]
+        self.track_unknown = False  # set by the verifier: record requests for undefined names
+        # id(item) -> (item, definition): the entry holds the item, so the id stays its own
+        self._definitions: dict[int, tuple[object, dict[str, Any]]] = {}
+        self._rule_labels: dict[int, tuple[model.Rule, str]] | None = None
+
+    # ------------------------------------------------------------ scripted answers
+
+    def answer(self, ctx: RequestContext, rules: list[model.Rule], what: str) -> Plan:
+        """The answer of the first rule matching (``what`` names the primitive, for errors)."""
+        if ctx.reask is not None:
+            return self.rounds.reask(ctx, ctx.reask)
+        chosen = self.selector.require(rules, ctx, what)
+        return self.steps.expand(ctx, chosen.steps, self.rule_label(chosen.rule))
+
+    def expand(self, ctx: RequestContext, steps: list[model.Step], rule: model.Rule | None, mode: Mode = Mode.REQUEST) -> Plan:
+        return self.steps.expand(ctx, steps, None if rule is None else self.rule_label(rule), mode)
+
+    def final(self, ctx: RequestContext, result: dict[str, Any], hints: tuple[int | None, str | None] = (None, None)) -> Plan:
+        """A plan that answers at once with a complete result."""
+        env = self.envelope
+        return Plan(ctx.id, [env.final(ctx.id, env.complete(ctx.method, result, hints))], ctx.method, None, immediate=True)
+
+    # ------------------------------------------------------------ primitives
+
+    def visible(self, item: model.Tool | model.Prompt | model.Resource | model.ResourceTemplate) -> bool:
+        """Is ``item`` offered in the current named state?"""
+        return item.states is None or self.session.state in item.states
+
+    def definitions(self, items: Sequence[_Item], make: Callable[[_Item], dict[str, Any]]) -> list[dict[str, Any]]:
+        """The wire definitions of the visible ``items`` (each built once)."""
+        out = []
+        cache = self._definitions
+        for item in items:
+            if self.visible(item):
+                entry = cache.get(id(item))
+                if entry is None:
+                    entry = cache[id(item)] = (item, make(item))
+                out.append(entry[1])
+        return out
+
+    def note_unknown(self, ctx: RequestContext, kind: str, name: str, known: list[str]) -> None:
+        """Record a request for something the scenario does not define, with the closest name it does.
+
+        Only when the verifier listens (``track_unknown``): plain runs skip the name search.
+        """
+        if not self.track_unknown:
+            return
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+        miss = {"rule": close[0], "reason": f"the scenario defines no {kind} {name!r}; did you mean {close[0]!r}?"} if close else None
+        self.session.unmatched.append({"id": ctx.id, "method": ctx.method, "what": f"{kind} {name!r}", "undefined": True, "nearMiss": miss})
+
+    def rule_label(self, rule: model.Rule) -> str:
+        """A rule's name, or where it is in the scenario (``$.tools[0].replies[1]``) for the journal."""
+        if rule.name is not None:
+            return rule.name
+        labels = self._rule_labels
+        if labels is None:
+            from .check import iter_rules
+            from .problems import format_path
+
+            labels = self._rule_labels = {id(r): (r, format_path(path)) for path, _, r in iter_rules(self.scenario)}
+        entry = labels.get(id(rule))
+        return "?" if entry is None else entry[1]

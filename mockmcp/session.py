@@ -1,0 +1,109 @@
+"""What one mock server remembers between requests, in one place.
+
+The revision is stateless, but a mock needs a little memory of its own: the
+ids in flight (a reused id is an error), the open ``subscriptions/listen``
+streams and an index of them by event (so delivering an event costs the
+number of streams that want it, not the number open), the counters of rule
+targeting (``nth``/``every``/``first``/``after``, ``sequence``), the
+scenario's named state, whether a legacy handshake happened, and the requests
+no rule answered (for the verifier). Today a session lives as long as its
+process. Sans-I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from . import protocol as p
+
+
+class Subscription:
+    """One open ``subscriptions/listen`` stream and the notifications it was granted."""
+
+    __slots__ = ("id", "honored")
+
+    def __init__(self, id: Any, honored: dict[str, Any]) -> None:
+        self.id = id
+        self.honored = honored
+
+    def events(self) -> Iterator[tuple[str, str | None]]:
+        """(event, uri) keys this stream listens to; uri only for ``resources/updated``."""
+        for event, field in p.EVENT_FILTER_FIELD.items():
+            if event == "resources/updated":
+                for uri in self.honored.get(field) or ():
+                    yield event, uri
+            elif self.honored.get(field):
+                yield event, None
+
+
+class Session:
+    """Per-session state; its methods are the only code that changes it."""
+
+    def __init__(self, initial_state: str) -> None:
+        self.state = initial_state
+        self.in_flight: dict[Any, str] = {}  # request id -> method
+        self.requests_seen = 0
+        self.legacy_initialized = False
+        self.unmatched: list[dict[str, Any]] = []  # requests no rule answered, with near misses
+        self._subscriptions: dict[Any, Subscription] = {}
+        # (event, uri) -> subscription ids, in the order they opened (dicts keep order)
+        self._listeners: dict[tuple[str, str | None], dict[Any, None]] = {}
+        # id(rule) -> (rule, count): the entry holds the rule, so its id cannot be reused
+        self._matches: dict[int, tuple[object, int]] = {}  # requests each rule matched
+        self._sequence_use: dict[int, tuple[object, int]] = {}  # answers taken from its sequence
+
+    # ------------------------------------------------------------ requests
+
+    def begin(self, request_id: Any, method: str) -> None:
+        self.in_flight[request_id] = method
+
+    def finished(self, request_id: Any) -> None:
+        """A request ended (answered or cancelled): its id is free, its stream closed."""
+        self.in_flight.pop(request_id, None)
+        sub = self._subscriptions.pop(request_id, None)
+        if sub is not None:
+            for key in sub.events():
+                listeners = self._listeners.get(key)
+                if listeners is not None:
+                    listeners.pop(request_id, None)
+                    if not listeners:
+                        del self._listeners[key]
+
+    # ------------------------------------------------------------ subscriptions
+
+    def subscribe(self, sub: Subscription) -> None:
+        self._subscriptions[sub.id] = sub
+        for key in sub.events():
+            self._listeners.setdefault(key, {})[sub.id] = None
+
+    @property
+    def subscriptions(self) -> dict[Any, Subscription]:
+        return self._subscriptions
+
+    def listeners(self, event: str, uri: str | None, only: Any = None, has_only: bool = False) -> list[Any]:
+        """The ids of the open streams that want this event (just ``only``, when given)."""
+        ids = self._listeners.get((event, uri if event == "resources/updated" else None))
+        if not ids:
+            return []
+        if has_only:
+            return [only] if only in ids else []
+        return list(ids)
+
+    # ------------------------------------------------------------ rule counters
+
+    def count_match(self, rule: object) -> int:
+        """Count one more request matched by ``rule``; the new count."""
+        entry = self._matches.get(id(rule))
+        count = 1 if entry is None else entry[1] + 1
+        self._matches[id(rule)] = (rule, count)
+        return count
+
+    def take_sequence(self, rule: object) -> int:
+        """How many answers ``rule``'s sequence gave before this one."""
+        entry = self._sequence_use.get(id(rule))
+        used = 0 if entry is None else entry[1]
+        self._sequence_use[id(rule)] = (rule, used + 1)
+        return used
+
+    def set_state(self, state: str) -> None:
+        self.state = state

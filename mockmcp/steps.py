@@ -1,0 +1,259 @@
+"""Step expansion: a rule's scripted steps, in a request's context, become a plan of actions.
+
+One ``match`` over the step classes of the model. Loops are expanded lazily:
+the first ``EAGER_BUDGET`` step evaluations are done at once (so a plan that
+only sends is written without a task, and a template error in it is answered
+as the request's error), the rest is handed to the shell as an iterator it
+pulls while it runs the plan. That keeps one request's cost bounded: a
+``loop`` of a billion never builds a billion actions, and the iterator yields
+``None`` every ``EAGER_BUDGET`` evaluations that produced nothing, so the
+shell stays responsive (signals, other requests). A client mistake met in the
+lazy part ends the plan with its error response (see ``guarded``).
+Sans-I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Iterable, Iterator
+
+from . import errors, jsonrpc, model, protocol as p, templates
+from .actions import Action, CloseStdout, Dribble, Emit, Exit, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from .context import RequestContext
+from .definitions import drop_none
+from .envelope import Envelope
+from .replies import ReplyCache
+from .rounds import Rounds
+from .select import Random
+from .session import Session
+
+EAGER_BUDGET = 256  # step evaluations done before a plan continues lazily
+MAX_REPEAT = 100_000  # a template-given loop count cannot make a plan without end
+
+
+class Mode(enum.Enum):
+    """What the steps answer: a request, a subscription stream, or a notification (no id)."""
+
+    REQUEST = "request"
+    SUBSCRIPTION = "subscription"
+    NOTIFICATION = "notification"
+
+
+class StepExpander:
+    __slots__ = ("envelope", "session", "rounds", "replies", "rng", "time_scale")
+
+    def __init__(
+        self,
+        envelope: Envelope,
+        session: Session,
+        rounds: Rounds,
+        replies: ReplyCache | None,
+        rng: Random,
+        time_scale: float,
+    ) -> None:
+        self.envelope = envelope
+        self.session = session
+        self.rounds = rounds
+        self.replies = replies  # None: compiled replies turned off (the differential tests)
+        self.rng = rng
+        self.time_scale = time_scale
+
+    def expand(self, ctx: RequestContext, steps: list[model.Step], rule: str | None, mode: Mode = Mode.REQUEST) -> Plan:
+        """The plan for ``steps``; ``rule`` names the answering rule for the journal."""
+        if mode is Mode.REQUEST and len(steps) == 1 and self.replies is not None:
+            send = self.replies.send(steps[0], ctx)
+            if send is not None:
+                return Plan(ctx.id, [send], ctx.method, rule, immediate=True)
+        produced = self._actions(ctx, steps, mode)
+        actions: list[Action] = []
+        rest: Iterator[Action | None] | None = None
+        for n, action in enumerate(produced):
+            if action is not None:
+                actions.append(action)
+            if n >= EAGER_BUDGET:
+                rest = guarded(produced, ctx.id, mode)
+                break
+        immediate = rest is None and all(type(a) is Send for a in actions)
+        return Plan(ctx.id, actions, ctx.method, rule, immediate=immediate, rest=rest)
+
+    # ------------------------------------------------------------ steps -> actions
+
+    def _actions(self, ctx: RequestContext, steps: Iterable[model.Step], mode: Mode) -> Iterator[Action | None]:
+        """Every action of the steps, ``None`` for a step evaluation that produced none."""
+        for step in _unroll(ctx, steps):
+            if step is None:
+                yield None
+                continue
+            action = self._action(ctx, step, mode)
+            yield action
+            if action is not None and _ends(step):
+                return
+        match mode:
+            case Mode.SUBSCRIPTION:
+                yield Park()
+            case Mode.NOTIFICATION:
+                pass  # a notification's rule need not answer (raw steps may have lied already)
+            case Mode.REQUEST:
+                # The checker rejects replies without a final step; be loud if one slips through.
+                yield self.envelope.error(ctx.id, p.INTERNAL_ERROR, "mockmcp: the scripted reply ended without an answer")
+
+    def _action(self, ctx: RequestContext, step: model.Step, mode: Mode) -> Action | None:
+        env = self.envelope
+        scope = ctx.scope()
+        match step:
+            case model.ResultStep():
+                if self.replies is not None and mode is Mode.REQUEST:
+                    send = self.replies.send(step, ctx)
+                    if send is not None:
+                        return send
+                return env.final(ctx.id, env.complete(ctx.method, templates.render(step.result, scope)))
+            case model.TextStep():
+                if self.replies is not None and mode is Mode.REQUEST:
+                    send = self.replies.send(step, ctx)
+                    if send is not None:
+                        return send
+                text = templates.to_text(templates.render(step.text, scope))
+                return env.final(ctx.id, env.complete(ctx.method, env.text_result(ctx.method, ctx.uri, text)))
+            case model.ErrorStep():
+                e = step.error
+                message = None if e.message is None else templates.to_text(templates.render(e.message, scope))
+                data = errors.ABSENT if e.data is None else templates.render(e.data, scope)
+                return env.error(ctx.id, e.code, message, data)
+            case model.InputRequiredStep():
+                return self.rounds.ask_step(ctx, step.inputRequired)
+            case model.SleepStep():
+                d = step.sleep
+                seconds = d.seconds if type(d) is model.Duration else self.rng.uniform(d.min.seconds, d.max.seconds)
+                return Sleep(seconds * self.time_scale)
+            case model.ProgressStep():
+                token = ctx.meta.get(p.META_PROGRESS_TOKEN)
+                if token is None:
+                    return None
+                pr = step.progress
+                params = drop_none(
+                    {
+                        "progressToken": token,
+                        "progress": _number(ctx, pr.progress),
+                        "total": _number(ctx, pr.total),
+                        "message": templates.render(pr.message, scope),
+                    }
+                )
+                return env.notification(p.PROGRESS, params)
+            case model.LogStep():
+                level = ctx.meta.get(p.META_LOG_LEVEL)
+                lg = step.log
+                if level is None or p.LOG_LEVEL_RANK[lg.level] < p.LOG_LEVEL_RANK[level]:
+                    return None
+                params = drop_none({"level": lg.level, "logger": lg.logger})
+                params["data"] = templates.render(lg.data, scope)
+                return env.notification(p.MESSAGE, params)
+            case model.EmitStep():
+                uri = templates.render(step.emit.uri, scope)
+                if mode is Mode.SUBSCRIPTION:
+                    return Emit(step.emit.event, uri, ctx.id, has_only=True)
+                return Emit(step.emit.event, uri)
+            case model.SetStateStep():
+                self.session.set_state(step.setState)
+                ctx.set_state(step.setState)
+                return None
+            case model.EndSubscriptionStep():
+                if step.endSubscription.how == "cancelled":
+                    params = {"requestId": ctx.id, "reason": "subscription ended by the server"}
+                    return env.notification(p.CANCELLED, params, final=True)
+                return env.final(ctx.id, env.complete(ctx.method, {"_meta": {p.META_SUBSCRIPTION_ID: ctx.id}}))
+            case model.RawStep():
+                return WriteRaw(jsonrpc.encode(templates.render(step.raw, scope)))
+            case model.RawBytesStep():
+                return WriteRaw(templates.to_text(templates.render(step.rawBytes, scope)).encode("latin-1"))
+            case model.HangStep():
+                return Park()
+            case model.ExitStep():
+                partial = b""
+                if step.exit.partialBytes is not None:
+                    result = env.complete(ctx.method, env.text_result(ctx.method, ctx.uri, ""))
+                    partial = jsonrpc.encode(jsonrpc.result_response(ctx.id, result))[: step.exit.partialBytes]
+                return Exit(step.exit.status, partial)
+            case model.DribbleStep():
+                return Dribble(max(1, step.dribble.chunkBytes), step.dribble.pause.seconds * self.time_scale)
+            case model.StderrStep():
+                return Stderr(templates.to_text(templates.render(step.stderr, scope)), step.repeat)
+            case model.StopReadingStep():
+                d = step.stopReading
+                return StopReading(None if d == "forever" else d.seconds * self.time_scale)
+            case model.CloseStdoutStep():
+                return CloseStdout()
+            case model.HugeStep():
+                h = step.huge
+                text = h.char * max(0, h.bytes // max(1, len(h.char.encode())))
+                return env.final(ctx.id, env.complete(ctx.method, env.text_result(ctx.method, ctx.uri, text)))
+            case model.LoopStep():  # pragma: no cover - _unroll never yields a loop
+                raise AssertionError("loops are unrolled before this point")
+        raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the model's steps are all above
+
+
+_FINAL_STEPS = (
+    model.ResultStep,
+    model.TextStep,
+    model.ErrorStep,
+    model.InputRequiredStep,
+    model.EndSubscriptionStep,
+    model.HangStep,
+    model.ExitStep,
+    model.HugeStep,
+)
+
+
+def _ends(step: model.Step) -> bool:
+    """Steps after which nothing more of the list is run."""
+    return isinstance(step, _FINAL_STEPS)
+
+
+def _unroll(ctx: RequestContext, steps: Iterable[model.Step]) -> Iterator[model.Step | None]:
+    """The steps with every ``loop`` unrolled lazily; ``None`` marks a repetition of an empty body."""
+    for step in steps:
+        if type(step) is not model.LoopStep:
+            yield step
+            continue
+        times = _number(ctx, step.loop.times)
+        if type(times) is not int and not (type(times) is float and times.is_integer()):
+            raise errors.InvalidParams(f"Invalid params: loop count {times!r} is not a whole number", request_id=ctx.id)
+        outer = ctx.index
+        for i in range(min(int(times), MAX_REPEAT)):
+            ctx.set_index(i + 1)
+            yield None  # one evaluation, so even an empty body counts against the budget
+            yield from _unroll(ctx, step.loop.steps)
+        ctx.set_index(outer)
+
+
+def guarded(actions: Iterator[Action | None], request_id: Any, mode: Mode) -> Iterator[Action | None]:
+    """The lazy rest of a plan: a client mistake met here ends the plan with its error response.
+
+    The request has started answering (progress, logs), so the error cannot
+    replace the plan any more: it becomes the plan's final message instead,
+    built by the same builder as at the connection's boundary. A notification
+    gets nothing, as there.
+    """
+    try:
+        yield from actions
+    except templates.TemplateError as exc:
+        if mode is not Mode.NOTIFICATION:
+            yield Envelope.error(request_id, p.INVALID_PARAMS, f"Invalid params: cannot render the scripted reply: {exc}")
+    except errors.ClientError as exc:
+        if mode is not Mode.NOTIFICATION:
+            yield Envelope.error(request_id, exc.code, exc.message, exc.data)
+
+
+def _number(ctx: RequestContext, value: Any) -> Any:
+    """A number written as such or as a template; a request value that is no number -> -32602."""
+    if type(value) is not str:
+        return value
+    rendered = templates.render(value, ctx.scope())
+    if type(rendered) in (int, float):
+        return rendered
+    try:
+        return templates.to_number(rendered)
+    except (templates.TemplateError, ValueError):
+        raise errors.InvalidParams(f"Invalid params: {rendered!r} is not a number (from {value!r})", request_id=ctx.id) from None
+
+
+__all__ = ["EAGER_BUDGET", "MAX_REPEAT", "Mode", "StepExpander", "guarded"]
