@@ -51,7 +51,11 @@ _FACTORY = pytest.StashKey[MockMCP]()
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """When a test that used the fixture fails, show what went over the wire (the journal transcripts)."""
+    """When a test that used the fixture fails, show what went over the wire.
+
+    Each mock's section starts with the path of an HTML timeline of its journal
+    (written next to the journal, to open in a browser), then the transcript.
+    """
     outcome = yield
     report = outcome.get_result()
     factory = item.stash.get(_FACTORY, None)
@@ -59,7 +63,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     for i, server in enumerate(factory.servers, 1):
         if server.journal_path.exists():
-            report.sections.append((f"mockmcp journal ({i}: {server.scenario})", _transcript(server.journal_path)))
+            text = f"timeline: {_timeline(server.journal_path)}\n{_transcript(server.journal_path)}"
+            report.sections.append((f"mockmcp journal ({i}: {server.scenario})", text))
+
+
+def _timeline(journal: Path) -> str:
+    """Write the journal's HTML timeline beside it; its path, or why there is none."""
+    from .journal import NotAJournal, load_journal
+    from .timeline import render
+
+    out = journal.with_name("timeline.html")
+    try:
+        records, torn = load_journal(journal)
+        out.write_text(render(records, title=str(journal), torn=torn), encoding="utf-8")
+    except (OSError, NotAJournal) as exc:
+        return f"(not written: {exc})"
+    return str(out)
 
 
 def _transcript(path: Path, limit: int = 200) -> str:

@@ -6,8 +6,10 @@ Time bounds are generous (the machine is shared); they only guard against hangs.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -243,7 +245,7 @@ def test_demo_prints_the_exchange():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     for method in ["server/discover", "tools/list", "tools/call", "prompts/get", "resources/read", "resources/templates/list"]:
-        assert f"--> {method}" in out
+        assert re.search(rf"^--> #\d+ {method}", out, re.M), method
     # the tool results, as the mock computed them
     assert '"text": "Hello, mockmcp!"' in out
     assert '"sum": 5' in out
@@ -255,7 +257,7 @@ def test_demo_prints_the_exchange():
 
 def test_demo_of_another_scenario_and_a_broken_one(tmp_path):
     ok = subprocess.run(mockmcp_cmd("demo", "prompts"), capture_output=True, text=True, timeout=60)
-    assert ok.returncode == 0 and "--> prompts/get" in ok.stdout
+    assert ok.returncode == 0 and re.search(r"--> #\d+ prompts/get", ok.stdout)
     bad = subprocess.run(mockmcp_cmd("demo", str(BROKEN / "unknown-key.yaml")), capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1
     assert "unknown key 'colour'" in bad.stdout
@@ -281,3 +283,120 @@ def test_eof_with_a_hang_and_an_open_subscription_exits_promptly(schema, tmp_pat
     assert time.monotonic() - start < 5  # spawn included; the hang and the stream add nothing
     out = validate_stdout(schema, proc.stdout, sent)
     assert [m.get("method") for m in out] == ["notifications/subscriptions/acknowledged"]
+
+
+# ---------------------------------------------------------------- option validation, help, pipes, Ctrl-C (issue 11 #11, issue 12)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--time-scale", "-1"],
+        ["--time-scale", "nan"],
+        ["--time-scale", "inf"],
+        ["--time-scale", "fast"],
+        ["--grace", "-1"],
+        ["--grace", "nan"],
+        ["--max-line-bytes", "0"],
+        ["--max-line-bytes", "-5"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_bad_option_values_are_rejected_at_parse_time(args):
+    proc = run_mock("run", "default", *args, input=line(ALL_DEFAULT[0]))
+    assert proc.returncode == 2 and proc.stdout == b""
+    err = proc.stderr.decode()
+    assert f"argument {args[0]}: expected" in err and "Traceback" not in err
+
+
+def test_zero_time_scale_and_grace_are_fine():
+    proc = run_mock("run", "default", "--time-scale", "0", "--grace", "0", input=line(ALL_DEFAULT[0]))
+    assert proc.returncode == 0 and b'"id":1' in proc.stdout.replace(b" ", b"")
+
+
+def test_version():
+    from mockmcp import __version__
+
+    proc = run_mock("--version")
+    assert proc.returncode == 0 and proc.stdout.decode().strip() == f"mockmcp {__version__}"
+
+
+def test_bare_mockmcp_lists_every_command_with_one_line():
+    from mockmcp.cli import _parser
+
+    proc = run_mock()
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for choice in sub._choices_actions:
+        assert re.search(rf"^\s+{choice.dest}\s+{re.escape(choice.help.split()[0])}", err, re.M), (choice.dest, err)
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    from mockmcp.cli import _parser
+
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def test_every_argument_and_option_has_help_text():
+    from mockmcp.cli import _parser
+
+    for name, parser in {"mockmcp": _parser(), **_subparsers()}.items():
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            assert action.help, f"{name}: {action.option_strings or action.dest} has no help text"
+
+
+@pytest.mark.parametrize("command", ["run", "check", "list", "demo", "schema", "journal"])
+def test_every_command_help_shows_an_example(command):
+    assert command in _subparsers()
+    proc = run_mock(command, "--help")
+    assert proc.returncode == 0
+    out = proc.stdout.decode()
+    assert "examples:" in out and f"  mockmcp {command}" in out.split("examples:", 1)[1]
+
+
+def _journal_file(tmp_path: Path) -> Path:
+    path = tmp_path / "j.jsonl"
+    proc = run_mock("run", "default", "--journal", str(path), input=b"".join(line(m) for m in ALL_DEFAULT))
+    assert proc.returncode == 0
+    return path
+
+
+@pytest.mark.parametrize("command", ["schema", "demo", "journal", "list"])
+def test_a_reader_that_leaves_early_gets_no_traceback(command, tmp_path):
+    """`mockmcp COMMAND | head -1`: the reader closes the pipe; exit 141 (128 + SIGPIPE), nothing on stderr."""
+    args = [command, str(_journal_file(tmp_path))] if command == "journal" else [command]
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen(mockmcp_cmd(*args), stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        assert reader.readline()  # like head -1: one line, then go away
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 141, err
+    assert b"Traceback" not in err and b"BrokenPipe" not in err
+
+
+def test_sigint_during_start_up_exits_130_without_traceback(tmp_path):
+    """The scenario is a FIFO nobody writes: the mock is certainly still loading when the signal lands."""
+    fifo = tmp_path / "scenario.yaml"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(mockmcp_cmd("run", str(fifo), "--no-cache"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.5)  # imports done, blocked opening the FIFO
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert out == b"" and b"Traceback" not in err and b"KeyboardInterrupt" not in err
+
+
+def test_sigterm_during_start_up_is_quiet(tmp_path):
+    fifo = tmp_path / "scenario.yaml"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(mockmcp_cmd("run", str(fifo), "--no-cache"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGTERM and out == b"" and err == b""
