@@ -14,7 +14,6 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 from typing import Any
 
 from . import protocol as p
@@ -72,8 +71,8 @@ def _unb64(text: str) -> bytes:
 
 
 class StateCodec:
-    def __init__(self, key: bytes | None = None) -> None:
-        self.key = key if key is not None else os.urandom(32)
+    def __init__(self, key: bytes) -> None:
+        self.key = key  # handed in by the shell (a random per-process key) or the scenario
 
     def _mac(self, payload: bytes) -> bytes:
         return hmac.new(self.key, payload, hashlib.sha256).digest()[:16]

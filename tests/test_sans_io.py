@@ -1,9 +1,13 @@
-"""The sans-I/O core imports neither trio, yaml nor cattrs.
+"""The sans-I/O core imports neither trio, yaml nor cattrs, nor os, pathlib, time, random or socket.
 
 Each core module is imported in a fresh interpreter in which a meta path
-finder refuses those packages: an import of any of them, direct or through
-another module, fails the import. A second check makes sure the blocker
-itself works, so this test can fail.
+finder refuses trio, yaml and cattrs: an import of any of them, direct or
+through another module, fails the import. A second check makes sure the
+blocker itself works, so this test can fail. The standard library's I/O
+modules are loaded by the interpreter itself before any test code runs, so a
+finder cannot see their import: the core's source is read instead, and no
+import statement of a core module may name them (the shell hands the core its
+keys, clocks, randomness and file contents).
 """
 
 from __future__ import annotations
@@ -31,8 +35,16 @@ CORE = [
     "check",
     "model",
     "problems",
+    "envelope",
+    "context",
+    "session",
+    "select",
+    "steps",
+    "rounds",
+    "services",
 ]
 FORBIDDEN = ("trio", "yaml", "cattrs")
+FORBIDDEN_STDLIB = ("os", "pathlib", "time", "random", "socket", "subprocess", "shutil", "tempfile", "io", "secrets")
 
 BLOCKER = """
 import importlib.abc, sys
@@ -62,6 +74,35 @@ def test_core_module_imports_no_io_library(name):
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
 
+def imported_names(source: str) -> set[str]:
+    """The top-level package of every import statement in ``source`` (nested ones too)."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_core_module_imports_no_stdlib_io(name):
+    import importlib.util
+
+    spec = importlib.util.find_spec(f"mockmcp.{name}")
+    assert spec is not None and spec.origin is not None
+    with open(spec.origin, encoding="utf-8") as f:
+        used = imported_names(f.read()) & set(FORBIDDEN_STDLIB)
+    assert not used, f"mockmcp/{name}.py imports {sorted(used)}: hand it in from the shell or the loader"
+
+
+def test_the_source_check_sees_io_imports():
+    assert imported_names("import os\ndef f():\n    from pathlib import Path\n") == {"os", "pathlib"}
+    assert imported_names("from . import os_helpers\nimport json\n") == {"json"}
+
+
 def test_the_core_modules_exist():
     import importlib.util
 
@@ -87,8 +128,11 @@ for name in {core!r}:
 from mockmcp import model
 from mockmcp.engine import Engine
 from mockmcp.connection import Connection
+class FixedRandom:
+    def random(self): return 0.5
+    def uniform(self, a, b): return a
 scenario = model.Scenario(mockmcp=1, tools=[model.Tool(name="t", replies=[model.Rule(steps=[model.TextStep(text="{{{{ arguments.x }}}}")])])])
-conn = Connection(Engine(scenario))
+conn = Connection(Engine(scenario, state_key=b"k" * 32, rng=FixedRandom()))
 meta = {{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {{}}}}
 req = {{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {{"name": "t", "arguments": {{"x": "y"}}, "_meta": meta}}}}
 (plan,) = conn.receive_data((json.dumps(req) + "\\n").encode())
