@@ -177,3 +177,39 @@ def test_two_mock_processes_share_one_journal(tmp_path: Path) -> None:
     for dirs in by_pid.values():
         assert dirs.count("in") == 200 and dirs.count("out") == 200 and dirs[0] == "start"
     assert journal.read_bytes().count(b"\n") == len(recs)  # no torn or merged lines
+
+
+def test_a_file_that_is_not_a_journal_is_named_so_and_exits_1(tmp_path: Path) -> None:
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "default.yaml"
+    proc = run_mock("journal", str(scenario))
+    assert proc.returncode == 1 and proc.stdout == b""
+    err = proc.stderr.decode()
+    assert f"{scenario} is not a journal" in err and "killed mid-record" not in err
+    report = tmp_path / "r.json"
+    report.write_text('{"mockmcp": 1,\n "ok": true}\n')  # JSON, but not JSON Lines records
+    assert run_mock("journal", str(report)).returncode == 1
+    lines = tmp_path / "other.jsonl"
+    lines.write_text('{"a": 1}\n{"b": 2}\n')  # JSON Lines without journal records
+    assert run_mock("journal", str(lines)).returncode == 1
+
+
+def test_a_torn_last_line_still_prints_through_the_cli(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    JournalWriter(path).write("in", message={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    with open(path, "ab") as fh:
+        fh.write(b'{"t": 1.0, "pid": 1, "dir": "ou')
+    proc = run_mock("journal", str(path))
+    assert proc.returncode == 0
+    assert "#1 tools/list" in proc.stdout.decode() and "1 unreadable line skipped" in proc.stdout.decode()
+
+
+def test_failed_expectations_are_journalled_at_exit(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("mockmcp: 1\ntools: [{name: hi}]\nexpectations: [{id: called, method: tools/call, name: hi}]\n")
+    journal = tmp_path / "j.jsonl"
+    assert run_mock("run", str(scenario), "--journal", str(journal), input=line(request(1, "tools/list"))).returncode == 0
+    (verdict,) = [r for r in read_journal(journal) if r["dir"] == "verdict"]
+    assert verdict["verdict"]["expectation"].startswith("called") and verdict["verdict"]["verdict"] == "failed"
+    out = io.StringIO()
+    print_transcript(journal, color="never", out=out)
+    assert "EXPECTATION FAILED called" in out.getvalue()
