@@ -4,17 +4,30 @@ Runs after the loader has structured the file; reports problems by JSON path so
 the loader can add file, line and column. Deliberate violations are written
 with ``raw``/``rawBytes`` steps or ``methods`` overrides and are never
 flagged: only what the scenario *means* to be valid is checked.
+
+The rule this module keeps: a scenario it accepts never crashes ``mockmcp run``.
+So beyond meaning, it bounds what one reply may cost (``MAX_REPLY_STEPS``,
+``MAX_HUGE_BYTES``) and refuses what the engine could not build (URI templates
+it cannot compile, exit statuses a process cannot have). Sans-I/O: the loader
+reads resource files and hands their bytes in.
 """
 
 from __future__ import annotations
 
 import base64
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Iterator
 
 import attrs
 
 from . import model, protocol as p, templates
+from .definitions import compile_uri_template
+
+# The most steps one reply may run once its loops are unrolled, counting loops with
+# a literal ``times`` (a template-given count is capped when the reply runs).
+MAX_REPLY_STEPS = 100_000
+# The largest ``huge`` result text: the engine builds it in memory, and encodes it once more.
+MAX_HUGE_BYTES = 64 * 1024 * 1024
 
 Path_ = tuple[Any, ...]
 
@@ -168,12 +181,12 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
             if not spec.inputRequests and spec.requestState is False:
                 found.append(Found(sp + ("inputRequired",), "an input_required result needs inputRequests or requestState"))
             for key, req in spec.inputRequests.items():
-                msg = _input_request_problems(key, req)
-                if msg:
-                    found.append(Found(sp + ("inputRequired", "inputRequests", key), msg))
+                problem = _input_request_problems(key, req)
+                if problem:
+                    found.append(Found(sp + ("inputRequired", "inputRequests", key), problem))
         elif isinstance(step, model.ProgressStep):
             value = step.progress.progress
-            if type(value) is str:
+            if isinstance(value, str):
                 last_progress = None  # a template's values are known only when it runs
             else:
                 if last_progress is not None and value <= last_progress and not step.progress.deliberate:
@@ -181,8 +194,8 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
                 last_progress = value
         elif isinstance(step, model.LoopStep):
             inner = step.loop.steps
-            for j, sub in enumerate(inner):
-                if isinstance(sub, model.TERMINAL_STEPS) or isinstance(sub, model.EndSubscriptionStep):
+            for j, inner_step in enumerate(inner):
+                if isinstance(inner_step, (*model.TERMINAL_STEPS, model.EndSubscriptionStep)):
                     found.append(Found(sp + ("loop", "steps", j), "a loop holds only non-final steps (progress, log, sleep, emit, ...)"))
             _check_steps(sp + ("loop", "steps"), method, [x for x in inner if not isinstance(x, (model.TERMINAL_STEPS, model.EndSubscriptionStep))], found, timeline=True)
             if type(step.loop.times) is int and step.loop.times < 0:
@@ -195,6 +208,10 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
         elif isinstance(step, model.HugeStep):
             if step.huge.bytes < 0 or not step.huge.char:
                 found.append(Found(sp + ("huge",), "huge needs bytes >= 0 and a non-empty char"))
+            elif step.huge.bytes > MAX_HUGE_BYTES:
+                found.append(Found(sp + ("huge", "bytes"), f"huge is at most {MAX_HUGE_BYTES} bytes (64 MiB), got {step.huge.bytes}"))
+        elif isinstance(step, model.ExitStep):
+            _exit_status(sp + ("exit", "status"), step.exit.status, found)
         elif isinstance(step, model.RawBytesStep):
             try:
                 step.rawBytes.encode("latin-1")
@@ -207,30 +224,43 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
         found.append(Found(path, "a reply must end with result, text, error, inputRequired, hang or exit"))
 
 
+def _exit_status(path: Path_, status: int, found: list[Found]) -> None:
+    if not 0 <= status <= 255:
+        found.append(Found(path, f"an exit status is 0 to 255, got {status}"))
+
+
+def reply_steps(steps: list[model.Step]) -> int:
+    """How many steps a reply runs at most with its literal loops unrolled (stops
+    counting past ``MAX_REPLY_STEPS``: the caller only compares)."""
+    total = 0
+    for step in steps:
+        if isinstance(step, model.LoopStep):
+            times = step.loop.times if type(step.loop.times) is int else 1
+            total += max(0, times) * reply_steps(step.loop.steps)
+        else:
+            total += 1
+        if total > MAX_REPLY_STEPS:
+            return total
+    return total
+
+
+def _utf8(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # then the file is sent as a blob
+
+
 def _plain(value: Any) -> Any:
     if attrs.has(type(value)):
         return {k: _plain(v) for k, v in attrs.asdict(value, recurse=False).items()}
     return value
 
 
-def _resolve_file(base_dir: Path | None, ref: str, allow_absolute: bool) -> Path | str:
-    if base_dir is None:
-        return "file references need a scenario file (inline scenarios cannot reference files)"
-    ref_path = Path(ref)
-    if ref_path.is_absolute():
-        if not allow_absolute:
-            return "absolute paths are not allowed (run with --allow-absolute-paths to permit them)"
-        target = ref_path
-    else:
-        target = (base_dir / ref_path).resolve()
-        if not target.is_relative_to(base_dir.resolve()):
-            return f"{ref!r} leaves the scenario's folder"
-    if not target.is_file():
-        return f"no such file: {ref}"
-    return target
-
-
-def check(s: model.Scenario, *, base_dir: Path | None = None, allow_absolute: bool = False) -> tuple[model.Scenario, list[Found]]:
+def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tuple[model.Scenario, list[Found]]:
+    """The scenario (resource ``file:`` contents filled in from ``files``, which the
+    loader read) and every problem found. A ``file:`` missing from ``files`` is
+    left as it is: the loader has reported why it could not be read."""
     found: list[Found] = []
     for kind, items, key in (
         ("tools", s.tools, "name"),
@@ -247,9 +277,16 @@ def check(s: model.Scenario, *, base_dir: Path | None = None, allow_absolute: bo
     for i, t in enumerate(s.tools):
         if t.inputSchema.get("type") != "object":
             found.append(Found(("tools", i, "inputSchema"), "a tool's inputSchema must have type: object"))
+    for i, tm in enumerate(s.resourceTemplates):
+        try:
+            compile_uri_template(tm.uriTemplate)
+        except ValueError as exc:  # the documented way it refuses a template
+            found.append(Found(("resourceTemplates", i, "uriTemplate"), str(exc)))
     for path, method, steps in iter_step_lists(s):
         # Rules for notifications (methods: notifications/...) need not answer: there is no id.
         _check_steps(path, method, steps, found, timeline=path[0] == "subscriptions" or method.startswith("notifications/"))
+        if reply_steps(steps) > MAX_REPLY_STEPS:
+            found.append(Found(path, f"this reply runs more than {MAX_REPLY_STEPS} steps with its loops unrolled (loop times multiply)"))
     for path, _, rule in iter_rules(s):
         if (rule.steps is None) == (rule.sequence is None):
             found.append(Found(path, "a rule needs either 'steps' or 'sequence'"))
@@ -278,8 +315,10 @@ def check(s: model.Scenario, *, base_dir: Path | None = None, allow_absolute: bo
         found.extend(Found(path, message) for path, message in expectation_problems(s.expectations))
     if not s.protocol.versions:
         found.append(Found(("protocol", "versions"), "at least one protocol version is needed"))
-    if s.protocol.exitAfter is not None and s.protocol.exitAfter.messages < 1:
-        found.append(Found(("protocol", "exitAfter", "messages"), "messages must be at least 1"))
+    if s.protocol.exitAfter is not None:
+        if s.protocol.exitAfter.messages < 1:
+            found.append(Found(("protocol", "exitAfter", "messages"), "messages must be at least 1"))
+        _exit_status(("protocol", "exitAfter", "status"), s.protocol.exitAfter.status, found)
     if s.protocol.pageSize is not None and s.protocol.pageSize < 1:
         found.append(Found(("protocol", "pageSize"), "pageSize must be at least 1"))
     states = s.state.states
@@ -300,25 +339,14 @@ def check(s: model.Scenario, *, base_dir: Path | None = None, allow_absolute: bo
                 base64.b64decode(r.blob, validate=True)
             except ValueError:
                 found.append(Found(("resources", i, "blob"), "blob must be base64"))
-        if r.file is not None:
-            target = _resolve_file(base_dir, r.file, allow_absolute)
-            if isinstance(target, str):
-                found.append(Found(("resources", i, "file"), target))
-                continue
-            data = target.read_bytes()
+        if r.file is not None and files is not None and r.file in files:
+            data = files[r.file]
             text_like = (r.mimeType or "text/plain").startswith("text/") or (r.mimeType or "").endswith(("json", "xml", "yaml"))
-            try:
-                content = {"text": data.decode("utf-8")} if text_like else {"blob": base64.b64encode(data).decode()}
-            except UnicodeDecodeError:
-                content = {"blob": base64.b64encode(data).decode()}
-            resources[i] = attrs.evolve(r, **content)
+            text = _utf8(data) if text_like else None
+            if text is not None:
+                resources[i] = attrs.evolve(r, text=text)
+            else:
+                resources[i] = attrs.evolve(r, blob=base64.b64encode(data).decode())
     if resources != list(s.resources):
         s = attrs.evolve(s, resources=resources)
     return s, found
-
-
-def error_count(found: list[Found]) -> int:
-    return sum(1 for f in found if f.level == "error")
-
-
-

@@ -103,17 +103,38 @@ def template_definition(t: model.ResourceTemplate) -> dict[str, Any]:
     return _definition(t, _TEMPLATE_FIELDS)
 
 
-_EXPR = re.compile(r"\{([+#./;?&]?)([A-Za-z0-9_.,*:]+)\}")
+_EXPR = re.compile(r"\{([+#./;?&]?)([A-Za-z0-9_.,*:%]*)\}")
+# a variable that can name a match group, with an optional prefix (``:3``) or explode (``*``) modifier
+_VARSPEC = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?::[1-9][0-9]{0,3}|\*)?\Z")
 
 
 def compile_uri_template(template: str) -> re.Pattern[str]:
-    """RFC 6570 level 1-2 templates (``{var}``, ``{+var}``) as a matching regex."""
-    out, pos = [], 0
+    """RFC 6570 level 1-2 templates (``{var}``, ``{+var}``, ``{#var}``) as a matching regex.
+
+    Raises ``ValueError`` with a message for the scenario's author for what it
+    cannot match: operators of level 3 and up, a variable name that cannot name
+    a match group (``{a.b}``, ``{1}``; RFC 6570 allows them, mockmcp does not),
+    and a variable used twice (``{a}/{a}``: which value would it take?).
+    ``mockmcp check`` reports it, so the engine only sees templates that compile.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    pos = 0
     for m in _EXPR.finditer(template):
         out.append(re.escape(template[pos : m.start()]))
         op, names = m.group(1), m.group(2).split(",")
-        for i, name in enumerate(names):
-            name = name.split(":")[0].rstrip("*")
+        if op not in ("", "+", "#"):
+            raise ValueError(f"URI template operator {op!r} in {m.group(0)!r} is not supported (only level 1-2: {{var}}, {{+var}}, {{#var}})")
+        if op == "#":
+            out.append("#")
+        for i, spec in enumerate(names):
+            var = _VARSPEC.match(spec)
+            if var is None:
+                raise ValueError(f"URI template variable {spec!r} in {m.group(0)!r} is not supported: use letters, digits and _, not starting with a digit")
+            name = var.group(1)
+            if name in seen:
+                raise ValueError(f"URI template variable {name!r} appears twice; give each place its own name")
+            seen.add(name)
             if i:
                 out.append(",")
             out.append(f"(?P<{name}>.+)" if op in ("+", "#") else f"(?P<{name}>[^/?#,]+)")

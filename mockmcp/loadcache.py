@@ -2,8 +2,18 @@
 
 Split out of ``loader`` so that ``mockmcp run`` on a scenario it has loaded
 before never imports yaml or cattrs (tens of milliseconds per spawn, and suites
-spawn the mock once per test). The cache is keyed by the file's bytes, its
-folder, the flags that change loading, mockmcp's version and Python's.
+spawn the mock once per test).
+
+The cache key covers everything that decides what a loaded scenario is: the
+file's bytes, its folder, the flags that change loading, Python's version, the
+bytes of every module of this package (about 1 ms to hash; a copy with
+preserved mtimes is still told apart) and the versions of attrs, cattrs and
+PyYAML. So an entry can only be stale if a SHA-256 collides.
+
+Each entry carries the SHA-256 of its pickle, checked before unpickling: a file
+that was damaged on disk is a miss. Reading it is therefore allowed to fail in
+one way only, ``OSError`` (no entry, or one we may not read); any exception from
+``pickle.loads`` of verified bytes is a bug in mockmcp and is not hidden.
 """
 
 from __future__ import annotations
@@ -12,16 +22,22 @@ import hashlib
 import os
 import pickle
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .problems import LoadError, Problem
+from .problems import LoadError, Problem, did_you_mean
+
+_PACKAGE = Path(__file__).resolve().parent
+_MAGIC = b"mockmcp-load-cache 2\n"
+_DIGEST = 32  # bytes of SHA-256 after the magic line
+# (module to locate, distribution name as in its .dist-info folder)
+_DEPENDENCIES = (("attr", "attrs"), ("cattrs", "cattrs"), ("yaml", "pyyaml"))
 
 
 def bundled_dir() -> Path:
-    here = Path(__file__).resolve().parent
-    packaged = here / "scenarios"
-    return packaged if packaged.is_dir() else here.parent / "scenarios"
+    packaged = _PACKAGE / "scenarios"
+    return packaged if packaged.is_dir() else _PACKAGE.parent / "scenarios"
 
 
 def bundled_names() -> list[str]:
@@ -36,51 +52,72 @@ def resolve(name_or_path: str) -> Path:
     candidate = bundled_dir() / f"{name_or_path}.yaml"
     if candidate.exists():
         return candidate
-    known = ", ".join(bundled_names())
-    raise LoadError([Problem(name_or_path, 0, 0, f"no such file or bundled scenario (bundled: {known})", ())])
+    hint = did_you_mean(name_or_path, bundled_names()) or " (`mockmcp list` shows the bundled ones)"
+    raise LoadError([Problem(name_or_path, 0, 0, f"no such file or bundled scenario{hint}", ())])
 
 
 def cache_dir() -> Path:
-    from .codecache import cache_dir
-
-    return Path(cache_dir())
-
-
-# The modules whose code decides what a loaded scenario is: their size and mtime
-# are part of the key, so editing the model in a checkout never loads a stale pickle.
-_CODE = ("model.py", "check.py", "loader.py", "templates.py", "loadcache.py")
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "mockmcp"
 
 
-def _code_fingerprint() -> bytes:
-    here = Path(__file__).resolve().parent
-    parts = []
-    for name in _CODE:
-        try:
-            st = os.stat(here / name)
-            parts.append(b"%d:%d" % (st.st_size, st.st_mtime_ns))
-        except OSError:
-            parts.append(b"-")
-    return b",".join(parts)
+@lru_cache(maxsize=1)
+def code_fingerprint() -> bytes:
+    """SHA-256 over this package's module files and the versions of the libraries
+    that build a scenario (computed once per process)."""
+    h = hashlib.sha256()
+    for name in sorted(os.listdir(_PACKAGE)):
+        if name.endswith(".py"):
+            with open(_PACKAGE / name, "rb") as fh:
+                h.update(b"%s\0%d\0" % (name.encode(), os.fstat(fh.fileno()).st_size))
+                h.update(fh.read())
+    for module, dist in _DEPENDENCIES:
+        h.update(b"\0%s=%s" % (dist.encode(), _version(module, dist).encode()))
+    return h.digest()
+
+
+def _version(module: str, dist: str) -> str:
+    """A library's version from its ``.dist-info`` folder name, found without
+    importing the library (``importlib.metadata`` alone costs ~30 ms a spawn).
+
+    Where no such folder sits beside the library (a vendored or source copy) its
+    ``__init__`` file's size and mtime stand in for the version.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return "absent"
+    site = os.path.dirname(os.path.dirname(spec.origin))
+    prefix = dist.lower() + "-"
+    for entry in os.listdir(site):
+        low = entry.lower()
+        if low.startswith(prefix) and low.endswith(".dist-info"):
+            return entry[len(prefix) : -len(".dist-info")]
+    st = os.stat(spec.origin)
+    return f"file {st.st_size} {st.st_mtime_ns}"
 
 
 def cache_file(path: Path, raw: bytes, allow_absolute: bool) -> Path:
-    from . import __version__
-
     digest = hashlib.sha256(
-        b"%s\0%s\0%s\0%d\0%s\0"
-        % (__version__.encode(), sys.version.encode(), str(path.resolve().parent).encode(), allow_absolute, _code_fingerprint())
+        b"%s\0%s\0%d\0%s\0"
+        % (sys.version.encode(), str(path.resolve().parent).encode(), allow_absolute, code_fingerprint())
         + raw
     ).hexdigest()
     return cache_dir() / f"{digest}.pickle"
 
 
 def read(file: Path) -> Any:
-    """The cached (scenario, warnings), or None on any miss or unreadable entry."""
+    """The cached (scenario, warnings), or None: no entry, an unreadable one, or a damaged one."""
     try:
-        with open(file, "rb") as fh:
-            return pickle.load(fh)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-        return None  # a stale or damaged entry is a miss: load from YAML and overwrite it
+        blob = file.read_bytes()
+    except OSError:
+        return None  # no entry yet (or a cache folder we may not read): load from YAML
+    head = len(_MAGIC) + _DIGEST
+    payload = blob[head:]
+    if blob[: len(_MAGIC)] != _MAGIC or blob[len(_MAGIC) : head] != hashlib.sha256(payload).digest():
+        return None  # damaged or from another format: load from YAML and overwrite it
+    return pickle.loads(payload)
 
 
 class _Pickler(pickle.Pickler):
@@ -111,11 +148,16 @@ class _Pickler(pickle.Pickler):
 
 
 def write(file: Path, result: Any) -> None:
+    import io
+
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(result)
+    payload = buffer.getvalue()
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         tmp = file.with_suffix(f".{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
-            _Pickler(fh, protocol=pickle.HIGHEST_PROTOCOL).dump(result)
+            fh.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
         os.replace(tmp, file)
     except OSError:
         pass  # a read-only home is fine: we just load from YAML next time

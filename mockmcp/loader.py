@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import gc
 import json
+import math
+import os
 import re
+import stat
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, Union
+from collections.abc import Callable
+from typing import Any, Literal, Union, cast
 
 import attrs
 import cattrs
@@ -31,9 +35,19 @@ from cattrs.gen import make_dict_structure_fn, override
 
 from . import loadcache, model
 from .loadcache import bundled_dir, bundled_names, resolve  # noqa: F401 (re-exported)
-from .problems import LoadError, Problem
+from .problems import LoadError, Problem, did_you_mean
 
 MAX_ALIAS_NODES = 100_000
+# Nesting of mappings and lists, counted from the top of the file. Far above what a
+# scenario needs, and low enough that no recursive walk (cattrs, checks, templates,
+# the JSON encoder) comes near Python's recursion limit.
+MAX_DEPTH = 100
+# Python's default limit for int <-> str conversion: a longer integer could be
+# loaded but never sent (``json.dumps`` raises), so the loader refuses it.
+MAX_INT_DIGITS = 4300
+_INT_BOUND = 10**MAX_INT_DIGITS
+# The largest resource ``file:`` the loader reads (the same bound as ``huge``).
+MAX_FILE_BYTES = 64 * 1024 * 1024
 
 # ------------------------------------------------------------------ YAML
 
@@ -44,7 +58,7 @@ except AttributeError:  # pragma: no cover - pure-Python PyYAML
     _BaseLoader = yaml.SafeLoader
 
 
-class _CoreSchemaLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+class _CoreSchemaLoader(_BaseLoader):  # type: ignore[misc]
     """SafeLoader with YAML 1.2 core-schema implicit typing."""
 
 
@@ -87,6 +101,8 @@ class _Builder:
         return LoadError([Problem(self.filename, m.line + 1, m.column + 1, message, path)])
 
     def build(self, node: yaml.Node, path: tuple[Any, ...] = ()) -> Any:
+        if len(path) > MAX_DEPTH:
+            raise self.fail(node, f"nested more than {MAX_DEPTH} levels deep", path)
         key = id(node)
         if key in self._active:
             raise self.fail(node, "recursive alias", path)
@@ -118,11 +134,14 @@ class _Builder:
             if tag == _BOOL:
                 return v.lower() == "true"
             if tag == _INT:
-                return int(v, 0) if v[:2] in ("0x", "0o") else int(v)
+                return self._int(node, v, path)
             if tag == _FLOAT:
                 if "inf" in v.lower() or "nan" in v.lower():
                     raise self.fail(node, f"{v} is not a JSON number", path)
-                return float(v)
+                f = float(v)
+                if not math.isfinite(f):
+                    raise self.fail(node, f"{_abbrev(v)} is too large for a JSON number (it would be infinity)", path)
+                return f
             raise self.fail(node, f"unsupported YAML tag {tag}", path)
         if isinstance(node, yaml.SequenceNode):
             if tag != _SEQ:
@@ -150,16 +169,49 @@ class _Builder:
             return out
         raise self.fail(node, "unsupported YAML node", path)  # pragma: no cover
 
+    def _int(self, node: yaml.Node, v: str, path: tuple[Any, ...]) -> int:
+        """An integer literal, refused past ``MAX_INT_DIGITS`` digits (before converting
+        a long decimal, which Python itself refuses; a hex one is checked by value)."""
+        if v[:2] in ("0x", "0o"):
+            n = int(v, 0)
+        else:
+            n = int(v) if len(v.lstrip("+-")) <= MAX_INT_DIGITS else _INT_BOUND
+        if abs(n) >= _INT_BOUND:
+            raise self.fail(node, f"integer {_abbrev(v)} has more than {MAX_INT_DIGITS} digits", path)
+        return n
+
+
+def _abbrev(text: str) -> str:
+    return text if len(text) <= 20 else f"{text[:8]}...{text[-8:]} ({len(text)} characters)"
+
+
+_TAB_INDENT = "tab character in indentation; YAML indents with spaces"
+
+
+def _syntax_problem(text: str, exc: yaml.MarkedYAMLError, filename: str) -> Problem:
+    """A YAML syntax error, said plainly where PyYAML's words mislead (a tab in the
+    indentation reads "found character that cannot start any token")."""
+    mark = exc.problem_mark or exc.context_mark
+    if mark is None:
+        return Problem(filename, 1, 1, f"YAML syntax error: {exc}", ())
+    lines = text.splitlines()
+    row = lines[mark.line] if mark.line < len(lines) else ""
+    indent = row[: len(row) - len(row.lstrip(" \t"))]
+    if "\t" in indent and mark.column <= len(indent):
+        return Problem(filename, mark.line + 1, indent.index("\t") + 1, _TAB_INDENT, ())
+    msg = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+    return Problem(filename, mark.line + 1, mark.column + 1, f"YAML syntax error: {msg}", ())
+
 
 def parse_yaml(text: str, filename: str) -> tuple[Any, Positions]:
     """Parse YAML text into plain JSON-like data plus a path -> (line, col) map."""
     try:
         node = yaml.compose(text, Loader=_CoreSchemaLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        msg = " ".join(str(x) for x in (exc.context, exc.problem) if x)
-        raise LoadError([Problem(filename, line, col, f"YAML syntax error: {msg}", ())]) from None
+        raise LoadError([_syntax_problem(text, exc, filename)]) from None
+    except RecursionError:
+        # PyYAML's pure-Python composer recurses per level (libyaml stops at 1000 itself)
+        raise LoadError([Problem(filename, 1, 1, f"nested more than {MAX_DEPTH} levels deep", ())]) from None
     except yaml.YAMLError as exc:
         raise LoadError([Problem(filename, 1, 1, f"YAML error: {exc}", ())]) from None
     if node is None:
@@ -181,7 +233,10 @@ def parse_duration(value: Any) -> model.Duration:
     m = _DURATION.match(value)
     if not m:
         raise ValueError(f"invalid duration {value!r}: use a number with ms, s or m (like '250ms')")
-    return model.Duration(float(m.group(1)) * _UNIT[m.group(2)])
+    seconds = float(m.group(1)) * _UNIT[m.group(2)]
+    if not math.isfinite(seconds):
+        raise ValueError(f"duration {_abbrev(value)} is too long to be a number")
+    return model.Duration(seconds)
 
 
 def _show(value: Any) -> str:
@@ -256,6 +311,11 @@ def _accepts(tp: Any, value: Any) -> bool:
     return False
 
 
+def _origin(tp: Any) -> Any:
+    """``typing.get_origin`` typed loosely: its overloads make ``is`` checks look impossible to mypy."""
+    return typing.get_origin(tp)
+
+
 def _is_union(tp: Any) -> bool:
     return typing.get_origin(tp) in (Union, types.UnionType)
 
@@ -276,7 +336,7 @@ def make_converter() -> cattrs.Converter:
             raise ValueError(f"expected {_type_name(tp)}, got {_show(value)}")
         return value
 
-    conv.register_structure_hook_func(lambda t: typing.get_origin(t) is Literal, structure_literal)
+    conv.register_structure_hook_func(lambda t: _origin(t) is Literal, structure_literal)
 
     def structure_list(value: Any, tp: Any) -> Any:
         if type(value) is not list:
@@ -296,14 +356,14 @@ def make_converter() -> cattrs.Converter:
             raise IterableValidationError("while structuring a list", errors, tp)
         return out
 
-    conv.register_structure_hook_func(lambda t: typing.get_origin(t) is list, structure_list)
+    conv.register_structure_hook_func(lambda t: _origin(t) is list, structure_list)
 
     def structure_dict(value: Any, tp: Any) -> Any:
         if type(value) is not dict:
             raise TypeError(f"expected a mapping, got {_show(value)}")
         return value
 
-    conv.register_structure_hook_func(lambda t: typing.get_origin(t) is dict, structure_dict)
+    conv.register_structure_hook_func(lambda t: _origin(t) is dict, structure_dict)
 
     def structure_step(value: Any, _: Any) -> Any:
         if type(value) is not dict or not value:
@@ -311,9 +371,7 @@ def make_converter() -> cattrs.Converter:
         kinds = [k for k in value if k in model.STEP_KEYS]
         if len(kinds) != 1:
             if not kinds:
-                raise ValueError(
-                    f"unknown step {', '.join(map(repr, value))}: expected one of {', '.join(model.STEP_KEYS)}"
-                )
+                raise ValueError(_unknown_step(list(value)))
             raise ValueError(f"a step has exactly one kind, found {', '.join(kinds)}")
         return conv.structure(value, model.STEP_KEYS[kinds[0]])
 
@@ -329,10 +387,10 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook_func(_is_union, structure_union)
 
     def attrs_factory(cls: type) -> Any:
-        overrides = {
+        overrides: dict[str, Any] = {
             f.name: override(rename=f.metadata["key"]) for f in attrs.fields(cls) if "key" in f.metadata
         }
-        fn = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **overrides)
+        fn: Callable[[Any, Any], Any] = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **overrides)
 
         def hook(value: Any, tp: Any) -> Any:
             if type(value) is not dict:
@@ -353,7 +411,7 @@ def make_converter() -> cattrs.Converter:
         try:
             key = json.dumps(value, sort_keys=True)
         except (TypeError, ValueError):
-            return match_hook(value, tp)
+            return cast(model.Match, match_hook(value, tp))
         found = matches.get(key)
         if found is None:
             found = matches[key] = match_hook(value, tp)
@@ -374,11 +432,24 @@ def converter() -> cattrs.Converter:
     return _converter
 
 
+def _unknown_step(keys: list[str]) -> str:
+    """Suggest the closest step kind; list them all only when none is close."""
+    for key in keys:
+        hint = did_you_mean(key, model.STEP_KEYS)
+        if hint:
+            return f"unknown step {key!r}{hint}"
+    return f"unknown step {', '.join(map(repr, keys))}: expected one of {', '.join(model.STEP_KEYS)}"
+
+
+def _yaml_keys(cls: Any) -> list[str]:
+    return [f.metadata.get("key", f.name) for f in attrs.fields(cls)] if attrs.has(cls) else []
+
+
 def _yaml_key(cls: Any, name: str) -> str:
     if attrs.has(cls):
         for f in attrs.fields(cls):
             if f.name == name:
-                return f.metadata.get("key", name)
+                return str(f.metadata.get("key", name))
     return name
 
 
@@ -390,14 +461,14 @@ def _flatten(exc: BaseException, path: tuple[Any, ...], out: list[tuple[tuple[An
         for sub in others:
             _flatten(sub, path, out)
     elif isinstance(exc, IterableValidationError):
-        with_notes, others = exc.group_exceptions()
-        for sub, note in with_notes:
-            _flatten(sub, path + (note.index,), out)
-        for sub in others:
+        indexed, unindexed = exc.group_exceptions()
+        for sub, at in indexed:
+            _flatten(sub, path + (at.index,), out)
+        for sub in unindexed:
             _flatten(sub, path, out)
     elif isinstance(exc, ForbiddenExtraKeysError):
         for key in sorted(exc.extra_fields):
-            out.append((path + (key,), f"unknown key {key!r}"))
+            out.append((path + (key,), f"unknown key {key!r}{did_you_mean(key, _yaml_keys(exc.cl))}"))
     elif isinstance(exc, KeyError):
         out.append((path, f"missing required key {exc.args[0]!r}"))
     else:
@@ -425,7 +496,9 @@ def structure(data: Any, positions: Positions, filename: str) -> model.Scenario:
 # ------------------------------------------------------------------ files
 
 
-def load_text(text: str, filename: str, *, base_dir: Path | None = None, allow_absolute: bool = False):
+def load_text(
+    text: str, filename: str, *, base_dir: Path | None = None, allow_absolute: bool = False
+) -> tuple[model.Scenario, list[Problem]]:
     """Parse, structure and check scenario text; returns (scenario, warnings)."""
     # Loading allocates millions of objects and frees none: with the cyclic GC on, its
     # collections rescan them all again and again (a 100k-rule file took 50 s, not 10).
@@ -438,7 +511,9 @@ def load_text(text: str, filename: str, *, base_dir: Path | None = None, allow_a
             gc.enable()
 
 
-def _load_text(text: str, filename: str, *, base_dir: Path | None, allow_absolute: bool):
+def _load_text(
+    text: str, filename: str, *, base_dir: Path | None, allow_absolute: bool
+) -> tuple[model.Scenario, list[Problem]]:
     from . import check  # semantic checks live beside the model, not here
 
     data, positions = parse_yaml(text, filename)
@@ -447,27 +522,74 @@ def _load_text(text: str, filename: str, *, base_dir: Path | None, allow_absolut
     if "mockmcp" not in data:
         raise LoadError([Problem(filename, 1, 1, "missing required key 'mockmcp' (the format version: 1)", ())])
     scenario = structure(data, positions, filename)
-    scenario, problems = check.check(scenario, base_dir=base_dir, allow_absolute=allow_absolute)
+    files, file_problems = read_resource_files(scenario, base_dir, allow_absolute)
+    scenario, found = check.check(scenario, files=files)
+    problems = found + [check.Found(path, message) for path, message in file_problems]
     errors = [Problem(filename, *_position(positions, pr.path), pr.message, pr.path, pr.level) for pr in problems]
     if any(p.level == "error" for p in errors):
         raise LoadError(errors)
     return scenario, errors
 
 
-def load_data(data: dict[str, Any], filename: str = "<inline>") -> model.Scenario:
-    """Load an already-parsed scenario (for the Python API's inline dicts)."""
-    import json
+def read_resource_files(
+    scenario: model.Scenario, base_dir: Path | None, allow_absolute: bool
+) -> tuple[dict[str, bytes], list[tuple[tuple[Any, ...], str]]]:
+    """The bytes of every resource ``file:`` (by reference), and the problems of those
+    that cannot be read. The loader reads them so that ``check`` stays free of I/O."""
+    files: dict[str, bytes] = {}
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    for i, r in enumerate(scenario.resources):
+        if r.file is None or r.file in files:
+            continue
+        data = _read_file(base_dir, r.file, allow_absolute)
+        if isinstance(data, str):
+            problems.append((("resources", i, "file"), data))
+        else:
+            files[r.file] = data
+    return files, problems
 
-    return load_text(json.dumps(data), filename)[0]
+
+def _read_file(base_dir: Path | None, ref: str, allow_absolute: bool) -> bytes | str:
+    """A referenced file's bytes, or why it may not or cannot be read."""
+    if base_dir is None:
+        return "file references need a scenario file (inline scenarios cannot reference files)"
+    if "\0" in ref:
+        return "a file reference cannot contain a NUL character"
+    if os.path.isabs(ref):
+        if not allow_absolute:
+            return "absolute paths are not allowed (run with --allow-absolute-paths to permit them)"
+        target = os.path.realpath(ref)
+    else:
+        folder = os.path.realpath(base_dir)
+        target = os.path.realpath(os.path.join(folder, ref))  # symlinks resolved: a link out counts as leaving
+        if os.path.commonpath([folder, target]) != folder:
+            return f"{ref!r} leaves the scenario's folder"
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is then refused below)
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"cannot read {ref!r}: {exc.strerror}"
+    with open(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return f"{ref!r} is not a regular file"
+        if st.st_size > MAX_FILE_BYTES:
+            return f"{ref!r} has {st.st_size} bytes, more than the {MAX_FILE_BYTES} a resource file may have"
+        try:
+            return fh.read()
+        except OSError as exc:
+            return f"cannot read {ref!r}: {exc.strerror}"
 
 
-def load(name_or_path: str, *, allow_absolute: bool = False, use_cache: bool = True):
+def load(
+    name_or_path: str, *, allow_absolute: bool = False, use_cache: bool = True
+) -> tuple[model.Scenario, list[Problem]]:
     """Load a scenario by file path or bundled name; returns (scenario, warnings).
 
     A successfully loaded scenario is cached as a pickle keyed by the file's
-    bytes and mockmcp's version, so the next spawn skips YAML and cattrs (most
-    suites spawn the same scenario hundreds of times). Scenarios that reference
-    other files are not cached.
+    bytes and mockmcp's code (see ``loadcache``), so the next spawn skips YAML
+    and cattrs (most suites spawn the same scenario hundreds of times).
+    Scenarios that reference other files are not cached.
     """
     path = resolve(name_or_path)
     filename = str(path)
@@ -479,7 +601,7 @@ def load(name_or_path: str, *, allow_absolute: bool = False, use_cache: bool = T
     if use_cache:
         hit = loadcache.read(cache_file)
         if hit is not None:
-            return hit
+            return hit  # type: ignore[no-any-return]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

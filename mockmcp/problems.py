@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -19,8 +20,22 @@ def format_path(path: tuple[Any, ...]) -> str:
     return out
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest choice, or ``""`` when none is close.
+
+    Only error paths call it, so difflib is imported here, not at start-up.
+    """
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 @attrs.frozen
 class Problem:
+    """One problem. ``line`` 0 means the file as a whole (it could not be read or
+    found), printed as ``FILE: message`` without a position or a JSON path."""
+
     file: str
     line: int
     column: int
@@ -30,6 +45,8 @@ class Problem:
 
     def __str__(self) -> str:
         prefix = "" if self.level == "error" else f"{self.level}: "
+        if self.line == 0:
+            return f"{self.file}: {prefix}{self.message}"
         return f"{self.file}:{self.line}:{self.column}: {prefix}{self.message} (at {format_path(self.path)})"
 
 

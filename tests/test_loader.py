@@ -8,11 +8,13 @@ comment and the exact problem lines it must produce in ``# expect:`` comments
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import ROOT, SCENARIOS
 
 from mockmcp import model
@@ -150,8 +152,81 @@ def test_yaml_syntax_error_has_a_position():
 def test_unknown_bundled_name():
     with pytest.raises(LoadError) as info:
         load("no-such-scenario", use_cache=False)
-    assert "no such file or bundled scenario" in str(info.value)
-    assert "default" in str(info.value)
+    assert str(info.value) == "no-such-scenario: no such file or bundled scenario (`mockmcp list` shows the bundled ones)"
+
+
+# ---------------------------------------------------------------- libyaml is optional (issue 11 #15)
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
+def test_bundled_scenarios_read_the_same_without_libyaml(path):
+    """PyYAML's pure-Python loader (and stricter editors) must read every bundled file,
+    and read it exactly as libyaml does (``message: Name?`` in a flow mapping did not)."""
+    text = path.read_text()
+    assert yaml.load(text, Loader=yaml.SafeLoader) == yaml.load(text, Loader=yaml.CSafeLoader)
+
+
+LOAD_WITHOUT_LIBYAML = """
+import sys, yaml
+del yaml.CSafeLoader  # as on a machine where PyYAML was built without libyaml
+from mockmcp import loader
+assert loader._BaseLoader is yaml.SafeLoader
+scenario, _ = loader.load(sys.argv[1], use_cache=False)
+print(len(scenario.tools))
+"""
+
+
+def test_the_loader_falls_back_to_the_pure_python_parser():
+    proc = subprocess.run(
+        [sys.executable, "-c", LOAD_WITHOUT_LIBYAML, "conformance-no-leak"], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) == len(load("conformance-no-leak", use_cache=False)[0].tools) > 0
+
+
+# ---------------------------------------------------------------- values run could not send (issue 11 #6, #8)
+
+
+def one_problem(text: str) -> str:
+    with pytest.raises(LoadError) as info:
+        load_text(text, "s.yaml")
+    (problem,) = info.value.problems
+    return str(problem)
+
+
+def result_with(value: str) -> str:
+    return f"mockmcp: 1\ntools:\n  - name: t\n    replies:\n      - steps:\n          - result: {{content: [], structuredContent: {{a: {value}}}}}\n"
+
+
+@pytest.mark.parametrize("literal", ["1e999", "-1e400", "1" + "0" * 400 + ".0"])
+def test_a_float_literal_that_would_be_infinity_is_refused(literal):
+    assert one_problem(result_with(literal)) == (
+        f"s.yaml:6:58: {literal if len(literal) <= 20 else literal[:8] + '...' + literal[-8:] + f' ({len(literal)} characters)'}"
+        " is too large for a JSON number (it would be infinity) (at $.tools[0].replies[0].steps[0].result.structuredContent.a)"
+    )
+
+
+@pytest.mark.parametrize("literal", ["9" * 4301, "-" + "9" * 4301, "1" * 5000, "0x" + "f" * 4000, "9" * 100_000])
+def test_an_integer_past_the_digit_limit_is_refused(literal):
+    msg = one_problem(result_with(literal))
+    assert msg.startswith("s.yaml:6:58: integer ") and "has more than 4300 digits (at $.tools[0]" in msg, msg
+
+
+def test_the_longest_integer_loads_and_encodes():
+    scenario, _ = load_text(result_with("9" * 4300), "s.yaml")
+    value = scenario.tools[0].replies[0].steps[0].result["structuredContent"]["a"]
+    assert json.dumps(value) == "9" * 4300
+
+
+def test_nesting_is_bounded():
+    deep = "[" * 150 + "]" * 150
+    msg = one_problem(f"mockmcp: 1\ncapabilities: {{a: {deep}}}\n")
+    assert msg.startswith("s.yaml:2:") and "nested more than 100 levels deep" in msg
+
+
+def test_a_duration_too_long_for_a_float_is_refused():
+    msg = one_problem("mockmcp: 1\ntools:\n  - name: t\n    replies:\n      - steps: [{sleep: " + "9" * 400 + "s}, {text: x}]\n")
+    assert "is too long to be a number" in msg and "(at $.tools[0].replies[0].steps[0].sleep)" in msg
 
 
 def test_broken_files_are_in_the_repo():
