@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import attrs
 
-from . import model, protocol as p, templates
+from . import matching, model, protocol as p, templates
 from .definitions import compile_uri_template
 
 # The most steps one reply may run once its loops are unrolled, counting loops with
@@ -299,6 +299,9 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
                 found.append(Found(path + ("when", name), f"{name} must be at least 1"))
         if w.probability is not None and not 0 <= w.probability <= 1:
             found.append(Found(path + ("when", "probability"), "probability must be between 0 and 1"))
+        for key, pattern in (("arguments", w.arguments), ("inputResponses", w.inputResponses), ("vars", w.vars), ("params", w.params), ("_meta", w.meta)):
+            for sub, msg in matching.pattern_problems(pattern, ("when", key)):
+                found.append(Found(path + sub, msg))
     for i, timer in enumerate(s.subscriptions.timers):
         tp = ("subscriptions", "timers", i)
         if timer.emit.event == "resources/updated" and timer.emit.uri is None:

@@ -7,8 +7,9 @@ Mappings match as subsets, lists and scalars exactly (``1`` never equals
 
 from __future__ import annotations
 
+import difflib
 import re
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from . import model
 
@@ -63,7 +64,7 @@ def _matcher(m: dict[str, Any], value: Any) -> bool:
             if (value is _ABSENT) != bool(arg):
                 return False
         elif op == "$regex":
-            if type(value) is not str or not re.search(arg, value):
+            if type(value) is not str or not _regex_search(arg, value):
                 return False
         elif op == "$type":
             if value is _ABSENT or type(value) not in _TYPES.get(arg, ()) or (arg != "boolean" and type(value) is bool):
@@ -85,7 +86,6 @@ def _matcher(m: dict[str, Any], value: Any) -> bool:
     return True
 
 
-MATCHER_OPS = ("$present", "$absent", "$regex", "$type", "$contains", "$anyOf")
 
 
 def _state_ok(want: str | list[str] | None, state: str) -> bool:
@@ -172,3 +172,212 @@ def near_miss(rules: list[model.Rule], ctx: dict[str, Any]) -> dict[str, Any] | 
         reasons = ["it matched, but its targeting (nth/every/first/after/probability) skipped this request"]
     out: dict[str, Any] = {"rule": rule.name or f"replies[{index}]", "reason": "; ".join(reasons)}
     return out
+
+
+# ---------------------------------------------------------------- checking patterns (mockmcp check)
+
+_OPERATORS = ("$present", "$absent", "$regex", "$type", "$contains", "$anyOf")
+
+PatternProblem = tuple[tuple[Any, ...], str]  # (path inside the pattern, message)
+
+
+def pattern_problems(pattern: Any, path: tuple[Any, ...] = ()) -> list[PatternProblem]:
+    """Every matcher in ``pattern`` whose operator or operand ``run`` could not use."""
+    out: list[PatternProblem] = []
+    if is_matcher(pattern):
+        for op, arg in pattern.items():
+            out += _operator_problems(op, arg, path + (op,))
+    elif type(pattern) is dict:
+        for k, sub in pattern.items():
+            out += pattern_problems(sub, path + (k,))
+    elif type(pattern) is list:
+        for i, sub in enumerate(pattern):
+            out += pattern_problems(sub, path + (i,))
+    return out
+
+
+def _operator_problems(op: str, arg: Any, path: tuple[Any, ...]) -> list[PatternProblem]:
+    if op in ("$present", "$absent"):
+        return [] if type(arg) is bool else [(path, f"{op} takes true or false, not {_show(arg)}")]
+    if op == "$regex":
+        problem = regex_problem(arg)
+        return [] if problem is None else [(path, problem)]
+    if op == "$type":
+        if arg in _TYPES:
+            return []
+        return [(path, f"$type must be one of {', '.join(_TYPES)}, not {_show(arg)}{_did_you_mean(arg, _TYPES)}")]
+    if op == "$contains":
+        return pattern_problems(arg, path)
+    if op == "$anyOf":
+        if type(arg) is not list or not arg:
+            return [(path, f"$anyOf takes a non-empty list of patterns, not {_show(arg)}")]
+        return [p for i, sub in enumerate(arg) for p in pattern_problems(sub, path + (i,))]
+    return [(path, f"unknown matcher {op!r}{_did_you_mean(op, _OPERATORS)} (known: {', '.join(_OPERATORS)})")]
+
+
+def _did_you_mean(word: Any, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(known), n=1) if type(word) is str else []
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+# ---------------------------------------------------------------- regular expressions with bounded time
+#
+# Python's re backtracks and has no timeout, so a pattern is accepted only if its
+# worst case can be bounded: no repetition of a group that itself repeats or
+# alternates ((a+)+, (a|a)*: exponential), no backreferences or conditionals.
+# What is left costs at most (string length + 1) ** (unbounded repetitions + 1)
+# times the product of its bounded choices (a search tries every start), so each
+# pattern gets the longest string that keeps that under REGEX_BUDGET steps; a
+# longer string does not match.
+
+REGEX_BUDGET = 2**24  # about 10-30 ms of re's backtracking
+MIN_REGEX_INPUT = 64  # a pattern whose bound would be shorter is refused by check
+
+
+class _RegexShape:
+    """What the cost of a pattern depends on, read by a small scanner of the re syntax."""
+
+    def __init__(self, pattern: str) -> None:
+        self.unbounded = 0  # repetitions without an upper bound
+        self.choices = 1  # product of the other choice points: {m,n}, ?, alternatives
+        self.problem: str | None = None
+        self._scan(pattern)
+
+    def _scan(self, src: str) -> None:
+        # One frame per open group: [has a choice point inside, alternatives so far].
+        frames: list[list[Any]] = [[False, 1]]
+        last_group_choice: bool | None = None  # the atom just read: a group (with/without choices) or None
+        i = 0
+        while i < len(src) and self.problem is None:
+            c = src[i]
+            atom_choice: bool | None = None
+            if c == "\\":
+                if i + 1 < len(src) and src[i + 1] in "123456789":
+                    self.problem = "backreferences are not allowed (their matching time cannot be bounded)"
+                i += 2
+            elif c == "[":
+                i = _class_end(src, i)
+            elif src.startswith("(?#", i):  # a comment (re.compile found its end)
+                i = src.index(")", i) + 1
+            elif c == "(":
+                if src.startswith(("(?P=", "(?("), i):
+                    self.problem = "backreferences and conditionals are not allowed (their matching time cannot be bounded)"
+                i, opens = _group_start(src, i)
+                if opens:
+                    frames.append([False, 1])
+            elif c == ")":
+                has_choice, branches = frames.pop() if len(frames) > 1 else (False, 1)
+                self.choices *= branches
+                atom_choice = has_choice or branches > 1
+                if atom_choice:
+                    frames[-1][0] = True
+                i += 1
+            elif c == "|":
+                frames[-1][1] += 1
+                frames[-1][0] = True
+                i += 1
+            elif c in "*+?{":
+                quantifier = _quantifier(src, i)
+                if quantifier is None:  # a literal "{"
+                    i += 1
+                else:
+                    low, high, i = quantifier
+                    self._repeat(low, high, last_group_choice, frames)
+            else:
+                i += 1
+            last_group_choice = atom_choice
+        self.choices *= frames[0][1]
+
+    def _repeat(self, low: int, high: int | None, group_choice: bool | None, frames: list[list[Any]]) -> None:
+        if (high is None or high > 1) and group_choice:
+            self.problem = (
+                "repeats a group that itself repeats or has alternatives, like (a+)+ or (a|b)*: "
+                "its matching time can grow exponentially; use a character class or a single repetition"
+            )
+        if high is None:
+            self.unbounded += 1
+        elif high > low:
+            self.choices *= high - low + 1
+        if high is None or high > low:
+            frames[-1][0] = True
+
+    def max_input(self) -> int:
+        """The longest string this pattern may test within the budget."""
+        if self.choices >= REGEX_BUDGET:
+            return 0
+        return int((REGEX_BUDGET / self.choices) ** (1 / (self.unbounded + 1)))
+
+
+_GROUP_PREFIX = re.compile(r"\(\?(?:P<\w+>|<[=!]|[:=!>]|[aiLmsux]*(?:-[imsx]*)?(?P<close>\))?:?)|\(")
+
+
+def _group_start(src: str, i: int) -> tuple[int, bool]:
+    """The index after the group opening at ``src[i]`` (``(``, ``(?:``, ``(?P<n>``, ...), and
+    whether it opens a group at all (``(?i)`` only sets flags)."""
+    m = _GROUP_PREFIX.match(src, i)
+    assert m is not None  # "(" alone always matches
+    return m.end(), m.group("close") is None
+
+
+def _class_end(src: str, i: int) -> int:
+    """The index after the character class that opens at ``src[i]``."""
+    i += 1
+    if i < len(src) and src[i] == "^":
+        i += 1
+    if i < len(src) and src[i] == "]":
+        i += 1
+    while i < len(src) and src[i] != "]":
+        i += 2 if src[i] == "\\" else 1
+    return i + 1
+
+
+_BRACES = re.compile(r"\{(\d*)(?:(,)(\d*))?\}")
+
+
+def _quantifier(src: str, i: int) -> tuple[int, int | None, int] | None:
+    """``(low, high, index after)`` of the quantifier at ``src[i]`` (``None``: a literal brace)."""
+    c = src[i]
+    if c == "{":
+        m = _BRACES.match(src, i)
+        if m is None or (not m.group(1) and not m.group(2)):
+            return None
+        low = int(m.group(1) or 0)
+        high = None if m.group(2) and not m.group(3) else int(m.group(3) or m.group(1))
+        end = m.end()
+    else:
+        low, high, end = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c] + (i + 1,)
+    if end < len(src) and src[end] in "?+":  # lazy or possessive: the same choices
+        end += 1
+    return low, high, end
+
+
+_regexes: dict[str, tuple[re.Pattern[str], int]] = {}
+
+
+def regex_problem(pattern: Any) -> str | None:
+    """Why ``pattern`` cannot be a ``$regex`` (``None``: it can)."""
+    if type(pattern) is not str:
+        return f"$regex takes a string, not {_show(pattern)}"
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"$regex {_show(pattern)} is not a regular expression: {exc}"
+    shape = _RegexShape(pattern)
+    if shape.problem is not None:
+        return f"$regex {_show(pattern)} {shape.problem}"
+    if shape.max_input() < MIN_REGEX_INPUT:
+        return (
+            f"$regex {_show(pattern)} has too many repetitions and alternatives ({shape.unbounded} unbounded, "
+            f"{shape.choices} other choices): its matching time could not be bounded for strings of "
+            f"{MIN_REGEX_INPUT} characters; simplify it"
+        )
+    return None
+
+
+def _regex_search(pattern: str, value: str) -> bool:
+    """``re.search`` within the pattern's input bound (a longer string does not match)."""
+    entry = _regexes.get(pattern)
+    if entry is None:
+        entry = _regexes[pattern] = (re.compile(pattern), _RegexShape(pattern).max_input())
+    compiled, max_input = entry
+    return len(value) <= max_input and compiled.search(value) is not None

@@ -11,9 +11,11 @@ is rejected rather than trusted.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import json
+import re
 from typing import Any
 
 from . import protocol as p
@@ -66,8 +68,26 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
+_CANONICAL_PART = re.compile(r"[A-Za-z0-9_-]*")
+
+
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """The bytes of one part, only if ``text`` is exactly how ``_b64`` writes them.
+
+    base64 decoders forgive: padding, whitespace, the ``+/`` alphabet, and the
+    unused low bits of the last character (``...A`` and ``...B`` can decode to
+    the same bytes). A state is an opaque token echoed byte for byte, so a
+    client that alters it must be told, whatever the bytes decode to.
+    """
+    if not _CANONICAL_PART.fullmatch(text):
+        raise StateError("malformed (not unpadded base64url)")
+    try:
+        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except binascii.Error:  # a length no base64 text has
+        raise StateError("malformed (not base64)") from None
+    if _b64(data) != text:
+        raise StateError("malformed (not the canonical base64url text)")
+    return data
 
 
 class StateCodec:
@@ -100,10 +120,7 @@ class StateCodec:
         parts = token.split(".")
         if len(parts) != 2:
             raise StateError("malformed (not issued by this server)")
-        try:
-            payload, mac = _unb64(parts[0]), _unb64(parts[1])
-        except (ValueError, UnicodeEncodeError):
-            raise StateError("malformed (not base64)") from None
+        payload, mac = _unb64(parts[0]), _unb64(parts[1])
         if not hmac.compare_digest(mac, self._mac(payload)):
             raise StateError("integrity check failed (tampered, or issued by another server process)")
         try:
@@ -132,12 +149,29 @@ def missing_capabilities(requests: dict[str, Any], caps: dict[str, Any]) -> dict
                 if not isinstance(have, dict) or (have and "form" not in have):
                     missing.setdefault("elicitation", {})["form"] = {}
         elif method == p.SAMPLE:
-            if not isinstance(caps.get("sampling"), dict):
-                missing["sampling"] = {}
+            lacking = _sampling_lacks(params if isinstance(params, dict) else {}, caps.get("sampling"))
+            if lacking is not None:
+                missing.setdefault("sampling", {}).update(lacking)
         elif method == p.LIST_ROOTS:
             if not isinstance(caps.get("roots"), dict):
                 missing["roots"] = {}
     return missing
+
+
+def _sampling_lacks(params: dict[str, Any], have: Any) -> dict[str, Any] | None:
+    """What of ``sampling`` a createMessage request needs and the client lacks (``None``: nothing).
+
+    Tool use (``tools`` or ``toolChoice``) needs ``sampling.tools`` and an
+    ``includeContext`` other than ``none`` needs ``sampling.context``
+    (client/sampling: servers MUST NOT / SHOULD NOT send them otherwise).
+    """
+    have = have if isinstance(have, dict) else None
+    lacks: dict[str, Any] = {}
+    if ("tools" in params or "toolChoice" in params) and not (have is not None and isinstance(have.get("tools"), dict)):
+        lacks["tools"] = {}
+    if params.get("includeContext", "none") != "none" and not (have is not None and isinstance(have.get("context"), dict)):
+        lacks["context"] = {}
+    return lacks if lacks or have is None else None
 
 
 def describe_capabilities(missing: dict[str, Any]) -> list[str]:
