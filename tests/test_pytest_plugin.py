@@ -122,3 +122,23 @@ def test_paths(mockmcp, n, tmp_path):
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
     result.assert_outcomes(passed=3)
+
+
+def test_a_failing_test_gets_a_timeline_page(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_fail='''
+import json, subprocess
+
+def test_fails(mockmcp):
+    server = mockmcp({"mockmcp": 1, "tools": [{"name": "hi"}], "expectations": [{"method": "tools/call", "name": "hi"}]})
+    line = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": "</script><img src=x onerror=alert(1)>"}}
+    subprocess.run(server.argv, input=(json.dumps(line) + "\\\\n").encode(), capture_output=True, timeout=30)
+    server.assert_expectations()
+'''
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*mockmcp journal (1: *scenario.yaml)*", "timeline: *timeline.html"])
+    path = next(line.split("timeline: ", 1)[1] for line in result.stdout.lines if line.startswith("timeline: "))
+    page = open(path, encoding="utf-8").read()
+    assert "lanehead mock" in page and "EXPECTATION FAILED" in page and "<img" not in page
