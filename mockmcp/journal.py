@@ -7,10 +7,12 @@ loses at most the record being written. Nothing is buffered in Python, so an
 ``exit`` fault (``os._exit``) loses nothing already recorded.
 
 Record fields: ``t`` (monotonic seconds, comparable across processes on one
-machine), ``pid``, ``dir`` (``in``, ``out``, ``event``, ``finding``,
-``start``, ``verdict`` (a failed expectation, written at exit)), then ``message`` (parsed) or ``raw`` (the bytes as latin-1 text,
-when a line did not parse or a fault wrote raw bytes), ``rule`` (which
-scenario rule answered), ``id``, ``kind``, ``finding``.
+machine), ``pid`` (the process: one lane of the HTML timeline), ``dir``
+(``in``, ``out``, ``event``, ``finding``, ``start``, ``verdict``: a failed
+expectation, written at exit), then ``message`` (parsed) or ``raw`` (the
+bytes as latin-1 text, when a line did not parse or a fault wrote raw
+bytes), ``rule`` (which scenario rule answered), ``id``, ``kind``,
+``finding``, ``verdict``.
 
 ``print_transcript`` renders a journal for humans (``mockmcp journal FILE``).
 """
