@@ -1,0 +1,187 @@
+"""Property: a scenario ``mockmcp check`` accepts never crashes ``mockmcp run`` (issue 11 #6).
+
+Hypothesis builds scenario mappings from the model's step kinds, rules, ``when``
+conditions, templates, loops and edge values (huge integers, extreme floats,
+deep nesting, odd URI templates), dumps them to YAML text and loads them as
+``check`` does. Each one accepted is served by the real trio shell on memory
+streams (trio's autojump clock makes scripted sleeps free) and gets a few
+requests for each tool, prompt, resource and template: no exception may escape,
+and every request is answered, or legitimately pending (the scenario can hang,
+stop reading, close stdout or exit).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import trio
+import trio.testing
+import yaml
+from conftest import request
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from shellharness import Harness
+
+from mockmcp.engine import Engine
+from mockmcp.run import new_engine
+from mockmcp.loader import load_text
+from mockmcp.problems import LoadError
+
+# ---------------------------------------------------------------- values
+
+def mostly(usual: st.SearchStrategy[Any], edge: st.SearchStrategy[Any], odds: int = 15) -> st.SearchStrategy[Any]:
+    """``edge`` once in ``odds`` draws: a scenario holds dozens of values and one edge
+    value often makes ``check`` refuse it, while only accepted scenarios are run."""
+    return st.sampled_from([False] * (odds - 1) + [True]).flatmap(lambda is_edge: edge if is_edge else usual)
+
+
+# Literals Python cannot hold or dump go in as placeholders, replaced in the YAML text.
+LITERALS = {"XINT4301X": "9" * 4301, "XINT5000X": "-" + "9" * 5000, "XHEXX": "0x" + "f" * 4000, "XE999X": "1e999"}
+edge_ints = st.sampled_from([0, -1, 2**31, 2**63, -(2**64), 10**300, int("9" * 4300), "XINT4301X", "XINT5000X", "XHEXX"])
+edge_floats = st.sampled_from([0.5, -0.0, 1e308, -1e308, 5e-324, 1.7976931348623157e308, float("inf"), "XE999X"])
+scalars = mostly(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(-1000, 1000), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8),
+        st.sampled_from(["{{ arguments.a }}", "{{ id }}", "{{ add(arguments.a, 1) }}", "{{ index }}", "x{{ arguments }}y"]),
+    ),
+    edge_ints | edge_floats,
+)
+
+
+def nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+json_values = mostly(
+    st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "text"]), inner, max_size=3), max_leaves=6),
+    st.sampled_from([20, 80, 101, 400]).map(nested),
+)
+durations = mostly(st.sampled_from(["0ms", "5ms", "1.5s", "2m"]), st.just("9" * 400 + "s"))
+counts = mostly(st.integers(-2, 4) | st.just("{{ default(arguments.n, 2) }}"), st.sampled_from([300, 100_001, 10**12]))
+
+# ---------------------------------------------------------------- steps
+
+sleep = st.builds(lambda d: {"sleep": d}, durations)
+progress = st.builds(lambda v, t: {"progress": {"progress": v, "total": t}}, st.one_of(st.integers(0, 5), edge_floats, st.just("{{ index }}")), st.none() | st.just(10))
+log = st.builds(lambda lv, d: {"log": {"level": lv, "data": d}}, st.sampled_from(["debug", "info", "error"]), json_values)
+emit = st.sampled_from([{"emit": {"event": "tools/list_changed"}}, {"emit": {"event": "resources/updated", "uri": "file:///r"}}])
+stderr = st.builds(lambda r: {"stderr": "noise", "repeat": r}, st.integers(-1, 3))
+dribble = st.builds(lambda c: {"dribble": {"chunkBytes": c, "pause": "1ms"}}, st.integers(-1, 50))
+raw = st.builds(lambda v: {"raw": v}, json_values)
+raw_bytes = st.sampled_from([{"rawBytes": "\\x00garbage\n"}, {"rawBytes": "{{ arguments.a }}\n"}, {"rawBytes": "€"}])
+other = st.sampled_from([{"stopReading": "5ms"}, {"setState": "start"}])
+simple = st.one_of(sleep, progress, log, emit, stderr, dribble, raw, raw_bytes, other)
+loop = st.builds(lambda n, body: {"loop": {"times": n, "steps": body}}, counts, st.lists(simple, min_size=0, max_size=2))
+nested_loop = st.builds(lambda n, body: {"loop": {"times": n, "steps": body}}, counts, st.lists(loop | simple, min_size=1, max_size=2))
+
+text = st.builds(lambda t: {"text": t}, st.sampled_from(["hi", "{{ arguments.a }}", "{{ arguments }}", "{{ length(arguments.a) }}", "{{ div(1, arguments.a) }}", "{{ json(arguments) }}", "{{ mul(arguments.a, 10) }}"]))
+result = st.builds(lambda v: {"result": {"content": [{"type": "text", "text": "r"}], "structuredContent": v}}, json_values)
+error = st.builds(lambda c, d: {"error": {"code": c, "message": "no", "data": d}}, st.one_of(st.integers(-33000, 1), edge_ints), json_values)
+huge = st.builds(lambda b, c: {"huge": {"bytes": b, "char": c}}, mostly(st.integers(-1, 5000), st.sampled_from([10**12, 64 * 1024 * 1024 + 1])), mostly(st.sampled_from(["x", "é", "ab"]), st.just("")))
+exit_ = st.builds(lambda s: {"exit": {"status": s}}, mostly(st.sampled_from([0, 1, 255]), st.sampled_from([256, -1, 2**40])))
+final = st.one_of(text, text, result, error, huge, st.just({"hang": True}), exit_)
+steps = st.builds(lambda lead, last: lead + [last], st.lists(simple | nested_loop, max_size=3), final)
+
+# ---------------------------------------------------------------- rules and primitives
+
+when = st.one_of(
+    st.just({}),
+    st.builds(lambda v: {"arguments": {"a": v}}, scalars),
+    st.sampled_from([{"nth": 2}, {"every": 2}, {"first": 1}, {"after": 1}, {"probability": 0.5}, {"round": 1}, {"arguments": {"a": {"$present": True}}}]),
+)
+rule = st.builds(lambda w, s: {"when": w, "steps": s}, when, steps)
+sequence_rule = st.builds(lambda seq, cycle: {"sequence": seq, "cycle": cycle}, st.lists(steps, min_size=1, max_size=2), st.booleans())
+rules = st.lists(rule | sequence_rule, min_size=1, max_size=3)
+uri_templates = mostly(
+    st.sampled_from(["t://{x}", "t://{+rest}", "t://{a}/{b}", "t://{#f}", "t://{x"]),
+    st.sampled_from(["t://{a.b}", "t://{1}", "t://{a}/{a}", "t://{?q}", "t://{}"]),
+    odds=3,
+)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> dict[str, Any]:
+    tools = [{"name": f"t{i}", "replies": draw(rules)} for i in range(draw(st.integers(1, 2)))]
+    scenario: dict[str, Any] = {"mockmcp": 1, "tools": tools}
+    if draw(st.booleans()):
+        scenario["prompts"] = [{"name": "p", "replies": draw(rules)}]
+    if draw(st.booleans()):
+        scenario["resources"] = [{"uri": "file:///r", "name": "r", "text": "hello", "replies": draw(st.just([]) | rules)}]
+    if draw(st.booleans()):
+        scenario["resourceTemplates"] = [{"uriTemplate": draw(uri_templates), "name": "tm", "replies": draw(rules)}]
+    if draw(st.booleans()):
+        scenario["protocol"] = {"exitAfter": {"messages": draw(st.integers(1, 5)), "status": draw(mostly(st.just(1), st.just(300)))}}
+    return scenario
+
+
+# ---------------------------------------------------------------- serving
+
+MAY_GO_QUIET = ("hang", "stopReading", "exit", "exitAfter", "closeStdout")
+
+
+def requests_for(s: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for tool in s["tools"]:
+        for args in ({}, {"a": 1}, {"a": "x", "n": 3}):
+            out.append(("tools/call", {"name": tool["name"], "arguments": args}))
+    if "prompts" in s:
+        out += [("prompts/get", {"name": "p", "arguments": {}}), ("prompts/get", {"name": "p", "arguments": {"a": "1"}})]
+    if "resources" in s:
+        out.append(("resources/read", {"uri": "file:///r"}))
+    if "resourceTemplates" in s:
+        out += [("resources/read", {"uri": "t://x"}), ("resources/read", {"uri": "t://a/b"}), ("resources/templates/list", {})]
+    out += [("tools/list", {}), ("ping", {})]
+    return [request(i + 1, method, params) for i, (method, params) in enumerate(out)]
+
+
+async def serve(engine: Engine, messages: list[dict[str, Any]]) -> tuple[set[Any], Harness]:
+    """Send every request; the ids answered by the time nothing more can happen.
+
+    The harness's shell, with a reader of our own: ``raw``/``rawBytes`` steps write
+    lines that are not JSON on purpose, and those are skipped here."""
+    harness = Harness(engine)
+    answered: set[Any] = set()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(harness.shell.serve)
+        await harness.send(*messages)
+        buffer = b""
+        with trio.move_on_after(10_000):  # virtual seconds: every scripted sleep fits
+            while len(answered) < len(messages):
+                chunk = await harness.stdout_recv.receive_some()
+                if not chunk:
+                    break  # stdout closed (closeStdout, exit): what is left is legitimately pending
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                for raw in lines:
+                    msg = _json(raw)
+                    if type(msg) is dict and "id" in msg and "method" not in msg:
+                        answered.add(json.dumps(msg["id"]))
+        nursery.cancel_scope.cancel()
+    return {json.loads(i) for i in answered}, harness
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None  # a scripted non-JSON line
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scenarios())
+def test_a_scenario_check_accepts_is_served_without_a_crash(data):
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10**9)
+    for placeholder, literal in LITERALS.items():
+        text = text.replace(placeholder, literal)
+    try:
+        scenario, _ = load_text(text, "generated.yaml")
+    except LoadError:
+        return  # check refused it, with located problems: nothing to run
+    messages = requests_for(data)
+    answered, harness = trio.run(serve, new_engine(scenario), messages, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert "Traceback" not in harness.stderr_text()
+    if not any(key in text for key in MAY_GO_QUIET):
+        assert answered == {m["id"] for m in messages}, json.dumps(data)[:2000]
