@@ -19,6 +19,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> Any:
+    """Run on every core by default (pytest-xdist ``-n auto --dist loadgroup``), so the README's
+    plain ``pytest -q`` is the fast one; an explicit ``-n``/``--dist`` wins, and ``-p no:xdist``
+    still runs everything in one process. Set here, not in ``addopts``, because ``-n`` in
+    ``addopts`` makes ``-p no:xdist`` a usage error. A wrapper, so it runs before xdist reads
+    the options."""
+    worker = "PYTEST_XDIST_WORKER" in os.environ  # a worker runs its share, it spawns none
+    if config.pluginmanager.hasplugin("xdist") and config.option.numprocesses is None and not worker:
+        config.option.numprocesses = "auto"
+        if config.option.dist == "no":
+            config.option.dist = "loadgroup"  # tests marked xdist_group share a worker (and its fixtures)
+    return (yield)
+
+
 def _find_shared() -> Path:
     """``$MOCKMCP_SHARED``, else ``shared/`` beside this checkout, else beside the repository
     it was cloned from (a throwaway ``git clone`` into a temporary folder still finds it)."""

@@ -26,7 +26,6 @@ import argparse
 import concurrent.futures
 import datetime as _dt
 import json
-import os
 import re
 import subprocess
 import sys
@@ -38,6 +37,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 CLIENTS = ("python-asyncio", "python-trio", "typescript")
 DEFAULT_TIMEOUT_MS = 3000
+# Connecting spawns the mock (the TypeScript client in auto mode: a probe, then the session);
+# with sessions running side by side on a loaded machine that alone can take seconds, and the
+# matrix measures what the client does once connected, so the TypeScript driver's connect gets
+# this (the Python client has one read timeout for every request, the plan's timeoutMs).
+CONNECT_TIMEOUT_MS = 10_000
 
 sys.path.insert(0, str(HERE))
 from python_driver import example_from_schema  # noqa: E402  (a sibling script, not a package)
@@ -83,10 +87,36 @@ def run_client(client: str, plan: dict[str, Any], *, wall_timeout: float | None 
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
         return {"client": client, "crash": f"driver exited {proc.returncode}", "stderr": _tail(proc.stderr)}
-    result = json.loads(lines[-1])
+    result: dict[str, Any] = json.loads(lines[-1])
     result["client"] = client
     result["stderr"] = _tail(proc.stderr)
     return result
+
+
+def run_batch(client: str, plans: list[dict[str, Any]], jobs: int) -> list[dict[str, Any]]:
+    """Run many plans in one driver process, ``jobs`` sessions at once (one interpreter and
+    one SDK import for all of them); a result per plan, in order, or a ``crash`` record each."""
+    try:
+        argv = driver_argv(client)
+    except ClientUnavailable as exc:
+        return [{"client": client, "crash": f"client unavailable: {exc}"} for _ in plans]
+    # as if run one after the other: generous, since the driver's own timeouts bound each plan
+    wall_timeout = 30 + sum(len(p["ops"]) * (p.get("timeoutMs", DEFAULT_TIMEOUT_MS) / 1000 + 3) for p in plans)
+    try:
+        proc = subprocess.run(argv, input=json.dumps({"plans": plans, "jobs": jobs}), capture_output=True,
+                              text=True, timeout=wall_timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired as exc:
+        crash = {"client": client, "crash": f"driver killed after {wall_timeout:.0f}s", "stderr": _tail(exc.stderr)}
+        return [dict(crash) for _ in plans]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        crash = {"client": client, "crash": f"driver exited {proc.returncode}", "stderr": _tail(proc.stderr)}
+        return [dict(crash) for _ in plans]
+    results: list[dict[str, Any]] = json.loads(lines[-1])["results"]
+    for result in results:
+        result["client"] = client
+        result["stderr"] = _tail(proc.stderr)  # the mocks of every plan share it
+    return results
 
 
 def _tail(text: Any, n: int = 1500) -> str:
@@ -187,19 +217,114 @@ def inbound_methods(journal: Path) -> dict[str, int]:
 
 
 def run_cell(scenario_path: Path, client: str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[str, Any]:
+    return run_cells([(scenario_path, client)], timeout_ms=timeout_ms)[0]
+
+
+def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+              jobs: int = 2) -> list[dict[str, Any]]:
+    """Run the cells (scenario path, client); a result per cell, in order.
+
+    The cells of one client share driver processes: each round, one driver runs the next
+    session of every cell still going (``jobs`` at once), and the clients' drivers run side
+    by side. Cells that need no further session drop out; a round is one spawn per client.
+    """
     from mockmcp import loader
     from mockmcp.problems import LoadError
 
-    try:
-        scenario, _ = loader.load(str(scenario_path), use_cache=False)
-    except LoadError as exc:  # a broken bundled scenario is a cell to show, not a reason to stop
-        return {"client": client, "loadError": str(exc)}
+    results: list[dict[str, Any]] = [{} for _ in cells]
+    runs: dict[str, list[tuple[int, CellRun]]] = {}
     with tempfile.TemporaryDirectory(prefix="mockmcp-matrix-") as tmp:
-        ops = generic_plan(scenario, [], timeout_ms)["ops"]
-        result = _run_sessions(scenario_path, client, ops, Path(tmp), timeout_ms)
-        result["plan"] = ops
-        result["hasExpectations"] = bool(scenario.expectations)
-    return result
+        for i, (path, client) in enumerate(cells):
+            try:
+                scenario, _ = loader.load(str(path), use_cache=False)
+            except LoadError as exc:  # a broken bundled scenario is a cell to show, not a reason to stop
+                results[i] = {"client": client, "loadError": str(exc)}
+                continue
+            ops = generic_plan(scenario, [], timeout_ms)["ops"]
+            work = Path(tmp) / f"cell-{i}"
+            work.mkdir()
+            runs.setdefault(client, []).append((i, CellRun(path, ops, work, timeout_ms, bool(scenario.expectations))))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(runs))) as pool:
+            for fut in [pool.submit(_run_rounds, client, group, jobs) for client, group in runs.items()]:
+                for i, result in fut.result():
+                    results[i] = result
+    return results
+
+
+def _run_rounds(client: str, group: list[tuple[int, CellRun]], jobs: int) -> list[tuple[int, dict[str, Any]]]:
+    live = list(group)
+    while live:
+        plans = [(run, run.next_plan()) for _, run in live]
+        batch = [(run, plan) for run, plan in plans if plan is not None]
+        if batch:
+            for (run, _), result in zip(batch, run_batch(client, [plan for _, plan in batch], jobs)):
+                run.take(result)
+        live = [(i, run) for i, run in live if not run.done]
+    return [(i, run.result()) for i, run in group]
+
+
+class CellRun:
+    """One cell's sessions: the plan, and after an operation that breaks the session, the
+    rest in a new session, so each operation's outcome is its own, not the aftermath of an
+    earlier hang or crash. The mock's verdict (report) and the process count come from the
+    first session."""
+
+    def __init__(self, scenario_path: Path, ops: list[dict[str, Any]], tmp: Path, timeout_ms: int,
+                 has_expectations: bool) -> None:
+        self.scenario_path, self.ops, self.tmp, self.timeout_ms = scenario_path, ops, tmp, timeout_ms
+        self.has_expectations = has_expectations
+        self.remaining = list(ops)
+        self.merged: dict[str, Any] = {}
+        self.inbound: dict[str, int] = {}
+        self.session = 0
+        self.done = not ops
+        self.work = tmp
+
+    def next_plan(self) -> dict[str, Any] | None:
+        """The plan of the next session, or None when the cell is done."""
+        if self.done:
+            return None
+        self.session += 1
+        self.work = self.tmp / f"session-{self.session}"
+        self.work.mkdir()
+        return {"command": mock_command(self.scenario_path, self.work), "timeoutMs": self.timeout_ms,
+                "connectTimeoutMs": max(CONNECT_TIMEOUT_MS, self.timeout_ms), "ops": self.remaining,
+                "stopAfterBreak": True}
+
+    def take(self, result: dict[str, Any]) -> None:
+        """Merge one session's result; decide whether another session is needed."""
+        got = result.get("ops", [])
+        for method, n in inbound_methods(self.work / "journal.jsonl").items():
+            self.inbound[method] = self.inbound.get(method, 0) + n
+        merged = self.merged
+        if self.session == 1:
+            merged = self.merged = result
+            merged["ops"] = []
+            merged["report"] = session_report(self.work)
+            merged["processes"] = len(list(self.work.glob("report-*.json")))
+        elif "crash" in result or result.get("connect", {}).get("status") != "ok":
+            why = result.get("crash") or _op_text(result.get("connect", {}))
+            merged["ops"].extend({**op, "status": "crash", "message": f"session {self.session} failed: {why}"}
+                                 for op in self.remaining)
+            self.done = True
+            return
+        else:
+            for k, v in (result.get("callbacks") or {}).items():
+                merged.setdefault("callbacks", {}).setdefault(k, []).extend(v)
+            merged.setdefault("clientErrors", []).extend(result.get("clientErrors", []))
+            if not merged["clientErrors"]:
+                del merged["clientErrors"]
+        if "crash" in merged or merged.get("connect", {}).get("status") != "ok" or not got:
+            self.done = True
+            return
+        cut = next((i + 1 for i, op in enumerate(got) if breaks_session(op)), len(got))
+        merged["ops"].extend({**op, "session": self.session} for op in got[:cut])
+        self.remaining = self.remaining[cut:]
+        self.done = not self.remaining
+
+    def result(self) -> dict[str, Any]:
+        return {**self.merged, "sessions": self.session, "inbound": self.inbound, "plan": self.ops,
+                "hasExpectations": self.has_expectations}
 
 
 def breaks_session(op: dict[str, Any]) -> bool:
@@ -397,7 +522,10 @@ def render(results: dict[str, dict[str, dict[str, Any]]], clients: list[str], ve
         " every resource and one instance of every template, ask every completion, listen for 1.5 s when the"
         " scenario has subscription events; the elicitation,"
         " sampling and roots callbacks answer, so `input_required` rounds complete. Each operation has a"
-        f" {timeout_ms} ms timeout; scenarios that hang or die on purpose show it. A cell counts the"
+        f" {timeout_ms} ms timeout (the TypeScript client's connect, probe included,"
+        f" {CONNECT_TIMEOUT_MS // 1000} s: a spawn on a loaded machine is not what a cell measures);"
+        " scenarios that hang or die on purpose show it. Sessions run side by side, each client's in"
+        " one driver process. A cell counts the"
         " operations by outcome (`ok`, `error CODE` = the client surfaced that JSON-RPC error, `timeout`,"
         " `client-error` = the SDK rejected something itself, `crash`) and gives the mock's verdict on the"
         " client (its `expectations` and client checks). Every non-`ok` operation has a note below.",
@@ -456,32 +584,31 @@ def _anchor(title: str) -> str:
 
 def run_matrix(names: list[str], clients: list[str], *, jobs: int = 2,
                timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[str, dict[str, dict[str, Any]]]:
-    from mockmcp import loader
+    """Every scenario x client (``jobs`` sessions at once per client, see ``run_cells``)."""
+    from mockmcp import loadcache
 
-    paths = {n: loader.bundled_dir() / f"{n}.yaml" for n in names}
+    cells = [(n, c) for n in names for c in clients]
+    got = run_cells([(loadcache.bundled_dir() / f"{n}.yaml", c) for n, c in cells], timeout_ms=timeout_ms, jobs=jobs)
     results: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in names}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_cell, paths[n], c, timeout_ms): (n, c) for n in names for c in clients}
-        for fut in concurrent.futures.as_completed(futures):
-            n, c = futures[fut]
-            results[n][c] = fut.result()
-            print(f"{n} x {c}: {summarize(results[n][c])[0]}", file=sys.stderr, flush=True)
+    for (n, c), result in zip(cells, got):
+        results[n][c] = result
+        print(f"{n} x {c}: {summarize(result)[0]}", file=sys.stderr, flush=True)
     return results
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mockmcp import loader
+    from mockmcp import loadcache
 
     ap = argparse.ArgumentParser(description="Run the interop matrix and write docs/interop.md.")
     ap.add_argument("--scenarios", help="comma-separated bundled names (default: all)")
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--out", default=str(ROOT / "docs" / "interop.md"))
     ap.add_argument("--json", help="also write the raw results here")
-    ap.add_argument("--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)))
+    ap.add_argument("--jobs", type=int, default=2, help="sessions at once per client (default 2)")
     ap.add_argument("--timeout-ms", type=int, default=DEFAULT_TIMEOUT_MS)
     ap.add_argument("--from-json", help="render earlier raw results (--json) instead of running")
     args = ap.parse_args(argv)
-    names = args.scenarios.split(",") if args.scenarios else loader.bundled_names()
+    names = args.scenarios.split(",") if args.scenarios else loadcache.bundled_names()
     clients = args.clients.split(",")
     if args.from_json:
         results = json.loads(Path(args.from_json).read_text(encoding="utf-8"))

@@ -7,12 +7,20 @@ JSON-RPC code, ``timeout``, or ``client-error`` with the exception type). The pl
 format is shared with ``ts/driver.mjs``::
 
     {"command": ["python", "-m", "mockmcp", "run", "default"],
-     "timeoutMs": 5000, "stopAfterBreak": false,
+     "timeoutMs": 5000, "connectTimeoutMs": 10000, "stopAfterBreak": false,
      "ops": [{"op": "listTools"}, {"op": "callTool", "name": "echo", "arguments": {...}},
              {"op": "listPrompts"}, {"op": "getPrompt", "name": "p", "arguments": {...}},
              {"op": "listResources"}, {"op": "listResourceTemplates"},
              {"op": "readResource", "uri": "..."}, {"op": "complete", "ref": {...}, "argument": {...}},
              {"op": "listen", "filter": {"toolsListChanged": true, ...}, "ms": 1500}]}
+
+A batch ``{"plans": [PLAN, ...], "jobs": N}`` runs every plan in this one process, N
+sessions at once, and prints ``{"results": [RESULT, ...]}`` in the plans' order: the
+interop matrix pays for one interpreter and one import of the SDK per client and round,
+not one per cell. Each plan still spawns its own mock.
+
+``connectTimeoutMs`` is for ``ts/driver.mjs`` (its connect, probe included); the
+Python client has one read timeout for every request, ``timeoutMs``.
 
 The client has the elicitation, sampling and roots callbacks set (they accept
 with example answers), so ``input_required`` rounds can complete. With
@@ -139,7 +147,7 @@ async def run_plan(plan: dict[str, Any]) -> dict[str, Any]:
 
     async def roots(context: Any) -> Any:
         notes["roots"].append(1)
-        return types.ListRootsResult(roots=[types.Root(uri="file:///project", name="project")])
+        return types.ListRootsResult(roots=[types.Root.model_validate({"uri": "file:///project", "name": "project"})])
 
     async def log(params: Any) -> None:
         notes["log"].append(params.level)
@@ -241,14 +249,35 @@ async def _one(client: Any, op: dict[str, Any], timeout: float, progress: list[f
     raise ValueError(f"unknown op {kind!r}")
 
 
+async def run_batch(batch: dict[str, Any]) -> dict[str, Any]:
+    """Every plan of a batch, ``jobs`` sessions at once; results in the plans' order."""
+    plans = batch["plans"]
+    results: list[dict[str, Any]] = [{} for _ in plans]
+    limiter = anyio.CapacityLimiter(max(1, int(batch.get("jobs", 4))))
+
+    async def one(i: int) -> None:
+        async with limiter:
+            results[i] = await run_plan(plans[i])
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(plans)):
+            tg.start_soon(one, i)
+    return {"results": results}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
-    ap.add_argument("plan", nargs="?", help="plan JSON file (default: stdin)")
+    ap.add_argument("plan", nargs="?", help="plan (or batch) JSON file (default: stdin)")
     args = ap.parse_args()
     plan = json.loads(open(args.plan).read() if args.plan else sys.stdin.read())
-    result = anyio.run(run_plan, plan, backend=args.backend)
-    result["backend"] = args.backend
+    if "plans" in plan:
+        result = anyio.run(run_batch, plan, backend=args.backend)
+        for one in result["results"]:
+            one["backend"] = args.backend
+    else:
+        result = anyio.run(run_plan, plan, backend=args.backend)
+        result["backend"] = args.backend
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
     return 0

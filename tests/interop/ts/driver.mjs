@@ -4,6 +4,8 @@
 // Prints one JSON object on stdout: the connection outcome and, per operation,
 // what the client got (ok + trimmed result, error + JSON-RPC code, timeout, or
 // client-error). The plan format is shared with ../python_driver.py (see there).
+// A batch {"plans": [PLAN, ...], "jobs": N} runs every plan in this one process,
+// N sessions at once, and prints {"results": [RESULT, ...]} in the plans' order.
 //
 // The client connects with versionNegotiation {mode: 'auto'}: on stdio it
 // spawns the server twice (a discover probe, then the session). Elicitation,
@@ -123,9 +125,7 @@ async function one(client, op, timeout, progress, rounds) {
   }
 }
 
-async function main() {
-  const path = process.argv[2];
-  const plan = JSON.parse(path ? readFileSync(path, 'utf8') : readFileSync(0, 'utf8'));
+async function runPlan(plan) {
   const timeout = plan.timeoutMs ?? 5000;
   const notes = { elicitation: [], sampling: [], roots: [], log: [] };
   const out = { client: 'typescript', ops: [] };
@@ -163,7 +163,7 @@ async function main() {
   const transport = new StdioClientTransport({ command, args, env: plan.env, stderr: 'inherit' });
   const t0 = Date.now();
   try {
-    await client.connect(transport, { timeout });
+    await client.connect(transport, { timeout: plan.connectTimeoutMs ?? timeout });
     out.connect = {
       status: 'ok',
       era: client.getProtocolEra(),
@@ -198,6 +198,27 @@ async function main() {
   }
   if (clientErrors.length) out.clientErrors = clientErrors;
   out.callbacks = Object.fromEntries(Object.entries(notes).filter(([, v]) => v.length));
+  return out;
+}
+
+// Every plan of a batch, `jobs` sessions at once; results in the plans' order.
+async function runBatch(batch) {
+  const results = new Array(batch.plans.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < batch.plans.length) {
+      const i = next++;
+      results[i] = await runPlan(batch.plans[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, batch.jobs ?? 4) }, worker));
+  return { results };
+}
+
+async function main() {
+  const path = process.argv[2];
+  const input = JSON.parse(path ? readFileSync(path, 'utf8') : readFileSync(0, 'utf8'));
+  const out = input.plans ? await runBatch(input) : await runPlan(input);
   process.stdout.write(`${JSON.stringify(out)}\n`);
 }
 
