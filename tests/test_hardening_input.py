@@ -310,7 +310,7 @@ def test_a_catastrophic_regex_cannot_block_the_server() -> None:
     """What check refuses could take 40 s; what it accepts answers a hostile string at once."""
     conn = connection(when_tool("{arguments: {a: {$regex: '^a*a*a*$'}}}"))
     start = time.perf_counter()
-    for n in (29, 64, 1000, 100_000):
+    for n in (29, 64, 700):  # 700: seconds of backtracking without the bound
         msg = one(conn, line(request(n, "tools/call", {"name": "t", "arguments": {"a": "a" * n + "!"}})))
         assert msg["result"]["content"][0]["text"] == "miss"
     assert time.perf_counter() - start < 2
