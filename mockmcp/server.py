@@ -207,16 +207,15 @@ class Shell:
             dribble: Dribble | None = None
             try:
                 for action in plan.all_actions():
-                    if action is None:
-                        await trio.lowlevel.checkpoint()  # a long lazy loop that produced nothing yet
-                        continue
                     t = type(action)
                     if not started and t is not Send:
                         # Leading sends (a subscription's ack) are queued before the reader
                         # moves on, so they precede anything later input causes.
                         task_status.started()
                         started = True
-                    if t is Send:
+                    if action is None:
+                        await trio.lowlevel.checkpoint()  # a long lazy loop that produced nothing yet
+                    elif t is Send:
                         self._emitted(action)
                         if dribble is None:
                             await self._send.send(action.data)

@@ -164,7 +164,15 @@ class StepExpander:
             case model.RawStep():
                 return WriteRaw(jsonrpc.encode(templates.render(step.raw, scope)))
             case model.RawBytesStep():
-                return WriteRaw(templates.to_text(templates.render(step.rawBytes, scope)).encode("latin-1"))
+                text = templates.to_text(templates.render(step.rawBytes, scope))
+                try:
+                    return WriteRaw(text.encode("latin-1"))
+                except UnicodeEncodeError:  # only a request value can bring such a character in
+                    raise errors.InvalidParams(
+                        "Invalid params: a rawBytes step renders one byte per character (latin-1); "
+                        "the request gave a character outside it",
+                        request_id=ctx.id,
+                    ) from None
             case model.HangStep():
                 return Park()
             case model.ExitStep():

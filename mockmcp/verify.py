@@ -202,7 +202,7 @@ class Verifier:
 
 def attach(engine: Any, conn: Any, log: Any, *, journal: str | None = None, report: str | None = None, strict: bool = False) -> dict[str, Any]:
     v = Verifier(engine, log, journal=journal, report=report, strict=strict)
-    engine.track_unknown = True
+    engine.services.track_unknown = True
     conn.observers.append(v.inbound)
     plan_observers = getattr(conn, "plan_observers", None)
     if plan_observers is not None:

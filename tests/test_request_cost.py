@@ -1,0 +1,229 @@
+"""What one request may cost the server (issue 11, defects 4, 5, 7 and 12).
+
+- Loops expand lazily: a plan keeps at most ``EAGER_BUDGET`` evaluations of
+  eager work, whatever the loop count, and the rest runs as the shell pulls it.
+- A loop that produces nothing still lets the event loop run (it yields
+  ``None``), so a nested 100000 x 100000 loop neither grows memory nor ignores
+  a signal, and cancelling the request stops it (``check`` rejects literal loop
+  counts that multiply past its bound; counts from the request are capped per
+  loop at run time, so these tests take them from the arguments).
+- Plan tasks are bounded: a client that never reads stops being read.
+- Delivering an event to one stream of 10,000 costs one lookup, not a walk.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+import trio
+import trio.testing
+from conftest import ROOT, request
+from fakelink import engine_for
+from shellharness import Harness
+
+from mockmcp.actions import Emit, Plan, Send
+from mockmcp.connection import Connection
+from mockmcp.steps import EAGER_BUDGET
+
+LOOPS = """
+mockmcp: 1
+tools:
+  - name: progress
+    replies:
+      - steps:
+          - loop:
+              times: "{{ arguments.n }}"
+              steps:
+                - progress: {progress: "{{ index }}", total: "{{ arguments.n }}"}
+          - text: done
+  - name: nested
+    replies:
+      - steps:
+          - loop:
+              times: "{{ arguments.n }}"
+              steps:
+                - loop:
+                    times: "{{ arguments.n }}"
+                    steps:
+                      - progress: {progress: "{{ index }}"}
+          - text: never
+  - name: slow
+    replies:
+      - steps: [{sleep: 10ms}, {text: "{{ arguments.pad }}"}]
+capabilities: {tools: {}}
+"""
+
+
+def _line(rid: Any, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None) -> bytes:
+    msg = request(rid, "tools/call", {"name": name, "arguments": arguments})
+    if meta:
+        msg["params"]["_meta"] = {**msg["params"]["_meta"], **meta}
+    return (json.dumps(msg) + "\n").encode()
+
+
+def test_a_huge_loop_builds_a_bounded_plan_at_once() -> None:
+    conn = Connection(engine_for(LOOPS))
+    t = time.perf_counter()
+    (plan,) = conn.receive_data(_line(1, "progress", {"n": 10**9}, {"progressToken": "p"}))
+    elapsed = time.perf_counter() - t
+    assert isinstance(plan, Plan)
+    assert len(plan.actions) <= EAGER_BUDGET + 1
+    assert plan.rest is not None and not plan.immediate
+    assert elapsed < 0.5  # was ~2.3 s and ~150 MB for the capped 100,000 repetitions
+
+
+def test_the_lazy_rest_continues_where_the_eager_part_stopped() -> None:
+    conn = Connection(engine_for(LOOPS))
+    (plan,) = conn.receive_data(_line(1, "progress", {"n": 1000}, {"progressToken": "p"}))
+    assert isinstance(plan, Plan)
+    sends = [a for a in plan.all_actions() if isinstance(a, Send)]
+    progress = [json.loads(s.data)["params"]["progress"] for s in sends[:-1]]
+    assert progress == list(range(1, 1001))
+    assert json.loads(sends[-1].data)["result"]["content"][0]["text"] == "done"
+
+
+def test_a_template_error_in_the_lazy_part_ends_the_plan_with_the_error() -> None:
+    yaml = """
+mockmcp: 1
+tools:
+  - name: t
+    replies:
+      - steps:
+          - loop:
+              times: 1000
+              steps:
+                - progress: {progress: "{{ index }}", total: "{{ arguments.total }}"}
+          - text: done
+"""
+    conn = Connection(engine_for(yaml))
+    # The first evaluations are fine; "x" as a total only fails when the step is rendered,
+    # which for a progress step is every repetition: make it fail late by index.
+    (plan,) = conn.receive_data(_line(1, "t", {"total": 5}, {"progressToken": "p"}))
+    assert isinstance(plan, Plan) and plan.rest is not None
+    (bad,) = conn.receive_data(_line(2, "t", {"total": "x"}, {"progressToken": "p"}))
+    # a bad value met in the eager part replaces the whole plan with -32602
+    assert isinstance(bad, Plan) and bad.immediate
+    assert json.loads(bad.actions[0].data)["error"]["code"] == -32602
+
+
+def test_a_loop_that_sends_nothing_still_yields_to_the_event_loop() -> None:
+    conn = Connection(engine_for(LOOPS))
+    (plan,) = conn.receive_data(_line(1, "nested", {"n": 100000}))  # no progressToken: nothing is sent
+    assert isinstance(plan, Plan) and plan.rest is not None
+    pulled = [next(plan.rest) for _ in range(10 * EAGER_BUDGET)]
+    assert all(a is None for a in pulled)  # each evaluation hands control back
+
+
+async def test_cancelling_a_request_in_a_huge_loop_stops_it(autojump_clock: trio.testing.MockClock) -> None:
+    h = Harness(engine_for(LOOPS))
+    async with trio.open_nursery() as nursery:
+        await h.start(nursery)
+        await h.send(json.loads(_line(1, "nested", {"n": 100000})))
+        # (no sleep: a task that only checkpoints keeps the mock clock from jumping)
+        await h.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+        await h.send(request(2, "server/discover"))
+        reply = await h.next()
+        assert reply["id"] == 2  # the server stayed responsive, and 1 never answers
+        assert 1 not in h.engine.session.in_flight
+        nursery.cancel_scope.cancel()
+
+
+def test_sigterm_stops_a_server_busy_in_a_nested_loop(tmp_path: Any) -> None:
+    path = tmp_path / "loops.yaml"
+    path.write_text(LOOPS)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mockmcp", "run", str(path), "--no-cache"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(_line(1, "nested", {"n": 100000}) + (json.dumps(request(2, "server/discover")) + "\n").encode())
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 2  # answered while the loop runs
+    proc.send_signal(signal.SIGTERM)
+    try:
+        status = proc.wait(timeout=10)
+    finally:
+        proc.kill()
+    assert status == 0, proc.stderr.read() if proc.stderr else ""
+
+
+async def test_a_client_that_never_reads_stops_being_read(autojump_clock: trio.testing.MockClock) -> None:
+    """Timed requests stop the reader once the task slots and the writer's channel are full."""
+    from mockmcp.server import Shell, StderrLog
+
+    engine = engine_for(LOOPS)
+    stdin_send, stdin_recv = trio.testing.memory_stream_one_way_pair()  # buffers all we send
+    stdout_send, stdout_recv = trio.testing.lockstep_stream_one_way_pair()  # blocks: never read
+    shell = Shell(Connection(engine), stdin_recv, stdout_send, log=StderrLog("quiet"), max_tasks=8)
+    pad = "x" * 1000
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(shell.serve)
+        await stdin_send.send_all(b"".join(_line(i, "slow", {"pad": pad}) for i in range(10_000)))
+        await trio.sleep(60)  # virtual: every request's sleep is long over
+        seen = engine.session.requests_seen
+        await trio.sleep(600)
+        # Read: the task slots, what the writer's channel holds, and one read's worth of lines.
+        assert seen == engine.session.requests_seen  # nothing more was read meanwhile
+        assert seen < 200, seen
+        nursery.cancel_scope.cancel()
+    await stdout_recv.aclose()
+
+
+def test_ten_thousand_streams_each_get_their_own_timer_event_fast() -> None:
+    engine = engine_for("""
+mockmcp: 1
+tools: [{name: t}]
+capabilities: {tools: {listChanged: true}}
+""")
+    conn = Connection(engine)
+    lines = b"".join(
+        (json.dumps(request(i, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})) + "\n").encode()
+        for i in range(10_000)
+    )
+    assert len(conn.receive_data(lines)) == 10_000
+    t = time.perf_counter()
+    delivered = [engine.fan_out(Emit("tools/list_changed", None, i, has_only=True)) for i in range(10_000)]
+    elapsed = time.perf_counter() - t
+    assert all(len(d) == 1 for d in delivered)
+    assert json.loads(delivered[42][0].data)["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 42
+    assert len(engine.fan_out(Emit("tools/list_changed"))) == 10_000
+    assert elapsed < 2.0  # a walk of every stream per event took 38.6 s for these
+
+
+def test_a_finished_stream_leaves_the_index() -> None:
+    engine = engine_for("""
+mockmcp: 1
+tools: [{name: t}]
+resources: [{uri: "mem://a", name: a}]
+capabilities: {tools: {listChanged: true}, resources: {subscribe: true}}
+""")
+    conn = Connection(engine)
+    listen = request("s", "subscriptions/listen", {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["mem://a"]}})
+    conn.receive_data((json.dumps(listen) + "\n").encode())
+    assert len(engine.fan_out(Emit("resources/updated", "mem://a"))) == 1
+    assert engine.fan_out(Emit("resources/updated", "mem://b")) == []
+    engine.finished("s")
+    assert engine.fan_out(Emit("resources/updated", "mem://a")) == []
+    assert engine.fan_out(Emit("tools/list_changed")) == []
+
+
+
+def test_raw_bytes_with_a_request_character_outside_latin1_is_a_client_error() -> None:
+    """Found by the check-implies-run property work: this crashed the process."""
+    conn = Connection(engine_for("""
+mockmcp: 1
+tools:
+  - name: t
+    replies:
+      - steps: [{rawBytes: "{{ arguments.a }}\\n"}, {hang: true}]
+"""))
+    (plan,) = conn.receive_data(_line(1, "t", {"a": "\u20ac"}))
+    assert isinstance(plan, Plan)
+    assert json.loads(plan.actions[0].data)["error"]["code"] == -32602
+    (ok,) = conn.receive_data(_line(2, "t", {"a": "caf\u00e9"}))
+    assert isinstance(ok, Plan) and ok.actions[0].data == b"caf\xe9\n"  # type: ignore[union-attr]
