@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import protocol as p
+from . import errors, jsonrpc, protocol as p
 
 _SPEC = "https://modelcontextprotocol.io/specification/2026-07-28/"
 
@@ -143,8 +143,9 @@ class ClientChecker:
     def invalid_line(self, line: bytes, error_text: str) -> list[Finding]:
         """A line the decoder rejected: say which rule it broke."""
         try:
-            obj = json.loads(line)
-        except (ValueError, UnicodeDecodeError, RecursionError):
+            # The decoder's own parse: its limits keep what the journal re-encodes shallow.
+            obj = jsonrpc.parse(line)
+        except errors.ClientError:
             return [Finding("jsonrpc.parse", error_text, line.decode("latin-1"))]
         if type(obj) is dict and "method" in obj and "id" in obj:
             rid = obj["id"]

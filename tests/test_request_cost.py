@@ -227,3 +227,21 @@ tools:
     assert json.loads(plan.actions[0].data)["error"]["code"] == -32602
     (ok,) = conn.receive_data(_line(2, "t", {"a": "caf\u00e9"}))
     assert isinstance(ok, Plan) and ok.actions[0].data == b"caf\xe9\n"  # type: ignore[union-attr]
+
+
+def test_a_deep_line_with_the_journal_on_is_answered_and_journaled(tmp_path: Any) -> None:
+    """The verifier re-read rejected lines with json.loads, deep ones included, and the journal
+    then failed to encode them (RecursionError killed the process at ~978 levels)."""
+    journal = tmp_path / "j.jsonl"
+    deep = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"x":' + b"[" * 978 + b"]" * 978 + b"}}}\n"
+    probe = (json.dumps(request(8, "server/discover")) + "\n").encode()
+    proc = subprocess.run(
+        [sys.executable, "-m", "mockmcp", "run", "default", "--journal", str(journal), "--no-cache"],
+        input=deep + probe, capture_output=True, cwd=ROOT, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [7, 8]
+    assert answers[0]["error"]["code"] == -32602
+    assert b"Traceback" not in proc.stderr
+    assert journal.read_text().count("\n") >= 3
