@@ -230,8 +230,9 @@ tools:
 
 
 def test_a_deep_line_with_the_journal_on_is_answered_and_journaled(tmp_path: Any) -> None:
-    """The verifier re-read rejected lines with json.loads, deep ones included, and the journal
-    then failed to encode them (RecursionError killed the process at ~978 levels)."""
+    """A guard on the journal path: a line past the nesting limit is answered and journaled
+    without the verifier re-reading it deeper than the decoder allows (the verifier now
+    re-reads rejected lines with the decoder's own parse, not json.loads)."""
     journal = tmp_path / "j.jsonl"
     deep = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"x":' + b"[" * 978 + b"]" * 978 + b"}}}\n"
     probe = (json.dumps(request(8, "server/discover")) + "\n").encode()
