@@ -78,7 +78,8 @@ class MockServer:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                return json.loads(self.report_path.read_text(encoding="utf-8"))
+                report: dict[str, Any] = json.loads(self.report_path.read_text(encoding="utf-8"))
+                return report
             except FileNotFoundError:
                 if time.monotonic() >= deadline:
                     raise ReportMissing(
@@ -128,7 +129,8 @@ class MockServer:
     def _seen(self) -> str:
         lines = []
         for msg in self.received()[:30]:
-            params = msg.get("params") if type(msg.get("params")) is dict else {}
+            raw = msg.get("params")
+            params: dict[str, Any] = raw if isinstance(raw, dict) else {}
             what = " ".join(str(params[k]) for k in ("name", "uri") if type(params.get(k)) is str)
             head = f"#{json.dumps(msg['id'])} " if "id" in msg else ""
             lines.append(f"  {head}{msg.get('method', '(response)')} {what}".rstrip())

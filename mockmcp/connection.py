@@ -46,7 +46,7 @@ class Connection:
     def handle_line(self, line: bytes | Oversized) -> Output | None:
         msg: jsonrpc.Message | None = None
         try:
-            if type(line) is Oversized:
+            if isinstance(line, Oversized):
                 raise errors.InvalidRequest(
                     f"Invalid Request: message of {line.length} bytes exceeds the {self.framer.max_line}-byte line limit"
                 )

@@ -87,7 +87,8 @@ class Envelope:
             p.RESOURCE_TEMPLATES_LIST: c.resourceTemplates,
             p.RESOURCES_READ: c.read,
         }.get(method)
-        ttl, scope = c.ttlMs, c.cacheScope
+        ttl: int = c.ttlMs
+        scope: str = c.cacheScope
         if block is not None:
             ttl = block.ttlMs if block.ttlMs is not None else ttl
             scope = block.cacheScope or scope

@@ -34,7 +34,7 @@ _MARK_PREFIX = "\ue000mockmcp-hole-"
 _MARK = _MARK_PREFIX + "{}\ue000"
 _ENVELOPE_KEYS = ("_meta", "resultType", "ttlMs", "cacheScope")
 
-_encode_str: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_str: Callable[[str], str] = json.encoder.encode_basestring
 _encode_any: Callable[[Any], str] = jsonrpc.encode_text  # the very encoder of the general path
 
 # What fills a hole, evaluated per request.

@@ -108,6 +108,6 @@ class Rounds:
         if requests:
             body["inputRequests"] = requests
         if with_state:
-            asked = {k: v.get("method") for k, v in requests.items() if isinstance(v, dict)}
+            asked = {k: v["method"] for k, v in requests.items() if isinstance(v, dict) and isinstance(v.get("method"), str)}
             body["requestState"] = self.codec.issue(mrtr.origin(ctx.method, ctx.scope()), round, asked, user, requests, answers)
         return self.envelope.final(ctx.id, self.envelope.input_required(body))

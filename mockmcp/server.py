@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import trio
 
-from .actions import Cancel, CloseStdout, Dribble, Emit, Exit, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from .actions import Action, Cancel, CloseStdout, Dribble, Emit, Exit, Output, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .connection import Connection
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "quiet": 100}
@@ -58,6 +58,22 @@ class _ExitJob:
 
 class _CloseJob:
     """Close stdout in order, after what was queued before it."""
+
+
+_Job = bytes | _DribbleJob | _ExitJob | _CloseJob  # what the writer's channel carries
+
+
+class _PlanRun:
+    """The state of one running plan: its id, task slot, park and dribble settings."""
+
+    __slots__ = ("rid", "counted", "slot", "parked", "dribble")
+
+    def __init__(self, rid: Any, *, counted: bool) -> None:
+        self.rid = rid
+        self.counted = counted  # holds up exit at EOF while it has scripted work
+        self.slot = True  # taken by _dispatch for this task; given back when parked or done
+        self.parked = False
+        self.dribble: Dribble | None = None
 
 
 class Shell:
@@ -193,91 +209,92 @@ class Shell:
 
     # ---------------------------------------------------------- plans
 
-    async def _run_plan(self, plan: Plan, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        rid = plan.request_id
-        parked = False
-        # Subscription streams never hold up exit at EOF: the connection's end ends them.
-        counted = plan.method != "subscriptions/listen"
-        if counted:
+    async def _run_plan(self, plan: Plan, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Perform one plan's actions in order, in this task's own cancel scope.
+
+        The caller took a task slot for it (``_dispatch``); it is given back when
+        the plan parks or ends. Leading sends (a subscription's ack) are queued
+        before the reader moves on, so they precede anything later input causes.
+        """
+        run = _PlanRun(plan.request_id, counted=plan.method != "subscriptions/listen")
+        if run.counted:  # subscription streams never hold up exit at EOF: the input's end ends them
             self.busy += 1
         started = False
-        slot = True  # taken by _dispatch for this task; given back when parked or done
         with trio.CancelScope() as scope:
-            self.scopes[rid] = scope
-            dribble: Dribble | None = None
+            self.scopes[run.rid] = scope
             try:
                 for action in plan.all_actions():
-                    t = type(action)
-                    if not started and t is not Send:
-                        # Leading sends (a subscription's ack) are queued before the reader
-                        # moves on, so they precede anything later input causes.
+                    if not started and type(action) is not Send:
                         task_status.started()
                         started = True
-                    if action is None:
-                        await trio.lowlevel.checkpoint()  # a long lazy loop that produced nothing yet
-                    elif t is Send:
-                        self._emitted(action)
-                        if dribble is None:
-                            await self._send.send(action.data)
-                        else:
-                            await self._send.send(_DribbleJob(action.data, dribble.chunk, dribble.pause))
-                    elif t is Sleep:
-                        await trio.sleep(action.seconds)
-                    elif t is Emit:
-                        for send in self.conn.engine.fan_out(action):
-                            self._emitted(send)
-                            await self._send.send(send.data)
-                    elif t is Park:
-                        parked = True
-                        if counted:
-                            self._not_busy()
-                        self._slots.release()
-                        slot = False
-                        await trio.sleep_forever()
-                    elif t is WriteRaw:
-                        if self.on_output is not None:
-                            self.on_output(None, action.data)
-                        if dribble is None:
-                            await self._send.send(action.data)
-                        else:
-                            await self._send.send(_DribbleJob(action.data, dribble.chunk, dribble.pause))
-                    elif t is Exit:
-                        if action.partial:
-                            if self.on_output is not None:
-                                self.on_output(None, action.partial)
-                            await self._send.send(action.partial)
-                        if self.on_event is not None:
-                            self.on_event("exit", {"status": action.status, "id": rid})
-                        await self._send.send(_ExitJob(action.status))
-                        await trio.sleep_forever()
-                    elif t is Dribble:
-                        dribble = action
-                    elif t is StopReading:
-                        seconds = action.seconds
-                        self.reading_resumes = math.inf if seconds is None else trio.current_time() + seconds
-                        self.log("info", "stopped reading stdin (scripted)" + ("" if seconds is None else f" for {seconds:g} s"))
-                        if self.on_event is not None:
-                            self.on_event("stopReading", {"id": rid, "seconds": seconds})
-                    elif t is CloseStdout:
-                        if self.on_event is not None:
-                            self.on_event("closeStdout", {"id": rid})
-                        await self._send.send(_CloseJob())
-                    elif t is Stderr:
-                        for _ in range(action.repeat):
-                            self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
-                            await trio.lowlevel.checkpoint()
-                    else:  # pragma: no cover
-                        raise AssertionError(f"unknown action {action!r}")
+                    await self._perform(action, run)
                 if not started:
                     task_status.started()
             finally:
-                if slot:
+                if run.slot:
                     self._slots.release()
-                if self.scopes.get(rid) is scope:
-                    del self.scopes[rid]
-                    self.conn.finished(rid)  # (after a client cancel the engine already did)
-                if counted and not parked:
+                if self.scopes.get(run.rid) is scope:
+                    del self.scopes[run.rid]
+                    self.conn.finished(run.rid)  # (after a client cancel the engine already did)
+                if run.counted and not run.parked:
                     self._not_busy()
+
+    async def _perform(self, action: Action | None, run: _PlanRun) -> None:
+        match action:
+            case None:
+                await trio.lowlevel.checkpoint()  # a long lazy loop that produced nothing yet
+            case Send():
+                self._emitted(action)
+                await self._queue_bytes(action.data, run)
+            case Sleep():
+                await trio.sleep(action.seconds)
+            case Emit():
+                for send in self.conn.engine.fan_out(action):
+                    self._emitted(send)
+                    await self._send.send(send.data)
+            case Park():
+                run.parked = True
+                if run.counted:
+                    self._not_busy()
+                self._slots.release()
+                run.slot = False
+                await trio.sleep_forever()
+            case WriteRaw():
+                if self.on_output is not None:
+                    self.on_output(None, action.data)
+                await self._queue_bytes(action.data, run)
+            case Exit():
+                if action.partial:
+                    if self.on_output is not None:
+                        self.on_output(None, action.partial)
+                    await self._send.send(action.partial)
+                self._event("exit", {"status": action.status, "id": run.rid})
+                await self._send.send(_ExitJob(action.status))
+                await trio.sleep_forever()
+            case Dribble():
+                run.dribble = action
+            case StopReading():
+                seconds = action.seconds
+                self.reading_resumes = math.inf if seconds is None else trio.current_time() + seconds
+                self.log("info", "stopped reading stdin (scripted)" + ("" if seconds is None else f" for {seconds:g} s"))
+                self._event("stopReading", {"id": run.rid, "seconds": seconds})
+            case CloseStdout():
+                self._event("closeStdout", {"id": run.rid})
+                await self._send.send(_CloseJob())
+            case Stderr():
+                for _ in range(action.repeat):
+                    self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
+                    await trio.lowlevel.checkpoint()
+
+    async def _queue_bytes(self, data: bytes, run: _PlanRun) -> None:
+        if run.dribble is None:
+            await self._send.send(data)
+        else:
+            await self._send.send(_DribbleJob(data, run.dribble.chunk, run.dribble.pause))
+
+    def _event(self, name: str, fields: dict[str, Any]) -> None:
+        if self.on_event is not None:
+            self.on_event(name, fields)
 
     def _not_busy(self) -> None:
         self.busy -= 1
@@ -295,30 +312,32 @@ class Shell:
             if self.on_event is not None:
                 self.on_event("cancelled", {"id": cancel.request_id, "reason": cancel.reason})
 
-    async def _dispatch(self, outputs: list[Any], nursery: trio.Nursery) -> None:
+    async def _dispatch(self, outputs: list[Output], nursery: trio.Nursery) -> None:
         immediate: list[bytes] = []
         for out in outputs:
-            if type(out) is Plan:
-                if out.immediate:
+            match out:
+                case Cancel():
+                    self._cancel(out)
+                case Plan(immediate=True):
                     for action in out.actions:
-                        self._emitted(action)
-                        immediate.append(action.data)
-                elif _parks_at_once(out):
+                        if isinstance(action, Send):  # always: an immediate plan only sends
+                            self._emitted(action)
+                            immediate.append(action.data)
+                case Plan() if _parks_at_once(out):
                     # A plain hang or a bare subscription: no task, no cancel scope (a
                     # task per hang costs memory, and cancelling 10k of them at EOF takes
                     # half a second). Its leading sends keep their place in the output.
                     for action in out.actions[:-1]:
-                        self._emitted(action)
-                        immediate.append(action.data)
+                        if isinstance(action, Send):  # always: _parks_at_once checked
+                            self._emitted(action)
+                            immediate.append(action.data)
                     self.parked[out.request_id] = out
-                else:
+                case Plan():
                     if immediate:
                         await self._send.send(b"".join(immediate))
                         immediate = []
                     await self._slots.acquire()
                     await nursery.start(self._run_plan, out)
-            else:
-                self._cancel(out)
         if immediate:
             await self._flush(b"".join(immediate))
 
@@ -339,7 +358,7 @@ class Shell:
                             data = b""
                         if not data:
                             break
-                        await self._dispatch(self.conn.receive_data(data), requests)
+                        await self._dispatch(self.conn.receive_data(bytes(data)), requests)
                     await self._dispatch(self.conn.receive_eof(), requests)
                     if self.ignore_eof:
                         self.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal)")

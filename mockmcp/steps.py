@@ -121,10 +121,10 @@ class StepExpander:
                 return env.error(ctx.id, e.code, message, data)
             case model.InputRequiredStep():
                 return self.rounds.ask_step(ctx, step.inputRequired)
-            case model.SleepStep():
-                d = step.sleep
-                seconds = d.seconds if type(d) is model.Duration else self.rng.uniform(d.min.seconds, d.max.seconds)
-                return Sleep(seconds * self.time_scale)
+            case model.SleepStep(sleep=model.Duration() as d):
+                return Sleep(d.seconds * self.time_scale)
+            case model.SleepStep(sleep=model.RandomDelay() as r):
+                return Sleep(self.rng.uniform(r.min.seconds, r.max.seconds) * self.time_scale)
             case model.ProgressStep():
                 token = ctx.meta.get(p.META_PROGRESS_TOKEN)
                 if token is None:
@@ -185,9 +185,10 @@ class StepExpander:
                 return Dribble(max(1, step.dribble.chunkBytes), step.dribble.pause.seconds * self.time_scale)
             case model.StderrStep():
                 return Stderr(templates.to_text(templates.render(step.stderr, scope)), step.repeat)
+            case model.StopReadingStep(stopReading=model.Duration() as pause):
+                return StopReading(pause.seconds * self.time_scale)
             case model.StopReadingStep():
-                d = step.stopReading
-                return StopReading(None if d == "forever" else d.seconds * self.time_scale)
+                return StopReading(None)  # "forever"
             case model.CloseStdoutStep():
                 return CloseStdout()
             case model.HugeStep():

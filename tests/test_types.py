@@ -1,0 +1,25 @@
+"""``mypy --strict`` over the package, as configured in pyproject.toml ([tool.mypy]).
+
+Run by the README's test command (and so by CI): a type error anywhere in
+``mockmcp/`` fails the suite.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_the_package_is_mypy_strict_clean() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", "/dev/null"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
+    assert "Success: no issues found" in proc.stdout
+
+
+def test_the_package_ships_its_types() -> None:
+    assert (ROOT / "mockmcp" / "py.typed").is_file()
