@@ -24,10 +24,6 @@ def _meta_field() -> Any:
     return field(default=None, metadata={"key": "_meta"})
 
 
-def _doc(text: str, default: Any = attrs.NOTHING, **kw: Any) -> Any:
-    return field(default=default, metadata={"doc": text}, **kw)
-
-
 @frozen
 class Duration:
     """A time span written as ``250ms``, ``1.5s`` or ``2m``."""

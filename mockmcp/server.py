@@ -115,7 +115,6 @@ class Shell:
         # slot, so a client that never reads stops being read (back-pressure for every step).
         self._slots = trio.Semaphore(max_tasks)
         self.idle = trio.Event()
-        self.exit_status = 0
         # Small: each item can be a whole batch of answers, and a full channel is what stops
         # the reader when the client does not read (back-pressure, bounded memory).
         self._send, self._receive = trio.open_memory_channel[Any](16)
@@ -374,7 +373,7 @@ class Shell:
                         del self.parked[rid]
                         self.conn.finished(rid)
             await self._send.aclose()
-        return self.exit_status
+        return 0
 
 
 def _parks_at_once(plan: Plan) -> bool:

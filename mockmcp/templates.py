@@ -101,11 +101,6 @@ def to_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-# The names the engine used before they were public; the lead removes them once it switched.
-_num = to_number
-_text = to_text
-
-
 def _div(a: Any, b: Any) -> Any:
     a, b = to_number(a), to_number(b)
     if b == 0:
