@@ -19,48 +19,10 @@ import trio
 
 from .actions import Action, Cancel, CloseStdout, Dribble, Emit, Exit, Output, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .connection import Connection
+from .log import StderrLog
+from .writer import CloseJob, DribbleJob, ExitJob, StdoutWriter
 
-LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "quiet": 100}
 MAX_TASKS = 1024  # plan tasks doing scripted work at once (parked ones do not count)
-
-
-class StderrLog:
-    """Human-readable logs on stderr (never stdout)."""
-
-    def __init__(self, level: str = "info", write: Callable[[bytes], Any] | None = None) -> None:
-        self.level = LEVELS[level]
-        self._write = write or (lambda b: os.write(2, b))
-
-    def __call__(self, level: str, text: str) -> None:
-        if LEVELS[level] >= self.level:
-            self.raw(f"mockmcp: {level}: {text}\n")
-
-    def raw(self, text: str) -> None:
-        try:
-            self._write(text.encode("utf-8", "replace"))
-        except OSError:
-            pass  # stderr closed: logs are best effort, the protocol is not
-
-
-class _DribbleJob:
-    __slots__ = ("data", "chunk", "pause")
-
-    def __init__(self, data: bytes, chunk: int, pause: float) -> None:
-        self.data, self.chunk, self.pause = data, chunk, pause
-
-
-class _ExitJob:
-    __slots__ = ("status",)
-
-    def __init__(self, status: int) -> None:
-        self.status = status
-
-
-class _CloseJob:
-    """Close stdout in order, after what was queued before it."""
-
-
-_Job = bytes | _DribbleJob | _ExitJob | _CloseJob  # what the writer's channel carries
 
 
 class _PlanRun:
@@ -77,6 +39,8 @@ class _PlanRun:
 
 
 class Shell:
+    """Serves one connection: a reader, a task per timed plan, and the writer (``writer``)."""
+
     def __init__(
         self,
         connection: Connection,
@@ -96,7 +60,6 @@ class Shell:
     ) -> None:
         self.conn = connection
         self.stdin = stdin
-        self.stdout = stdout
         self.grace = grace
         self.ignore_eof = ignore_eof
         self.log = log or StderrLog("warning")
@@ -104,9 +67,6 @@ class Shell:
         self.on_output = on_output
         self.on_event = on_event
         self.read_size = read_size
-        self.exit_after = exit_after  # (lines, status): die once that many lines went out
-        self.close_stdout = close_stdout  # the process-level part of closing stdout (run.py)
-        self.lines_written = 0
         self.reading_resumes = 0.0  # trio time before which the reader does not read (inf: never)
         self.scopes: dict[Any, trio.CancelScope] = {}
         self.parked: dict[Any, Plan] = {}  # requests parked without a task (see _dispatch)
@@ -115,92 +75,7 @@ class Shell:
         # slot, so a client that never reads stops being read (back-pressure for every step).
         self._slots = trio.Semaphore(max_tasks)
         self.idle = trio.Event()
-        # Small: each item can be a whole batch of answers, and a full channel is what stops
-        # the reader when the client does not read (back-pressure, bounded memory).
-        self._send, self._receive = trio.open_memory_channel[Any](16)
-        self._out = _SafeOut(stdout, self.log)
-        self._out_lock = trio.Lock()  # held by whoever writes stdout: the writer, or the reader (_flush)
-
-    # ---------------------------------------------------------- writer
-
-    async def _writer(self) -> None:
-        stdout = self._out
-        async with self._receive:
-            async for item in self._receive:
-                batch = [item]
-                while len(batch) < 512:
-                    try:
-                        batch.append(self._receive.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                try:  # no checkpoint between taking the batch and holding the lock
-                    self._out_lock.acquire_nowait()
-                except trio.WouldBlock:
-                    await self._out_lock.acquire()  # the reader is writing newer output: it waits
-                pending: list[bytes] = []
-                for job in batch:
-                    if type(job) is bytes:
-                        pending.append(job)
-                        continue
-                    if pending:
-                        await self._write(stdout, b"".join(pending))
-                        pending = []
-                    if type(job) is _DribbleJob:
-                        for i in range(0, len(job.data), job.chunk):
-                            await self._write(stdout, job.data[i : i + job.chunk])
-                            if i + job.chunk < len(job.data):
-                                await trio.sleep(job.pause)
-                    elif type(job) is _ExitJob:
-                        self.log("info", f"exiting with status {job.status} (scripted)")
-                        self.exit_process(job.status)
-                        await trio.sleep_forever()  # a fake exit in tests: stop writing
-                    elif type(job) is _CloseJob:
-                        self.log("info", "closing stdout (scripted); still reading stdin")
-                        stdout.broken = True
-                        await self.stdout.aclose()
-                        if self.close_stdout is not None:
-                            self.close_stdout()
-                if pending:
-                    await self._write(stdout, b"".join(pending))
-                self._out_lock.release()
-
-    async def _flush(self, data: bytes) -> None:
-        """Write the reader's immediate answers: straight to stdout when nothing is queued or
-        being written (one task switch less per round trip), else through the writer (order)."""
-        stats = self._receive.statistics()
-        # The writer must be parked in receive() with nothing buffered: an item handed to a
-        # waiting writer leaves the buffer empty too, and must still go out first.
-        if stats.current_buffer_used == 0 and stats.tasks_waiting_receive:
-            try:
-                self._out_lock.acquire_nowait()
-            except trio.WouldBlock:
-                pass
-            else:
-                try:
-                    await self._write(self._out, data)
-                finally:
-                    self._out_lock.release()
-                return
-        await self._send.send(data)
-
-    async def _write(self, stdout: "_SafeOut", data: bytes) -> None:
-        """Write, counting lines when ``protocol.exitAfter`` is set (then die right after the Nth)."""
-        if self.exit_after is None:
-            await stdout.send_all(data)
-            return
-        limit, status = self.exit_after
-        cut = -1
-        for _ in range(limit - self.lines_written):
-            cut = data.find(b"\n", cut + 1)
-            if cut < 0:
-                self.lines_written += data.count(b"\n")
-                await stdout.send_all(data)
-                return
-        await stdout.send_all(data[: cut + 1])
-        self.lines_written = limit
-        self.log("info", f"exiting with status {status} after {limit} lines written (protocol.exitAfter)")
-        self.exit_process(status)
-        await trio.sleep_forever()
+        self.writer = StdoutWriter(stdout, self.log, self.exit_process, exit_after=exit_after, close_stdout=close_stdout)
 
     def _emitted(self, send: Send) -> None:
         if self.on_output is not None:
@@ -250,7 +125,7 @@ class Shell:
             case Emit():
                 for send in self.conn.engine.fan_out(action):
                     self._emitted(send)
-                    await self._send.send(send.data)
+                    await self.writer.send(send.data)
             case Park():
                 run.parked = True
                 if run.counted:
@@ -266,9 +141,9 @@ class Shell:
                 if action.partial:
                     if self.on_output is not None:
                         self.on_output(None, action.partial)
-                    await self._send.send(action.partial)
+                    await self.writer.send(action.partial)
                 self._event("exit", {"status": action.status, "id": run.rid})
-                await self._send.send(_ExitJob(action.status))
+                await self.writer.send(ExitJob(action.status))
                 await trio.sleep_forever()
             case Dribble():
                 run.dribble = action
@@ -279,7 +154,7 @@ class Shell:
                 self._event("stopReading", {"id": run.rid, "seconds": seconds})
             case CloseStdout():
                 self._event("closeStdout", {"id": run.rid})
-                await self._send.send(_CloseJob())
+                await self.writer.send(CloseJob())
             case Stderr():
                 for _ in range(action.repeat):
                     self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
@@ -287,9 +162,9 @@ class Shell:
 
     async def _queue_bytes(self, data: bytes, run: _PlanRun) -> None:
         if run.dribble is None:
-            await self._send.send(data)
+            await self.writer.send(data)
         else:
-            await self._send.send(_DribbleJob(data, run.dribble.chunk, run.dribble.pause))
+            await self.writer.send(DribbleJob(data, run.dribble.chunk, run.dribble.pause))
 
     def _event(self, name: str, fields: dict[str, Any]) -> None:
         if self.on_event is not None:
@@ -333,18 +208,18 @@ class Shell:
                     self.parked[out.request_id] = out
                 case Plan():
                     if immediate:
-                        await self._send.send(b"".join(immediate))
+                        await self.writer.send(b"".join(immediate))
                         immediate = []
                     await self._slots.acquire()
                     await nursery.start(self._run_plan, out)
         if immediate:
-            await self._flush(b"".join(immediate))
+            await self.writer.flush(b"".join(immediate))
 
     # ---------------------------------------------------------- main loop
 
     async def serve(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> int:
         async with trio.open_nursery() as outer:
-            outer.start_soon(self._writer)
+            outer.start_soon(self.writer.run)
             async with trio.open_nursery() as requests:
                 task_status.started()
                 try:
@@ -372,7 +247,7 @@ class Shell:
                     for rid in list(self.parked):  # what a cancelled task's `finally` does
                         del self.parked[rid]
                         self.conn.finished(rid)
-            await self._send.aclose()
+            await self.writer.aclose()
         return 0
 
 
@@ -387,26 +262,11 @@ def _parks_at_once(plan: Plan) -> bool:
     return True
 
 
-class _SafeOut:
-    """stdout that turns a reader gone away into silence (the client closed the pipe)."""
-
-    def __init__(self, stream: trio.abc.SendStream, log: StderrLog) -> None:
-        self.stream = stream
-        self.log = log
-        self.broken = False
-
-    async def send_all(self, data: bytes) -> None:
-        if self.broken:
-            return
-        try:
-            await self.stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, BrokenPipeError):
-            self.broken = True
-            self.log("info", "stdout closed by the client; dropping further output")
-
-
 def _hard_exit(status: int) -> None:
     try:
         sys.stderr.flush()
     finally:
         os._exit(status)
+
+
+__all__ = ["MAX_TASKS", "Shell", "StderrLog"]  # StderrLog lives in .log; the shell's users build logs from here

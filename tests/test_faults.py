@@ -344,7 +344,7 @@ async def test_exit_after_counts_lines_across_batches_and_dribbles(schema, autoj
     from shellharness import Harness
 
     h = Harness(engine_for(SHELL_YAML))
-    h.shell.exit_after = (3, 9)
+    h.shell.writer.exit_after = (3, 9)
     async with trio.open_nursery() as nursery:
         await h.start(nursery)
         await h.send(call(1, "echo"), call(2, "echo"))  # one batch of two lines
@@ -382,7 +382,7 @@ async def test_close_stdout_closes_the_stream_and_the_shell_keeps_reading(autoju
 
     h = Harness(engine_for(SHELL_YAML))
     closed: list[bool] = []
-    h.shell.close_stdout = lambda: closed.append(True)
+    h.shell.writer.close_stdout = lambda: closed.append(True)
     async with trio.open_nursery() as nursery:
         await h.start(nursery)
         await h.send(call(1, "close"))
