@@ -21,23 +21,30 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> Any:
-    """Run on every core by default (pytest-xdist ``-n auto --dist loadgroup``), so the README's
+    """Run on every core by default (pytest-xdist ``-n auto --dist loadscope``), so the README's
     plain ``pytest -q`` is the fast one; an explicit ``-n``/``--dist`` wins, and ``-p no:xdist``
     still runs everything in one process. Set here, not in ``addopts``, because ``-n`` in
     ``addopts`` makes ``-p no:xdist`` a usage error. A wrapper, so it runs before xdist reads
-    the options."""
-    worker = "PYTEST_XDIST_WORKER" in os.environ  # a worker runs its share, it spawns none
-    if config.pluginmanager.hasplugin("xdist") and config.option.numprocesses is None and not worker:
+    the options.
+
+    ``loadscope``: a module's tests run on one worker, so a module fixture (the wheel and its
+    venv, the TypeScript session) is built once, not once per worker. (``xdist_group`` marks
+    would be finer, but pytest-xdist 3.8 cannot apply them under pytest 9.2: it renames
+    ``item._nodeid``, which pytest no longer reads.) No reordering by module size: collection
+    order, slow tests first (below), is what keeps both workers busy to the end."""
+    if config.pluginmanager.hasplugin("xdist") and config.option.numprocesses is None \
+            and not hasattr(config, "workerinput"):
         config.option.numprocesses = "auto"
         if config.option.dist == "no":
-            config.option.dist = "loadgroup"  # tests marked xdist_group share a worker (and its fixtures)
+            config.option.dist = "loadscope"
+            config.option.loadscopereorder = False
     return (yield)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` first (a stable sort), so with xdist they start at once on their
-    workers while the short ones fill in around them, instead of one starting last and running
-    alone at the end of the run (longest first is how to keep both cores busy to the end)."""
+    """Tests marked ``slow`` first (a stable sort), so with xdist their modules start at once on
+    their workers while the short ones fill in around them, instead of one starting last and
+    running alone at the end of the run (longest first keeps both cores busy to the end)."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

@@ -23,8 +23,7 @@ from interop.matrix import TS_DIR, run_client, session_report
 from mockmcp import loader
 from mockmcp.journal import read_journal
 
-# One worker runs this module, so its one TypeScript session (the module fixture) is spawned once.
-pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("typescript_client"), pytest.mark.xdist_group("interop-ts")]
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("typescript_client")]
 
 
 def test_typescript_client_is_installed() -> None:
