@@ -32,6 +32,10 @@ class RequestContext:
     request: jsonrpc.Request
     meta: dict[str, Any]
     state: str
+    # The request's own fields, copied once (read on every step of the hot path).
+    id: Any = attrs.field(init=False)
+    method: str = attrs.field(init=False)
+    params: dict[str, Any] = attrs.field(init=False)
     vars: dict[str, Any] = attrs.field(factory=dict)
     round: int = 1
     input_responses: dict[str, Any] = attrs.field(factory=dict)
@@ -41,17 +45,9 @@ class RequestContext:
     reask: Reask | None = None
     _scope: dict[str, Any] | None = None
 
-    @property
-    def id(self) -> Any:
-        return self.request.id
-
-    @property
-    def method(self) -> str:
-        return self.request.method
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return self.request.params
+    def __attrs_post_init__(self) -> None:
+        req = self.request
+        self.id, self.method, self.params = req.id, req.method, req.params
 
     @property
     def arguments(self) -> dict[str, Any]:

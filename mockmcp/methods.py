@@ -100,7 +100,7 @@ def _require_str(ctx: RequestContext, key: str) -> str:
 def _tools_call(svc: Services, ctx: RequestContext) -> Plan:
     name = _require_str(ctx, "name")
     tool = svc.tools.get(name)
-    if tool is None or not svc.visible(tool):
+    if tool is None or (tool.states is not None and not svc.visible(tool)):
         svc.note_unknown(ctx, "tool", name, [t.name for t in svc.scenario.tools if svc.visible(t)])
         raise errors.InvalidParams(f"Unknown tool: {name}", data={"name": name}, request_id=ctx.id)
     args = ctx.params.get("arguments")

@@ -32,10 +32,12 @@ class Rounds:
         """Set the context's round and answers from a retry's ``inputResponses`` and ``requestState``."""
         params = ctx.params
         responses = params.get("inputResponses")
+        state = params.get("requestState")
+        if responses is None and state is None:
+            return  # a first round: the context's defaults (round 1, no answers) hold
         if responses is not None and type(responses) is not dict:
             raise errors.InvalidParams("Invalid params: inputResponses must be an object", request_id=ctx.id)
         responses = responses or {}
-        state = params.get("requestState")
         if state is None:
             ctx.set_rounds(2 if responses else 1, responses)
             return

@@ -36,6 +36,19 @@ class Chosen:
     steps: list[model.Step]
 
 
+def _unconditional(when: model.Match) -> bool:
+    """A ``when`` with no condition on the request (only targeting, if anything): matches all."""
+    return (
+        when.arguments is None
+        and when.round is None
+        and when.state is None
+        and when.inputResponses is None
+        and when.vars is None
+        and when.params is None
+        and when.meta is None
+    )
+
+
 class Selector:
     __slots__ = ("session", "rng")
 
@@ -45,10 +58,9 @@ class Selector:
 
     def select(self, rules: list[model.Rule], ctx: RequestContext) -> Chosen | None:
         """The first rule that answers this request (counting it), or ``None``."""
-        scope = ctx.scope()
         for rule in rules:
             when = rule.when
-            if not matches(when, scope):
+            if not _unconditional(when) and not matches(when, ctx.scope()):
                 continue
             count = self.session.count_match(rule)
             if when.nth is not None and count != when.nth:
