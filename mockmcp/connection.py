@@ -70,7 +70,7 @@ class Connection:
             observer(line, msg, exc)
 
     def _error_plan(self, exc: errors.ClientError, msg: jsonrpc.Message | None) -> Plan | None:
-        if isinstance(msg, jsonrpc.Notification):
+        if isinstance(msg, jsonrpc.Notification) or exc.notification:
             return None  # notifications never get a response, not even an error
         rid = exc.request_id
         if not exc.has_id and self.id_null_on_parse_error:

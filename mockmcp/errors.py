@@ -68,11 +68,13 @@ class ClientError(Exception):
 
     code: int = p.INTERNAL_ERROR
 
-    def __init__(self, message: str, *, data: Any = ABSENT, request_id: Any = ABSENT) -> None:
+    def __init__(self, message: str, *, data: Any = ABSENT, request_id: Any = ABSENT, notification: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.data = data
         self.request_id = request_id
+        # The mistake is in a notification (found before it was decoded as one): never answered.
+        self.notification = notification
 
     def response(self) -> dict[str, Any]:
         """The error response; without ``id`` when the id could not be read."""

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from . import model, protocol as p
-from .matching import value_matches
+from .matching import pattern_problems, value_matches
 
 
 def describe(e: model.Expectation) -> str:
@@ -163,6 +163,9 @@ def problems(expectations: list[model.Expectation]) -> list[tuple[tuple[Any, ...
             out.append((path + ("uri",), "uri applies only to resources/read"))
         if e.arguments is not None and e.method not in (p.TOOLS_CALL, p.PROMPTS_GET):
             out.append((path + ("arguments",), "arguments apply only to tools/call and prompts/get"))
+        for key, pattern in (("arguments", e.arguments), ("params", e.params)):
+            # the same matchers as `when`: an operand run could not use is refused here
+            out += [(path + (key,) + sub, msg) for sub, msg in pattern_problems(pattern)]
         for key in ("before", "after"):
             other = getattr(e, key)
             if other is None:

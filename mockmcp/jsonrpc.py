@@ -162,6 +162,8 @@ def _beyond_limits(text: str, why: str) -> errors.ClientError:
     msg = classify(obj)  # raises for what is not a request at all
     if type(msg) is Request:
         return errors.InvalidParams(f"Invalid params: {why}", request_id=msg.id)
+    if type(msg) is Notification:
+        return errors.InvalidParams(f"Invalid params: {why}", notification=True)
     return errors.InvalidRequest(f"Invalid Request: {why}")
 
 

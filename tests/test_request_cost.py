@@ -246,3 +246,4 @@ def test_a_deep_line_with_the_journal_on_is_answered_and_journaled(tmp_path: Any
     assert answers[0]["error"]["code"] == -32602
     assert b"Traceback" not in proc.stderr
     assert journal.read_text().count("\n") >= 3
+
