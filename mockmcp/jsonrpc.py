@@ -203,7 +203,7 @@ def classify(obj: Any) -> Message:
     has_id = "id" in obj
     rid = obj.get("id")
     id_ok = has_id and valid_id(rid)
-    kw = {"request_id": rid} if id_ok else {}
+    kw: dict[str, Any] = {"request_id": rid} if id_ok else {}
     if obj.get("jsonrpc") != p.JSONRPC_VERSION:
         raise errors.InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"', **kw)
     if "method" not in obj:
