@@ -1,6 +1,6 @@
 """Bounds: hostile or absurd input is answered with an error, never a crash, a hang or unbounded memory.
 
-Each case runs over the fake link (the core) and end to end through a real
+Each case runs over the fake link (the real shell on memory streams) and end to end through a real
 ``mockmcp run`` process, whose every output line must be a valid message.
 """
 
@@ -12,31 +12,16 @@ import subprocess
 import threading
 import time
 
-from conftest import META, line, mockmcp_cmd, request, run_mock
-from fakelink import FakeLink
+from conftest import mockmcp_cmd, run_mock
+from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
+from helpers import bundled, call_line, discover, line, request
 
 from mockmcp import errors, jsonrpc
-from mockmcp.engine import Engine
-from mockmcp.run import new_engine
 from mockmcp.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
-from mockmcp.loader import load
 
 
 def default_link(**kw) -> FakeLink:
-    scenario, _ = load("default", use_cache=False)
-    return FakeLink(new_engine(scenario), **kw)
-
-
-def call(rid, tool, arguments_json: str) -> bytes:
-    """A tools/call line whose arguments are given as raw JSON text."""
-    return (
-        '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":%s,"_meta":%s}}\n'
-        % (json.dumps(rid), tool, arguments_json, json.dumps(META))
-    ).encode()
-
-
-def discover(rid) -> bytes:
-    return line(request(rid, "server/discover"))
+    return FakeLink(bundled("default"), **kw)
 
 
 # Hostile lines, each with the error code it must get (None: a valid answer is fine too).
@@ -44,16 +29,16 @@ HOSTILE: list[tuple[str, bytes, int]] = [
     # Valid JSON past the limits (nesting, numbers) is no parse error: -32600, or -32602 with the id.
     ("nested 100k deep", b"[" * 100_000 + b"]" * 100_000 + b"\n", -32600),
     ("nested objects 50k deep", b'{"a":' * 50_000 + b"1" + b"}" * 50_000 + b"\n", -32600),
-    ("huge float", call(1, "echo", '{"text": 1e400}'), -32602),
+    ("huge float", call_line(1, "echo", '{"text": 1e400}'), -32602),
     ("huge negative float", b'{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"x":-1e999}}\n', -32602),
-    ("integer with 100k digits", call(3, "add", '{"a": %s, "b": 1}' % ("9" * 100_000)), -32602),
+    ("integer with 100k digits", call_line(3, "add", '{"a": %s, "b": 1}' % ("9" * 100_000)), -32602),
     ("invalid UTF-8", b'{"jsonrpc":"2.0","id":4,"method":"\xff\xfe\xfd"}\n', -32700),
     ("truncated UTF-8", b'{"jsonrpc":"2.0","id":5,"method":"tools/list\xe2\x82"}\n', -32700),
     ("NUL bytes", b"\x00\x00\x00\n", -32700),
     ("NUL inside a request", b'{"jsonrpc":"2.0",\x00"id":6,"method":"tools/list"}\n', -32700),
     ("NaN literal", b'{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"x":NaN}}\n', -32700),
-    ("lone surrogate escape", call(8, "echo", '{"text": "\\ud800"}'), 0),
-    ("a batch array", b"[" + discover(9)[:-1] + b"]\n", -32600),
+    ("lone surrogate escape", call_line(8, "echo", '{"text": "\\ud800"}'), 0),
+    ("a batch array", b"[" + line(discover(9))[:-1] + b"]\n", -32600),
 ]
 
 
@@ -64,8 +49,8 @@ def test_default_line_limit_is_four_mib():
 
 def test_hostile_lines_get_errors_over_the_core(schema):
     for name, data, code in HOSTILE:
-        link = default_link()
-        out = link.send(data, discover("after"))
+        with default_link() as link:
+            out = link.send(data, discover("after"))
         assert len(out) == 2, (name, out)
         reply, after = out
         for msg in out:
@@ -87,7 +72,7 @@ def test_hostile_lines_never_raise_anything_but_client_errors():
 
 def test_over_long_line_is_answered_and_the_next_line_recovers(schema):
     link = default_link(max_line=1000)
-    big = call(1, "echo", json.dumps({"text": "x" * 5000}))
+    big = call_line(1, "echo", json.dumps({"text": "x" * 5000}))
     # Delivered in small chunks, so the framer discards it on the fly.
     out = []
     for i in range(0, len(big), 300):
@@ -121,7 +106,7 @@ def _check_lines(schema, stdout: bytes) -> list[dict]:
 
 
 def test_hostile_lines_end_to_end(schema):
-    data = b"".join(d for _, d, _ in HOSTILE) + discover("last")
+    data = b"".join(d for _, d, _ in HOSTILE) + line(discover("last"))
     t = time.monotonic()
     proc = run_mock("run", "default", input=data, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -135,13 +120,13 @@ def test_hostile_lines_end_to_end(schema):
 
 
 def test_line_limit_end_to_end_default_and_flag(schema):
-    over_default = call("big", "echo", json.dumps({"text": "z" * DEFAULT_MAX_LINE}))
-    under_flag = call("small", "echo", json.dumps({"text": "z" * 500}))
-    proc = run_mock("run", "default", input=over_default + discover(1), timeout=60)
+    over_default = call_line("big", "echo", json.dumps({"text": "z" * DEFAULT_MAX_LINE}))
+    under_flag = call_line("small", "echo", json.dumps({"text": "z" * 500}))
+    proc = run_mock("run", "default", input=over_default + line(discover(1)), timeout=60)
     msgs = _check_lines(schema, proc.stdout)
     assert [m.get("error", {}).get("code") for m in msgs] == [-32600, None]
     assert "4194304-byte line limit" in msgs[0]["error"]["message"]
-    proc = run_mock("run", "default", "--max-line-bytes", "300", input=under_flag + discover(2), timeout=60)
+    proc = run_mock("run", "default", "--max-line-bytes", "300", input=under_flag + line(discover(2)), timeout=60)
     msgs = _check_lines(schema, proc.stdout)
     assert [m.get("error", {}).get("code") for m in msgs] == [-32600, None]
     assert msgs[1]["id"] == 2

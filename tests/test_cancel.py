@@ -10,23 +10,17 @@ from __future__ import annotations
 import json
 
 import trio
-from conftest import line, request, run_mock
-from shellharness import Harness, response_to, scenario_engine
-
-
-def cancelled(rid, reason=None):
-    params = {"requestId": rid}
-    if reason is not None:
-        params["reason"] = reason
-    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+from conftest import run_mock
+from helpers import call, cancelled, line, scenario_engine
+from shellharness import Harness, response_to
 
 
 def long_call(rid):
-    return request(rid, "tools/call", {"name": "long_running"}, {"progressToken": f"p{rid}"})
+    return call(rid, "long_running", meta={"progressToken": f"p{rid}"})
 
 
 def quick(rid):
-    return request(rid, "tools/call", {"name": "quick"})
+    return call(rid, "quick")
 
 
 async def test_cancel_stops_the_script_at_once(schema, autojump_clock):
@@ -66,7 +60,7 @@ async def test_cancel_affects_only_the_named_request(schema, autojump_clock):
         assert {m["params"]["progressToken"] for m in after} == {"pb"}
         await h.send(cancelled("b"))
         await h.quiet_for(0.01)
-        assert await h.quiet_for(40) == []
+        await h.silent_for(40)
         h.check_all(schema)
         await h.eof()
 
@@ -87,7 +81,7 @@ async def test_unknown_and_finished_ids_are_ignored(schema, autojump_clock):
         assert "cancelled" not in h.stderr_text()
         await h.send(cancelled(6))
         await h.quiet_for(0.01)
-        assert await h.quiet_for(40) == []
+        await h.silent_for(40)
         assert "request 6 cancelled by the client" in h.stderr_text()
         h.check_all(schema)
         await h.eof()
@@ -103,10 +97,10 @@ tools:
 """
     async with trio.open_nursery() as nursery:
         h = await Harness(scenario_engine(yaml)).start(nursery)
-        await h.send(request(1, "tools/call", {"name": "slow"}, {"progressToken": 1}))
+        await h.send(call(1, "slow", meta={"progressToken": 1}))
         await trio.sleep(1)
         await h.send(cancelled(1))
-        assert await h.quiet_for(30) == []
+        await h.silent_for(30)
         h.check_all(schema)
         await h.eof()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import request
-from fakelink import FakeLink, engine_for
+from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
+from helpers import engine_for, request
 
 from mockmcp import model
 from mockmcp.expectations import ExpectationTracker, failure_message

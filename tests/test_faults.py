@@ -1,6 +1,7 @@
-"""Every fault of the catalogue at engine level: what the core plans, over the fake link.
+"""Every fault of the catalogue: what the core plans, and what the shell writes for it.
 
-No processes and no trio: the plan's actions are what the shell would run
+Plan-level tests look at the actions the core returns; the rest run them in the
+real shell on memory streams, through the fake link or the async harness
 (``tests/test_faults_e2e.py`` runs the same faults in a real process). Lines
 meant to be valid are schema-checked; the lies are checked to be exactly the
 lie the scenario asked for.
@@ -12,27 +13,14 @@ import json
 from typing import Any
 
 import pytest
-from conftest import SCENARIOS, request
-from fakelink import FakeLink, engine_for
+import trio
+from conftest import SCENARIOS
+from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
+from helpers import bundled, call, engine_for, line, plan_for
+from shellharness import Harness
+
 from mockmcp.actions import CloseStdout, Dribble, Exit, Park, Sleep, Stderr, StopReading, WriteRaw
-from mockmcp.engine import Engine
-from mockmcp.run import new_engine
-from mockmcp.loader import load
-
-
-def call(rid: Any, name: str, **args: Any) -> dict[str, Any]:
-    return request(rid, "tools/call", {"name": name, "arguments": args})
-
-
-def bundled(name: str, **kw: Any) -> Engine:
-    scenario, _ = load(SCENARIOS / f"{name}.yaml", use_cache=False)
-    return new_engine(scenario, **kw)
-
-
-def plan_for(engine: Engine, msg: dict[str, Any]) -> Any:
-    link = FakeLink(engine)
-    (out,) = link.conn.receive_data((json.dumps(msg) + "\n").encode())
-    return out
+from mockmcp.connection import Connection
 
 
 # ------------------------------------------------------------ bundled `faults`
@@ -103,9 +91,8 @@ def test_fixed_delay_is_a_sleep_before_the_answer():
 
 def test_random_delay_is_in_range_and_reproducible_with_a_seed():
     def delays(seed: int) -> list[float]:
-        engine = engine_for(TIMING, seed=seed)
-        link = FakeLink(engine)
-        return [link.conn.receive_data((json.dumps(call(i, "random")) + "\n").encode())[0].actions[0].seconds for i in range(20)]
+        conn = Connection(engine_for(TIMING, seed=seed))
+        return [conn.receive_data(line(call(i, "random")))[0].actions[0].seconds for i in range(20)]
 
     a, b, c = delays(7), delays(7), delays(8)
     assert a == b and a != c
@@ -173,8 +160,7 @@ def test_ignore_eof_and_sigterm_are_scenario_options():
 def lie(name: str, rid: Any = 7, scenario: str = "lies") -> tuple[FakeLink, bytes]:
     """Call tool ``name`` and return everything written, raw (lies need not parse)."""
     link = FakeLink(bundled(scenario))
-    for out in link.conn.receive_data((json.dumps(call(rid, name)) + "\n").encode()):
-        link._run(out)
+    link.feed(call(rid, name))
     return link, b"".join(link.written)
 
 
@@ -340,9 +326,6 @@ tools:
 
 
 async def test_exit_after_counts_lines_across_batches_and_dribbles(schema, autojump_clock):
-    import trio
-    from shellharness import Harness
-
     h = Harness(engine_for(SHELL_YAML))
     h.shell.writer.exit_after = (3, 9)
     async with trio.open_nursery() as nursery:
@@ -353,6 +336,8 @@ async def test_exit_after_counts_lines_across_batches_and_dribbles(schema, autoj
         await trio.sleep(120)
         await h.send(call(4, "echo"))
         await trio.sleep(1)
+        # the marker that the wait was long enough: the 4th request was read and answered
+        assert h.engine.session.requests_seen == 4 and 4 not in h.engine.session.in_flight
         nursery.cancel_scope.cancel()
     assert h.exits == [9]
     assert [json.loads(raw)["id"] for _, raw in h.lines] == [1, 2, 3]  # nothing after the 3rd line
@@ -360,9 +345,6 @@ async def test_exit_after_counts_lines_across_batches_and_dribbles(schema, autoj
 
 
 async def test_stop_reading_holds_later_input_for_the_scripted_time(schema, autojump_clock):
-    import trio
-    from shellharness import Harness
-
     h = Harness(engine_for(SHELL_YAML))
     async with trio.open_nursery() as nursery:
         await h.start(nursery)
@@ -377,9 +359,6 @@ async def test_stop_reading_holds_later_input_for_the_scripted_time(schema, auto
 
 
 async def test_close_stdout_closes_the_stream_and_the_shell_keeps_reading(autojump_clock):
-    import trio
-    from shellharness import Harness
-
     h = Harness(engine_for(SHELL_YAML))
     closed: list[bool] = []
     h.shell.writer.close_stdout = lambda: closed.append(True)
@@ -391,7 +370,7 @@ async def test_close_stdout_closes_the_stream_and_the_shell_keeps_reading(autoju
         assert closed == [True]
         await h.send(call(2, "echo"))  # still read and answered, into the void
         await trio.sleep(1)
-        assert not h.done.is_set()
+        assert h.engine.session.requests_seen == 2 and not h.done.is_set()
         await h.eof()
         await h.done.wait()
     assert h.lines == [] and h.exit_status == 0

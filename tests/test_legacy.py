@@ -9,12 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import SCENARIOS, request
-from fakelink import FakeLink, engine_for
-from mockmcp.actions import Exit, Park
-from mockmcp.engine import Engine
-from mockmcp.run import new_engine
-from mockmcp.loader import load
+from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
+from helpers import bundled, engine_for, request
 
 INIT = {
     "jsonrpc": "2.0",
@@ -28,13 +24,8 @@ def legacy_call(rid: Any, name: str, **args: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": args}}
 
 
-def bundled(name: str) -> FakeLink:
-    scenario, _ = load(SCENARIOS / f"{name}.yaml", use_cache=False)
-    return FakeLink(new_engine(scenario))
-
-
 def test_legacy_answers_discover_with_method_not_found_before_and_after_initialize(schema):
-    link = bundled("legacy")
+    link = FakeLink(bundled("legacy"))
     (out,) = link.send(request(1, "server/discover"))
     schema.check(out)
     assert out["error"]["code"] == -32601
@@ -44,7 +35,7 @@ def test_legacy_answers_discover_with_method_not_found_before_and_after_initiali
 
 
 def test_legacy_handshake_then_a_tool_call_without_result_type():
-    link = bundled("legacy")
+    link = FakeLink(bundled("legacy"))
     (init,) = link.send(INIT)
     assert init["result"]["protocolVersion"] == "2025-11-25"
     assert init["result"]["serverInfo"]["name"] == "legacy"
@@ -60,7 +51,7 @@ def test_legacy_handshake_then_a_tool_call_without_result_type():
 
 
 def test_legacy_rejects_requests_before_initialize():
-    link = bundled("legacy")
+    link = FakeLink(bundled("legacy"))
     (out,) = link.send(legacy_call(1, "echo", text="hi"))
     assert out["error"]["code"] == -32600
 
@@ -98,8 +89,7 @@ def test_discover_silent_and_exit():
     link = FakeLink(engine_for("mockmcp: 1\nprotocol: {discover: silent}\n"))
     assert link.send(request(1, "server/discover")) == [] and 1 in link.open
     link = FakeLink(engine_for("mockmcp: 1\nprotocol: {discover: exit}\n"))
-    (plan,) = link.conn.receive_data(b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}\n')
-    assert plan.actions == [Exit(1, b"")]
+    assert link.send(request(1, "server/discover")) == [] and link.exits == [1]
 
 
 def test_modern_server_answers_initialize_with_32022_naming_its_versions(schema):
@@ -111,7 +101,7 @@ def test_modern_server_answers_initialize_with_32022_naming_its_versions(schema)
 
 
 def test_version_retry_rejects_only_the_first_request(schema):
-    link = bundled("version-retry")
+    link = FakeLink(bundled("version-retry"))
     (first,) = link.send(request(1, "server/discover"))
     schema.check(first)
     assert first["error"]["code"] == -32022

@@ -1,4 +1,4 @@
-"""input_required (multi round-trip) flows, engine-level over the fake link.
+"""input_required (multi round-trip) flows, over the fake link (the real shell on memory streams).
 
 Every message the mock writes here is validated against the official schema.
 """
@@ -8,11 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import request
-from fakelink import FakeLink, engine_for
+from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
+from helpers import bundled, engine_for, request
 
 from mockmcp.engine import Engine
-from mockmcp.run import new_engine
 from mockmcp.loader import load
 from mockmcp.problems import LoadError
 
@@ -27,7 +26,7 @@ class Caller:
 
     def __init__(self, schema: Any, engine: Engine | None = None) -> None:
         self.schema = schema
-        self.link = FakeLink(engine or new_engine(load("mrtr", use_cache=False)[0]))
+        self.link = FakeLink(engine or bundled("mrtr"))
         self.next_id = 1
 
     def send(self, method: str, target: str, args: dict[str, Any] | None = None, caps: Any = ALL,

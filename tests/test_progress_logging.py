@@ -1,7 +1,8 @@
 """Progress and log notifications, delays and --time-scale.
 
-Engine-level over the fake link (virtual clock from the plan's sleeps), then the
-real shell on trio's autojump clock, then the CLI in a subprocess.
+Over the fake link (the real shell, its virtual clock moved to each scripted
+sleep), then the async harness on trio's autojump clock, then the CLI in a
+subprocess.
 """
 
 from __future__ import annotations
@@ -10,19 +11,18 @@ import time
 
 import pytest
 import trio
-from conftest import line, request, run_mock
-from fakelink import FakeLink, engine_for
-from shellharness import Harness, response_to, scenario_engine
+from conftest import run_mock
+from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
+from helpers import bundled, engine_for, line, request, scenario_engine
+from shellharness import Harness, response_to
 
-from mockmcp.engine import Engine
-from mockmcp.run import new_engine
 from mockmcp.loader import load, load_text
 
 LOG_META = "io.modelcontextprotocol/logLevel"
 
 
 def progress_link(**kw) -> FakeLink:
-    return FakeLink(new_engine(load("progress", use_cache=False)[0], **kw))
+    return FakeLink(bundled("progress", **kw))
 
 
 def slow(rid, steps=None, **meta):

@@ -1,9 +1,9 @@
 """The default protocol behaviour of revision 2026-07-28, over the fake link.
 
 One section per numbered item of "Protocol behaviour by default" (issue 2).
-No process and no trio: bytes go into the sans-I/O ``Connection``, plans run
-on a virtual clock. Every message the mock writes is validated against the
-official JSON Schema with the ``schema`` fixture.
+No process: bytes go to the real shell on memory streams (``fakelink.py``),
+which runs the plans on a virtual clock. Every message the mock writes is
+validated against the official JSON Schema with the ``schema`` fixture.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import json
 from typing import Any
 
 import pytest
-from conftest import META, request
-from fakelink import FakeLink, engine_for
+from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
+from helpers import META, bundled, engine_for, line, request
 
-from mockmcp.engine import Engine
-from mockmcp.run import new_engine
+from mockmcp.connection import Connection
 from mockmcp.loader import load
+from mockmcp.run import new_engine
 
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 PV = "io.modelcontextprotocol/protocolVersion"
@@ -25,8 +25,7 @@ CC = "io.modelcontextprotocol/clientCapabilities"
 
 
 def default_link() -> FakeLink:
-    scenario, _ = load("default", use_cache=False)
-    return FakeLink(new_engine(scenario))
+    return FakeLink(bundled("default"))
 
 
 def checked(schema: Any, link: FakeLink, *messages: Any) -> list[dict[str, Any]]:
@@ -575,10 +574,9 @@ def test_string_and_integer_ids_are_distinct(schema):
 
 def test_slow_replies_are_planned_independently(schema):
     """Each request gets its own plan; a slow one holds no other (the shell runs them as tasks)."""
-    link = default_link()
-    outs = link.conn.receive_data(
-        json.dumps(request(1, "tools/call", {"name": "get_weather", "arguments": {"city": "Rome"}})).encode() + b"\n"
-        + json.dumps(request(2, "tools/call", {"name": "echo", "arguments": {"text": "quick"}})).encode() + b"\n"
+    outs = Connection(bundled("default")).receive_data(
+        line(request(1, "tools/call", {"name": "get_weather", "arguments": {"city": "Rome"}}))
+        + line(request(2, "tools/call", {"name": "echo", "arguments": {"text": "quick"}}))
     )
     assert [(o.request_id, o.immediate) for o in outs] == [(1, False), (2, True)]
 
@@ -669,22 +667,21 @@ def _scenario(name: str) -> Any:
     messages=st.lists(_message | st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"") + b"\n"), min_size=1, max_size=6),
 )
 def test_fuzzed_input_never_breaks_the_core(schema, scenario, messages):
-    link = FakeLink(new_engine(_scenario(scenario)))
     # the method each response answers, where the id says it unambiguously
     methods: dict[Any, str | None] = {}
     for m in messages:
         if isinstance(m, dict) and type(m.get("id")) in (int, str):
             rid = m["id"]
             methods[rid] = m["method"] if methods.get(rid, m["method"]) == m["method"] else None
-    for m in messages:
-        before = len(link.written)
-        link.send(m)  # any exception here fails the test: the process would die
-        for raw in link.written[before:]:
-            for ln in raw.splitlines(keepends=True):
-                msg = schema.check_line(ln)
+    with FakeLink(new_engine(_scenario(scenario))) as link:
+        for m in messages:
+            before = len(link.written)
+            link.send(m)  # any exception here fails the test: the process would die
+            for raw in link.written[before:]:
+                msg = schema.check_line(raw)
                 if "id" in msg and "result" in msg:
                     schema.check(msg, methods.get(msg["id"]))
-    link.eof()
+        link.eof()
 
 
 def test_parse_error_with_id_null_is_a_scenario_option(schema):
@@ -698,7 +695,7 @@ def test_parse_error_with_id_null_is_a_scenario_option(schema):
 
 
 def test_an_over_long_line_is_rejected_and_the_link_recovers(schema):
-    link = FakeLink(default_link().engine, max_line=400)
+    link = FakeLink(bundled("default"), max_line=400)
     big = json.dumps(request(1, "tools/call", {"name": "echo", "arguments": {"text": "x" * 1000}})).encode() + b"\n"
     out = checked(schema, link, big[:150], big[150:700], big[700:])
     assert len(out) == 1 and error_of(out[0])["code"] == -32600 and "id" not in out[0]

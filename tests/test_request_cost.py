@@ -22,8 +22,8 @@ from typing import Any
 
 import trio
 import trio.testing
-from conftest import ROOT, request
-from fakelink import engine_for
+from conftest import ROOT
+from helpers import call, cancelled, discover, engine_for, line, listen
 from shellharness import Harness
 
 from mockmcp.actions import Emit, Plan, Send
@@ -59,17 +59,10 @@ capabilities: {tools: {}}
 """
 
 
-def _line(rid: Any, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None) -> bytes:
-    msg = request(rid, "tools/call", {"name": name, "arguments": arguments})
-    if meta:
-        msg["params"]["_meta"] = {**msg["params"]["_meta"], **meta}
-    return (json.dumps(msg) + "\n").encode()
-
-
 def test_a_huge_loop_builds_a_bounded_plan_at_once() -> None:
     conn = Connection(engine_for(LOOPS))
     t = time.perf_counter()
-    (plan,) = conn.receive_data(_line(1, "progress", {"n": 10**9}, {"progressToken": "p"}))
+    (plan,) = conn.receive_data(line(call(1, "progress", n=10**9, meta={"progressToken": "p"})))
     elapsed = time.perf_counter() - t
     assert isinstance(plan, Plan)
     assert len(plan.actions) <= EAGER_BUDGET + 1
@@ -79,7 +72,7 @@ def test_a_huge_loop_builds_a_bounded_plan_at_once() -> None:
 
 def test_the_lazy_rest_continues_where_the_eager_part_stopped() -> None:
     conn = Connection(engine_for(LOOPS))
-    (plan,) = conn.receive_data(_line(1, "progress", {"n": 1000}, {"progressToken": "p"}))
+    (plan,) = conn.receive_data(line(call(1, "progress", n=1000, meta={"progressToken": "p"})))
     assert isinstance(plan, Plan)
     sends = [a for a in plan.all_actions() if isinstance(a, Send)]
     progress = [json.loads(s.data)["params"]["progress"] for s in sends[:-1]]
@@ -103,9 +96,9 @@ tools:
     conn = Connection(engine_for(yaml))
     # The first evaluations are fine; "x" as a total only fails when the step is rendered,
     # which for a progress step is every repetition: make it fail late by index.
-    (plan,) = conn.receive_data(_line(1, "t", {"total": 5}, {"progressToken": "p"}))
+    (plan,) = conn.receive_data(line(call(1, "t", total=5, meta={"progressToken": "p"})))
     assert isinstance(plan, Plan) and plan.rest is not None
-    (bad,) = conn.receive_data(_line(2, "t", {"total": "x"}, {"progressToken": "p"}))
+    (bad,) = conn.receive_data(line(call(2, "t", total="x", meta={"progressToken": "p"})))
     # a bad value met in the eager part replaces the whole plan with -32602
     assert isinstance(bad, Plan) and bad.immediate
     assert json.loads(bad.actions[0].data)["error"]["code"] == -32602
@@ -113,7 +106,7 @@ tools:
 
 def test_a_loop_that_sends_nothing_still_yields_to_the_event_loop() -> None:
     conn = Connection(engine_for(LOOPS))
-    (plan,) = conn.receive_data(_line(1, "nested", {"n": 100000}))  # no progressToken: nothing is sent
+    (plan,) = conn.receive_data(line(call(1, "nested", n=100000)))  # no progressToken: nothing is sent
     assert isinstance(plan, Plan) and plan.rest is not None
     pulled = [next(plan.rest) for _ in range(10 * EAGER_BUDGET)]
     assert all(a is None for a in pulled)  # each evaluation hands control back
@@ -123,10 +116,10 @@ async def test_cancelling_a_request_in_a_huge_loop_stops_it(autojump_clock: trio
     h = Harness(engine_for(LOOPS))
     async with trio.open_nursery() as nursery:
         await h.start(nursery)
-        await h.send(json.loads(_line(1, "nested", {"n": 100000})))
+        await h.send(call(1, "nested", n=100000))
         # (no sleep: a task that only checkpoints keeps the mock clock from jumping)
-        await h.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
-        await h.send(request(2, "server/discover"))
+        await h.send(cancelled(1))
+        await h.send(discover(2))
         reply = await h.next()
         assert reply["id"] == 2  # the server stayed responsive, and 1 never answers
         assert 1 not in h.engine.session.in_flight
@@ -141,7 +134,7 @@ def test_sigterm_stops_a_server_busy_in_a_nested_loop(tmp_path: Any) -> None:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
     )
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(_line(1, "nested", {"n": 100000}) + (json.dumps(request(2, "server/discover")) + "\n").encode())
+    proc.stdin.write(line(call(1, "nested", n=100000)) + line(discover(2)))
     proc.stdin.flush()
     assert json.loads(proc.stdout.readline())["id"] == 2  # answered while the loop runs
     proc.send_signal(signal.SIGTERM)
@@ -163,15 +156,25 @@ async def test_a_client_that_never_reads_stops_being_read(autojump_clock: trio.t
     pad = "x" * 1000
     async with trio.open_nursery() as nursery:
         nursery.start_soon(shell.serve)
-        await stdin_send.send_all(b"".join(_line(i, "slow", {"pad": pad}) for i in range(10_000)))
+        await stdin_send.send_all(b"".join(line(call(i, "slow", pad=pad)) for i in range(10_000)))
         await trio.sleep(60)  # virtual: every request's sleep is long over
         seen = engine.session.requests_seen
         await trio.sleep(600)
         # Read: the task slots, what the writer's channel holds, and one read's worth of lines.
         assert seen == engine.session.requests_seen  # nothing more was read meanwhile
         assert seen < 200, seen
+        # The marker that the wait proved something: once stdout is read, stdin is read again.
+        nursery.start_soon(_drain, stdout_recv)
+        with trio.fail_after(60):
+            while engine.session.requests_seen == seen:
+                await trio.sleep(0.01)
         nursery.cancel_scope.cancel()
     await stdout_recv.aclose()
+
+
+async def _drain(stream: trio.abc.ReceiveStream) -> None:
+    while await stream.receive_some():
+        pass
 
 
 def test_ten_thousand_streams_each_get_their_own_timer_event_fast() -> None:
@@ -182,7 +185,7 @@ capabilities: {tools: {listChanged: true}}
 """)
     conn = Connection(engine)
     lines = b"".join(
-        (json.dumps(request(i, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})) + "\n").encode()
+        line(listen(i, toolsListChanged=True))
         for i in range(10_000)
     )
     assert len(conn.receive_data(lines)) == 10_000
@@ -203,8 +206,7 @@ resources: [{uri: "mem://a", name: a}]
 capabilities: {tools: {listChanged: true}, resources: {subscribe: true}}
 """)
     conn = Connection(engine)
-    listen = request("s", "subscriptions/listen", {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["mem://a"]}})
-    conn.receive_data((json.dumps(listen) + "\n").encode())
+    conn.receive_data(line(listen("s", toolsListChanged=True, resourceSubscriptions=["mem://a"])))
     assert len(engine.fan_out(Emit("resources/updated", "mem://a"))) == 1
     assert engine.fan_out(Emit("resources/updated", "mem://b")) == []
     engine.finished("s")
@@ -222,10 +224,10 @@ tools:
     replies:
       - steps: [{rawBytes: "{{ arguments.a }}\\n"}, {hang: true}]
 """))
-    (plan,) = conn.receive_data(_line(1, "t", {"a": "\u20ac"}))
+    (plan,) = conn.receive_data(line(call(1, "t", a="\u20ac")))
     assert isinstance(plan, Plan)
     assert json.loads(plan.actions[0].data)["error"]["code"] == -32602
-    (ok,) = conn.receive_data(_line(2, "t", {"a": "caf\u00e9"}))
+    (ok,) = conn.receive_data(line(call(2, "t", a="caf\u00e9")))
     assert isinstance(ok, Plan) and ok.actions[0].data == b"caf\xe9\n"  # type: ignore[union-attr]
 
 
@@ -235,7 +237,7 @@ def test_a_deep_line_with_the_journal_on_is_answered_and_journaled(tmp_path: Any
     re-reads rejected lines with the decoder's own parse, not json.loads)."""
     journal = tmp_path / "j.jsonl"
     deep = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"x":' + b"[" * 978 + b"]" * 978 + b"}}}\n"
-    probe = (json.dumps(request(8, "server/discover")) + "\n").encode()
+    probe = line(discover(8))
     proc = subprocess.run(
         [sys.executable, "-m", "mockmcp", "run", "default", "--journal", str(journal), "--no-cache"],
         input=deep + probe, capture_output=True, cwd=ROOT, timeout=60,

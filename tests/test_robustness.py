@@ -2,7 +2,7 @@
 
 Hypothesis generates inputs over the three layers a byte goes through before a
 scenario sees it: framing (lines), JSON-RPC decoding, and the engine (through
-``Connection`` on the fake link). The properties are the issue's: any chunking
+``Connection`` and the real shell, on the fake link). The properties are the issue's: any chunking
 of any input gives the same lines; decoding raises only ``ClientError``; every
 well-formed request is answered exactly once; every line written is one valid
 JSON message; nothing escapes ``Connection``.
@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import META
 from fakelink import FakeLink
+from helpers import META
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mockmcp import errors, jsonrpc
@@ -174,12 +174,12 @@ def session(draw) -> tuple[list[bytes], dict[str, str]]:
 def test_every_well_formed_request_is_answered_once_with_valid_json(schema, s, cuts, crlf):
     lines, expected = s
     data = (b"\r\n" if crlf else b"\n").join(lines) + b"\n"
-    link = FakeLink(new_engine(_DEFAULT))
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-    for a, b in zip(points, points[1:]):
-        link.send(data[a:b])  # nothing may escape Connection
-    link.eof()
-    out = b"".join(link.written)
+    with FakeLink(new_engine(_DEFAULT)) as link:
+        for a, b in zip(points, points[1:]):
+            link.send(data[a:b])  # nothing may escape Connection or the shell
+        link.eof()
+        out = b"".join(link.written)
     assert out == b"" or out.endswith(b"\n")
     answered: dict[Any, int] = {}
     for raw in out.split(b"\n")[:-1]:

@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import line, request, run_mock
-from fakelink import FakeLink, engine_for
+from conftest import run_mock
+from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
+from helpers import engine_for, line, request
 
 from mockmcp.loader import load, load_text
 from mockmcp.problems import LoadError

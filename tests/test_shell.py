@@ -13,8 +13,8 @@ from typing import Any
 
 import trio
 import trio.testing
-from conftest import request
-from shellharness import Harness, response_to, scenario_engine
+from helpers import call, cancelled, listen, request, scenario_engine
+from shellharness import Harness, response_to
 
 SLOW_YAML = """
 mockmcp: 1
@@ -34,20 +34,8 @@ tools:
 """
 
 
-def call(rid: Any, name: str, **args: Any) -> dict[str, Any]:
-    return request(rid, "tools/call", {"name": name, "arguments": args})
-
-
 async def started(nursery: trio.Nursery, scenario: str = SLOW_YAML, **kw: Any) -> Harness:
     return await Harness(scenario_engine(scenario), **kw).start(nursery)
-
-
-def check_all_lines(schema: Any, h: Harness, methods: dict[Any, str] | None = None) -> None:
-    """Every line written is one compact JSON object valid for the revision."""
-    for _, raw in h.lines:
-        msg = schema.check_line(raw)
-        if "id" in msg:
-            schema.check(msg, (methods or {}).get(msg["id"], "tools/call"))
 
 
 def text_of(msg: dict[str, Any]) -> str:
@@ -68,7 +56,7 @@ async def test_input_split_in_the_middle_of_a_line(schema, autojump_clock):
         msg = await h.next()
         assert msg["id"] == 1 and text_of(msg) == "fast"
         await h.eof()
-    check_all_lines(schema, h)
+    h.check_all(schema)
 
 
 async def test_two_lines_in_one_chunk_and_one_line_across_chunks(schema, autojump_clock):
@@ -80,7 +68,7 @@ async def test_two_lines_in_one_chunk_and_one_line_across_chunks(schema, autojum
         await h.send(b[20:])
         assert (await h.next())["id"] == 2
         await h.eof()
-    check_all_lines(schema, h)
+    h.check_all(schema)
 
 
 async def test_crlf_and_blank_lines(schema, autojump_clock):
@@ -90,9 +78,9 @@ async def test_crlf_and_blank_lines(schema, autojump_clock):
         got = [await h.next(), await h.next()]
         assert [m["id"] for m in got] == [1, 2]
         assert all("result" in m for m in got)
-        assert await h.quiet_for(1) == []  # blank lines got no answer
+        await h.silent_for(1)  # blank lines got no answer
         await h.eof()
-    check_all_lines(schema, h)
+    h.check_all(schema)
 
 
 async def test_last_line_without_newline_at_eof(schema, autojump_clock):
@@ -102,7 +90,7 @@ async def test_last_line_without_newline_at_eof(schema, autojump_clock):
         assert await h.quiet_for(0.5) == []
         await h.eof()
         assert (await h.next())["id"] == 1
-    check_all_lines(schema, h)
+    h.check_all(schema)
 
 
 async def test_only_valid_json_lines_on_stdout(schema, autojump_clock):
@@ -114,7 +102,7 @@ async def test_only_valid_json_lines_on_stdout(schema, autojump_clock):
         await h.until(response_to(3))
         await h.eof()
     assert len(h.lines) == 7  # 4 errors without id, a result, -32601, a result; nothing for the notification
-    check_all_lines(schema, h, {2: "nope/nope"})
+    h.check_all(schema)
     assert [json.loads(raw).get("error", {}).get("code") for _, raw in h.lines] == [-32700, -32600, -32600, -32700, None, -32601, None]
     assert "Traceback" not in h.stderr_text()
 
@@ -133,23 +121,23 @@ async def test_a_slow_reply_does_not_block_others(schema, autojump_clock):
             order.append((msg["id"], round(trio.current_time() - t0, 3)))
         assert order == [(3, 0.0), (4, 0.5), (2, 5.0), (1, 10.0)]
         await h.eof()
-    check_all_lines(schema, h)
+    h.check_all(schema)
 
 
 async def test_a_hang_does_not_block_later_requests(schema, autojump_clock):
     async with trio.open_nursery() as nursery:
         h = await started(nursery)
         await h.send(call(1, "wait"))
-        await h.quiet_for(60)
+        assert await h.quiet_for(60) == []
         await h.send(call(2, "fast"))
         msg = await h.next()
-        assert msg["id"] == 2
+        assert msg["id"] == 2  # the next line: the hang queued nothing and the stream is live
         # the hung request can still be cancelled by its id, and the id reused
-        await h.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}, call(1, "fast"))
+        await h.send(cancelled(1), call(1, "fast"))
         msg = await h.next()
         assert msg["id"] == 1 and text_of(msg) == "fast"
         await h.eof()
-    check_all_lines(schema, h)
+    h.check_all(schema)
 
 
 async def test_duplicate_in_flight_id_over_the_shell(schema, autojump_clock):
@@ -162,7 +150,7 @@ async def test_duplicate_in_flight_id_over_the_shell(schema, autojump_clock):
         orig = await h.next()
         assert orig["id"] == 1 and text_of(orig) == "soon" and trio.current_time() - t0 == 0.5
         await h.eof()
-    check_all_lines(schema, h)
+    h.check_all(schema)
 
 
 # ---------------------------------------------------------------- EOF
@@ -181,7 +169,7 @@ async def test_eof_grace_writes_replies_due_soon_then_returns(schema, autojump_c
         assert trio.current_time() - t0 == 0.5
     assert h.exit_status == 0
     assert [json.loads(raw)["id"] for _, raw in h.lines] == [1]
-    check_all_lines(schema, h)
+    h.check_all(schema)
 
 
 async def test_eof_grace_is_bounded(schema, autojump_clock):
@@ -194,7 +182,7 @@ async def test_eof_grace_is_bounded(schema, autojump_clock):
         assert trio.current_time() - t0 == 1.0  # not 5 s: the late reply is dropped
     assert h.exit_status == 0
     assert [json.loads(raw)["id"] for _, raw in h.lines] == [2]
-    check_all_lines(schema, h)
+    h.check_all(schema)
 
 
 async def test_eof_with_only_hangs_and_streams_exits_at_once(schema, autojump_clock):
@@ -202,14 +190,14 @@ async def test_eof_with_only_hangs_and_streams_exits_at_once(schema, autojump_cl
     async with trio.open_nursery() as nursery:
         h = await started(nursery, engine_yaml)
         t0 = trio.current_time()
-        await h.send(call(1, "wait"), request(2, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
+        await h.send(call(1, "wait"), listen(2, toolsListChanged=True))
         ack = await h.next()
         assert ack["method"] == "notifications/subscriptions/acknowledged"
         await h.eof()
         await h.done.wait()
         assert trio.current_time() == t0
     assert h.exit_status == 0
-    check_all_lines(schema, h, {2: "subscriptions/listen"})
+    h.check_all(schema)
 
 
 async def test_eof_with_nothing_pending(autojump_clock):
@@ -232,7 +220,7 @@ async def test_scripted_exit_goes_through_exit_process(schema, autojump_clock):
         assert h.exits == [3]
         assert 1.0 <= trio.current_time() - t0 <= 1.02
         nursery.cancel_scope.cancel()  # a real process would be gone; the fake one is stopped here
-    check_all_lines(schema, h)
+    h.check_all(schema)
 
 
 class _GoneReader(trio.abc.SendStream):

@@ -8,8 +8,8 @@ request's progress notification sent before a later line's answer keeps its plac
 from __future__ import annotations
 
 import trio
-from conftest import request
-from shellharness import Harness, scenario_engine
+from helpers import call, scenario_engine
+from shellharness import Harness
 
 SCENARIO = """\
 mockmcp: 1
@@ -34,13 +34,13 @@ async def test_a_tasks_leading_send_precedes_a_later_immediate_answer(schema, au
         await h.start(nursery)
         for round_ in range(3):  # the writer is idle before each round: the fast path is live
             await h.send(
-                request(f"s{round_}", "tools/call", {"name": "slow"}, {"progressToken": f"t{round_}"}),
-                request(f"q{round_}", "tools/call", {"name": "quick"}),
+                call(f"s{round_}", "slow", meta={"progressToken": f"t{round_}"}),
+                call(f"q{round_}", "quick"),
             )
             out = await h.until(lambda m: m.get("id") == f"s{round_}")
             assert [m.get("id", m.get("method")) for m in out] == ["notifications/progress", f"q{round_}", f"s{round_}"]
             # and a lone immediate request goes out at once (straight from the reader)
-            await h.send(request(f"x{round_}", "tools/call", {"name": "quick"}))
+            await h.send(call(f"x{round_}", "quick"))
             assert (await h.next())["id"] == f"x{round_}"
         await h.eof()
         await h.done.wait()

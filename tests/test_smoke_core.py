@@ -1,16 +1,14 @@
-"""A first look at the core over the fake link."""
+"""A first look at the core and the shell over the fake link."""
 
-from conftest import META, request
-from fakelink import FakeLink, engine_for
+import threading
 
-from mockmcp.loader import load
+import pytest
+from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
+from helpers import bundled, request
 
 
 def default_link() -> FakeLink:
-    from mockmcp.run import new_engine
-
-    scenario, _ = load("default", use_cache=False)
-    return FakeLink(new_engine(scenario))
+    return FakeLink(bundled("default"))
 
 
 def test_echo_and_discover(schema):
@@ -26,3 +24,18 @@ def test_weather_is_delayed():
     link.send(request(1, "tools/call", {"name": "get_weather", "arguments": {"city": "Paris"}}))
     at, data = link.timeline[-1]
     assert at == 0.05 and b"Sunny" in data
+
+
+def test_a_bug_below_the_link_is_raised_by_send_not_hidden():
+    """The link runs the real shell in a thread: an exception there (a bug: not a ClientError)
+    must fail the test that caused it, and the thread must still end."""
+    link = default_link()
+
+    def broken(message):
+        raise RuntimeError("bug in the core")
+
+    link.engine.handle = broken
+    with pytest.raises(RuntimeError, match="bug in the core"):
+        link.send(request(1, "tools/list"))
+    link.close()
+    assert not [t for t in threading.enumerate() if t.name == "FakeLink"]

@@ -9,12 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import line, request, run_mock
-from fakelink import FakeLink, engine_for
-
-
-def call(rid: Any, name: str, **args: Any) -> dict[str, Any]:
-    return request(rid, "tools/call", {"name": name, "arguments": args})
+from conftest import run_mock
+from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
+from helpers import call, engine_for, line, request
 
 
 SEQ = """

@@ -1,7 +1,7 @@
 """subscriptions/listen: ack, filtering, demultiplexing, emitted and timed events, endings.
 
-Engine-level over the fake link, then the real shell on trio's autojump clock
-for ordering, client cancellation and EOF.
+Over the fake link (the real shell, settled after each send), then the async
+harness on trio's autojump clock for ordering, client cancellation and EOF.
 """
 
 from __future__ import annotations
@@ -9,23 +9,17 @@ from __future__ import annotations
 import json
 
 import trio
-from conftest import request
-from fakelink import FakeLink, engine_for
-from shellharness import Harness, scenario_engine
+from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
+from helpers import bundled, cancelled, engine_for, listen, request, scenario_engine
+from shellharness import Harness
 
-from mockmcp.engine import Engine
-from mockmcp.run import new_engine
 from mockmcp.loader import load, load_text
 
 SUB = "io.modelcontextprotocol/subscriptionId"
 
 
 def sub_link(**kw) -> FakeLink:
-    return FakeLink(new_engine(load("subscriptions", use_cache=False)[0], **kw))
-
-
-def listen(rid, **notifications):
-    return request(rid, "subscriptions/listen", {"notifications": notifications})
+    return FakeLink(bundled("subscriptions", **kw))
 
 
 def touch(rid, uri):
@@ -178,7 +172,7 @@ subscriptions:
 def test_client_cancel_ends_a_stream(schema):
     link = sub_link()
     link.send(listen("s1", toolsListChanged=True), listen("s2", toolsListChanged=True))
-    assert link.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "s1"}}) == []
+    assert link.send(cancelled("s1")) == []
     out = link.send(refresh(1))
     check(schema, out)
     assert notes(out) == [("notifications/tools/list_changed", "s2", None)]
@@ -235,9 +229,10 @@ async def test_shell_timers_and_client_cancel(schema, autojump_clock):
         check(schema, msgs)
         assert [round(at - t0, 6) for at, _ in h.lines[2:]] == [0.5, 0.5, 1.0, 1.0, 1.5, 1.5]
         t_cancel = trio.current_time()
-        await h.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "s1"}})
+        await h.send(cancelled("s1"))
         await h.quiet_for(10)
-        after = [json.loads(raw) for at, raw in h.lines if at > t_cancel]
+        await h.probe()  # the stream is live and nothing of s1's was queued behind the wait
+        after = [json.loads(raw) for at, raw in h.lines if at > t_cancel][:-1]
         assert len(after) == 7 and {m["params"]["_meta"][SUB] for m in after} == {"s2"}
         h.check_all(schema)
         await h.eof()

@@ -9,12 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import line, request, run_mock
-from fakelink import FakeLink, engine_for
-
-
-def call(rid: Any, name: str = "t", **args: Any) -> dict[str, Any]:
-    return request(rid, "tools/call", {"name": name, "arguments": args})
+from conftest import run_mock
+from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
+from helpers import call, engine_for, line
 
 
 def scenario(when: str) -> str:
@@ -37,7 +34,7 @@ def pattern(when: str, n: int = 10, **kw: Any) -> str:
     out = ""
     for i in range(1, n + 1):
         link.send(call(100 + i, "other"))  # calls to other tools never count
-        (msg,) = link.send(call(i))
+        (msg,) = link.send(call(i, "t"))
         out += "E" if "error" in msg else "."
     return out
 
@@ -63,7 +60,7 @@ def test_targeting_counts_only_requests_that_match_the_rest_of_when():
     link = FakeLink(engine_for(scenario(when)))
     got = []
     for i, x in enumerate([2, 1, 2, 1, 1]):
-        (msg,) = link.send(call(i, x=x))
+        (msg,) = link.send(call(i, "t", x=x))
         got.append("E" if "error" in msg else ".")
     assert "".join(got) == "...E."  # the 2nd call with x=1 is the 4th call overall
 
@@ -84,7 +81,7 @@ def test_combined_after_and_every():
 def test_counted_per_process_and_seeded_end_to_end(tmp_path, schema):
     path = tmp_path / "t.yaml"
     path.write_text(scenario("{probability: 0.5}").replace("probability: 0.5", "probability: 0.5, after: 1"))
-    data = b"".join(line(call(i)) for i in range(1, 31))
+    data = b"".join(line(call(i, "t")) for i in range(1, 31))
 
     def run(seed: str) -> str:
         proc = run_mock("run", str(path), "--seed", seed, input=data)
