@@ -167,7 +167,7 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
     last_progress: float | None = None
     for i, step in enumerate(steps):
         sp = path + (i,)
-        for value in (attrs.asdict(step, recurse=False).values()):
+        for value in _field_values(step):
             for msg in templates.check(_plain(value)):
                 found.append(Found(sp, f"template error: {msg}"))
         if isinstance(step, model.ResultStep):
@@ -224,6 +224,20 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
         found.append(Found(path, "a reply must end with result, text, error, inputRequired, hang or exit"))
 
 
+def _when_problems(w: model.Match) -> list[tuple[Path_, str]]:
+    """A `when` block's problems, by path from the rule."""
+    out: list[tuple[Path_, str]] = []
+    for name in ("nth", "every", "first"):
+        v = getattr(w, name)
+        if v is not None and v < 1:
+            out.append((("when", name), f"{name} must be at least 1"))
+    if w.probability is not None and not 0 <= w.probability <= 1:
+        out.append((("when", "probability"), "probability must be between 0 and 1"))
+    for key, pattern in (("arguments", w.arguments), ("inputResponses", w.inputResponses), ("vars", w.vars), ("params", w.params), ("_meta", w.meta)):
+        out.extend(matching.pattern_problems(pattern, ("when", key)))
+    return out
+
+
 def _exit_status(path: Path_, status: int, found: list[Found]) -> None:
     if not 0 <= status <= 255:
         found.append(Found(path, f"an exit status is 0 to 255, got {status}"))
@@ -249,6 +263,18 @@ def _utf8(data: bytes) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None  # then the file is sent as a blob
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_values(obj: Any) -> list[Any]:
+    """An attrs instance's field values (``attrs.asdict(recurse=False)`` without the dict)."""
+    cls = type(obj)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in attrs.fields(cls))
+    return [getattr(obj, name) for name in names]
 
 
 def _plain(value: Any) -> Any:
@@ -287,21 +313,20 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
         _check_steps(path, method, steps, found, timeline=path[0] == "subscriptions" or method.startswith("notifications/"))
         if reply_steps(steps) > MAX_REPLY_STEPS:
             found.append(Found(path, f"this reply runs more than {MAX_REPLY_STEPS} steps with its loops unrolled (loop times multiply)"))
+    # The loader shares equal `when` blocks, so each distinct one is checked once
+    # (by identity, while this call holds them: 100,000 rules often have 100 blocks).
+    when_checked: dict[int, tuple[model.Match, list[tuple[Path_, str]]]] = {}
     for path, _, rule in iter_rules(s):
         if (rule.steps is None) == (rule.sequence is None):
             found.append(Found(path, "a rule needs either 'steps' or 'sequence'"))
         if rule.sequence is not None and not rule.sequence:
             found.append(Found(path + ("sequence",), "a sequence needs at least one reply"))
         w = rule.when
-        for name in ("nth", "every", "first"):
-            v = getattr(w, name)
-            if v is not None and v < 1:
-                found.append(Found(path + ("when", name), f"{name} must be at least 1"))
-        if w.probability is not None and not 0 <= w.probability <= 1:
-            found.append(Found(path + ("when", "probability"), "probability must be between 0 and 1"))
-        for key, pattern in (("arguments", w.arguments), ("inputResponses", w.inputResponses), ("vars", w.vars), ("params", w.params), ("_meta", w.meta)):
-            for sub, msg in matching.pattern_problems(pattern, ("when", key)):
-                found.append(Found(path + sub, msg))
+        checked = when_checked.get(id(w))
+        if checked is None:
+            checked = when_checked[id(w)] = (w, _when_problems(w))
+        for sub, msg in checked[1]:
+            found.append(Found(path + sub, msg))
     for i, timer in enumerate(s.subscriptions.timers):
         tp = ("subscriptions", "timers", i)
         if timer.emit.event == "resources/updated" and timer.emit.uri is None:

@@ -31,13 +31,16 @@ def test_warm_spawn_skips_yaml_and_cattrs(tmp_path, schema):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     first = spawn(env)
     assert first.returncode == 0, first.stderr[-2000:]
-    assert {"yaml", "cattrs"} <= imported(first.stderr)
+    # a miss loads the file, and the bundled scenario is in the fast path's subset:
+    # yaml and cattrs are imported only when a file has a problem or leaves the subset
+    assert "mockmcp.loader" in imported(first.stderr)
+    assert not {"yaml", "cattrs"} & imported(first.stderr)
     cached = sorted(p.name for p in (tmp_path / "mockmcp").iterdir())
     assert len(cached) == 1 and cached[0].endswith(".pickle")
     second = spawn(env)
     assert second.returncode == 0
-    assert not {"yaml", "cattrs"} & imported(second.stderr)
+    assert not {"yaml", "cattrs", "mockmcp.loader"} & imported(second.stderr)
     assert json.loads(second.stdout) == json.loads(first.stdout)
     schema.check(json.loads(second.stdout), "server/discover")
     third = spawn(env, "--no-cache")
-    assert {"yaml", "cattrs"} <= imported(third.stderr)
+    assert "mockmcp.loader" in imported(third.stderr)

@@ -1,0 +1,545 @@
+"""The fast load path: plain YAML into data and data into the model, without yaml or cattrs.
+
+Why: a cold spawn paid ~40 ms importing PyYAML and cattrs and generating cattrs'
+structure code, and a 100,000-rule scenario spent most of its 9 s in PyYAML's
+Python-level node objects, position bookkeeping and cattrs' per-value dispatch.
+
+The rule this module keeps: it is never the one that says no. ``parse`` reads the
+common, plain subset of YAML (block mappings and sequences, one-line flow
+collections, plain and one-line quoted scalars, comments) and returns ``None`` for
+anything else or anything doubtful; ``structure`` returns ``None`` for any value the
+strict converter would refuse. The loader then runs the plain path (PyYAML with
+marks, cattrs), which finds and locates the problem, so every error and warning
+comes from one place. ``tests/test_quickload.py`` checks both paths agree over
+generated YAML and data.
+
+Shared with the plain path (one implementation each): the YAML 1.2 core-schema
+resolvers, the conversion of a resolved scalar, durations and which union member
+accepts a value.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, Literal, Union
+
+import attrs
+
+from . import model
+
+# ------------------------------------------------------------------ scalars
+
+STR = "tag:yaml.org,2002:str"
+INT = "tag:yaml.org,2002:int"
+FLOAT = "tag:yaml.org,2002:float"
+BOOL = "tag:yaml.org,2002:bool"
+NULL = "tag:yaml.org,2002:null"
+
+# YAML 1.2 core schema: (tag, pattern, first characters), in resolution order.
+CORE_SCHEMA: list[tuple[str, re.Pattern[str], list[str]]] = [
+    (BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")),
+    (NULL, re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]),
+    (INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789")),
+    (
+        FLOAT,
+        re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+        list("-+0123456789."),
+    ),
+]
+_RESOLVERS: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+for _tag, _pattern, _first in CORE_SCHEMA:
+    for _ch in _first:
+        _RESOLVERS.setdefault(_ch, []).append((_tag, _pattern))
+
+# Python's default limit for int <-> str conversion: a longer integer could be
+# loaded but never sent (``json.dumps`` raises), so the loader refuses it.
+MAX_INT_DIGITS = 4300
+_INT_BOUND = 10**MAX_INT_DIGITS
+# Nesting of mappings and lists, counted from the top of the file (see loader).
+MAX_DEPTH = 100
+
+
+class Refused(ValueError):
+    """A scalar the scenario format does not accept; the message is for the author."""
+
+
+def resolve_plain(value: str) -> str:
+    """The tag of a plain scalar, as PyYAML's resolver gives it with the core schema."""
+    for tag, pattern in _RESOLVERS.get(value[:1], ()):
+        if pattern.match(value):
+            return tag
+    return STR
+
+
+def abbrev(text: str) -> str:
+    return text if len(text) <= 20 else f"{text[:8]}...{text[-8:]} ({len(text)} characters)"
+
+
+def scalar(tag: str, v: str) -> Any:
+    """A resolved scalar's value; raises ``Refused`` for what JSON cannot carry."""
+    if tag == STR:
+        return v
+    if tag == NULL:
+        return None
+    if tag == BOOL:
+        return v.lower() == "true"
+    if tag == INT:
+        # refused past MAX_INT_DIGITS digits before converting a long decimal (which
+        # Python itself refuses); a hex or octal one is checked by value
+        if v[:2] in ("0x", "0o"):
+            n = int(v, 0)
+        else:
+            n = int(v) if len(v.lstrip("+-")) <= MAX_INT_DIGITS else _INT_BOUND
+        if abs(n) >= _INT_BOUND:
+            raise Refused(f"integer {abbrev(v)} has more than {MAX_INT_DIGITS} digits")
+        return n
+    if tag == FLOAT:
+        if "inf" in v.lower() or "nan" in v.lower():
+            raise Refused(f"{v} is not a JSON number")
+        f = float(v)
+        if not math.isfinite(f):
+            raise Refused(f"{abbrev(v)} is too large for a JSON number (it would be infinity)")
+        return f
+    raise Refused(f"unsupported YAML tag {tag}")
+
+
+_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m)\s*$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0}
+
+
+def show(value: Any) -> str:
+    """A value as an error message names it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"number {value}"
+    if isinstance(value, str):
+        return f"string {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def parse_duration(value: Any) -> model.Duration:
+    if type(value) is not str:
+        raise TypeError(f"expected a duration like '250ms' or '1.5s', got {show(value)}")
+    m = _DURATION.match(value)
+    if not m:
+        raise ValueError(f"invalid duration {value!r}: use a number with ms, s or m (like '250ms')")
+    seconds = float(m.group(1)) * _UNIT[m.group(2)]
+    if not math.isfinite(seconds):
+        raise ValueError(f"duration {abbrev(value)} is too long to be a number")
+    return model.Duration(seconds)
+
+
+def acceptor(tp: Any) -> Callable[[Any], bool]:
+    """Does a value have the shape of ``tp``? Picks the member of a union (first wins)."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return lambda v: True
+    if tp is type(None):
+        return lambda v: v is None
+    if tp is float:
+        return lambda v: type(v) in (int, float)
+    exact = {str: str, int: int, bool: bool, model.Duration: str}.get(tp)
+    if exact is not None:
+        return lambda v: type(v) is exact
+    if origin is list:
+        return lambda v: type(v) is list
+    if origin is dict or attrs.has(tp):
+        return lambda v: type(v) is dict
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        return lambda v: any(v == a and type(v) is type(a) for a in choices)
+    return lambda v: False
+
+
+# ------------------------------------------------------------------ YAML subset
+
+
+class _Unsupported(Exception):
+    """Outside the subset (or doubtful): the plain path decides."""
+
+
+# Characters the subset refuses anywhere: tabs, carriage returns, YAML's other line
+# breaks, byte-order marks and every non-printable character.
+_OUTSIDE = re.compile("[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_BLOCK_KEY = re.compile(r"([^\s\-?:,\[\]{}#&*!|>'\"%@`][^:#]*?) *:(?: +|$)")
+_SINGLE = re.compile(r"'((?:[^']|'')*)'")
+_DOUBLE = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_ESCAPE = re.compile(r"\\(?:([\\\"ntr])|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4}))")
+_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
+# a content line: its indentation and its text (blank and comment-only lines do not match)
+_LINE = re.compile(r"^( *)([^ #\n][^\n]*?) *$", re.M)
+_QUOTED_KEY_END = re.compile(r" *:(?: +|$)")
+
+
+def parse(text: str) -> Any:
+    """The data of a YAML document in the subset, or ``None`` (the plain path decides)."""
+    if _OUTSIDE.search(text):
+        return None
+    lines = [(len(indent), body) for indent, body in _LINE.findall(text)]
+    if not lines or lines[0][0] != 0 or lines[0][1].startswith(("---", "...", "%")):
+        return None
+    try:
+        value, end = _Block(lines).node(0, 0, 0)
+    except (_Unsupported, Refused, RecursionError):
+        return None
+    return value if end == len(lines) else None
+
+
+class _Block:
+    """Block structure over the document's content lines: (indent, stripped text)."""
+
+    def __init__(self, lines: list[tuple[int, str]]) -> None:
+        self.lines = lines
+
+    def node(self, i: int, indent: int, depth: int) -> tuple[Any, int]:
+        """The node starting at line ``i`` (indented by ``indent``); returns it and the next line."""
+        if depth >= MAX_DEPTH:
+            raise _Unsupported
+        body = self.lines[i][1]
+        if body == "-" or body.startswith("- "):
+            return self.sequence(i, indent, depth)
+        if _key(body) is not None:
+            return self.mapping(i, indent, depth)
+        return _value(body, depth), i + 1  # a line indented below it is refused by the caller
+
+    def _child(self, i: int, parent: int, depth: int, rest: str) -> tuple[Any, int]:
+        """The value after ``key:`` or ``-`` on line ``i``: inline, nested below, or null."""
+        n = len(self.lines)
+        if rest:
+            if i + 1 < n and self.lines[i + 1][0] > parent:
+                raise _Unsupported  # a continuation line or a nested block after a value
+            return _value(rest, depth), i + 1
+        if i + 1 < n and self.lines[i + 1][0] > parent:
+            return self.node(i + 1, self.lines[i + 1][0], depth + 1)
+        return None, i + 1
+
+    def mapping(self, i: int, indent: int, depth: int) -> tuple[dict[str, Any], int]:
+        out: dict[str, Any] = {}
+        lines, n = self.lines, len(self.lines)
+        while i < n and lines[i][0] == indent:
+            found = _key(lines[i][1])
+            if found is None:
+                raise _Unsupported
+            key, rest = found
+            if key in out:
+                raise _Unsupported
+            if not rest and i + 1 < n and lines[i + 1][0] == indent and (lines[i + 1][1] == "-" or lines[i + 1][1].startswith("- ")):
+                out[key], i = self.sequence(i + 1, indent, depth + 1)  # a sequence at the key's own indent
+            else:
+                out[key], i = self._child(i, indent, depth + 1, rest)
+        if i < n and lines[i][0] > indent:
+            raise _Unsupported
+        return out, i
+
+    def sequence(self, i: int, indent: int, depth: int) -> tuple[list[Any], int]:
+        out: list[Any] = []
+        lines, n = self.lines, len(self.lines)
+        while i < n and lines[i][0] == indent and (lines[i][1] == "-" or lines[i][1].startswith("- ")):
+            rest = lines[i][1][1:]
+            inner = rest.lstrip(" ")
+            if inner and (inner == "-" or inner.startswith("- ") or _key(inner) is not None):
+                # a compact nested node (``- name: x``): it sits where its text starts
+                lines[i] = (indent + 1 + len(rest) - len(inner), inner)
+                value, i = self.node(i, lines[i][0], depth + 1)
+                out.append(value)
+            else:
+                value, i = self._child(i, indent, depth + 1, _rest(inner))
+                out.append(value)
+        if i < n and lines[i][0] > indent:
+            raise _Unsupported
+        return out, i
+
+
+def _key(body: str) -> tuple[str, str] | None:
+    """``key: rest`` as (key, rest without a trailing comment), or None."""
+    if body[0] in "'\"":
+        key, end = _quoted(body, 0)
+        m = _QUOTED_KEY_END.match(body, end)
+        if m is None:
+            return None
+        return key, _rest(body[m.end() :])
+    m = _BLOCK_KEY.match(body)
+    if m is None:
+        return None
+    key = m.group(1)
+    if type(_plain(key)) is not str:
+        raise _Unsupported  # the plain path says keys must be strings
+    return key, _rest(body[m.end() :])
+
+
+def _rest(text: str) -> str:
+    """What follows ``key:`` or ``-``: nothing when it is only a comment."""
+    return "" if text.startswith("#") else text
+
+
+def _value(text: str, depth: int) -> Any:
+    """A one-line value in block context: flow collection, quoted or plain scalar."""
+    if text[0] in "[{'\"":
+        if text[0] in "'\"":
+            value, end = _quoted(text, 0)
+        else:
+            value, end = _flow(text, depth)
+        tail = text[end:]
+        after = tail.lstrip(" ")
+        if after and not (after[0] == "#" and len(after) < len(tail)):
+            raise _Unsupported  # only a comment may follow, after a space
+        return value
+    if text[0] in "?:,]}#&*!|>%@`" or (text[0] == "-" and (len(text) == 1 or text[1] == " ")):
+        raise _Unsupported
+    cut = text.find(" #")
+    plain = (text if cut < 0 else text[:cut]).rstrip(" ")
+    if ": " in plain or plain.endswith(":"):
+        raise _Unsupported
+    return _plain(plain)
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain(text: str) -> Any:
+    """A plain scalar's value (immutable, so one per distinct text is shared)."""
+    return scalar(resolve_plain(text), text)
+
+
+def _quoted(text: str, i: int) -> tuple[str, int]:
+    if text[i] == "'":
+        m = _SINGLE.match(text, i)
+        if m is None:
+            raise _Unsupported
+        return m.group(1).replace("''", "'"), m.end()
+    m = _DOUBLE.match(text, i)
+    if m is None:
+        raise _Unsupported
+    return _unescape_double(m.group(1)), m.end()
+
+
+def _unescape_double(raw: str) -> str:
+    if "\\" not in raw:
+        return raw
+    if "\\" in _ESCAPE.sub("", raw):
+        raise _Unsupported  # an escape outside the few the subset reads
+    return _ESCAPE.sub(_unescape, raw)
+
+
+def _unescape(m: re.Match[str]) -> str:
+    if m.group(1):
+        return _ESCAPES[m.group(1)]
+    code = int(m.group(2) or m.group(3), 16)
+    if 0xD800 <= code <= 0xDFFF or (code < 0x20 and code not in (9, 10, 13)) or 0x7F <= code < 0xA0:
+        raise _Unsupported
+    return chr(code)
+
+
+# A one-line flow collection is checked token by token by one regex (indicators, ``: ``,
+# quoted and plain scalars), its scalars are rewritten as JSON, and ``json`` (C) reads
+# the result: the grammar of ``{}``/``[]`` with ``,`` and ``: `` is JSON's, so what it
+# refuses (``[a: b]``, ``{a, b}``, trailing commas, non-string keys) is declined.
+_SCALAR = r"""'((?:[^']|'')*)'|"((?:[^"\\]|\\.)*)"|((?:[^\s\-?:,\[\]{}#&*!|>'"%@`]|-(?=[^\s,\[\]{}]))[^:,\[\]{}#?]*)"""
+_FLOW_TOKENS = re.compile(rf"(?: *(?:[{{}}\[\],]|: |{_SCALAR}))*")
+_FLOW_SCALAR = re.compile(_SCALAR)
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Unsupported  # a duplicate key
+    return out
+
+
+_SCAN = json.JSONDecoder(object_pairs_hook=_pairs).raw_decode
+
+
+def _flow(text: str, depth: int) -> tuple[Any, int]:
+    """The flow collection at the start of ``text``: its value and where it ends."""
+    end = _FLOW_TOKENS.match(text).end()  # type: ignore[union-attr]  # matches the empty string at least
+    body = text[:end]
+    if depth + body.count("{") + body.count("[") >= MAX_DEPTH:
+        raise _Unsupported
+    try:
+        converted = _FLOW_SCALAR.sub(_scalar_json, body)
+        value, used = _SCAN(converted, 0)
+    except (ValueError, StopIteration):  # json's refusal: not a flow collection the subset reads
+        raise _Unsupported from None
+    if used != len(converted):
+        raise _Unsupported
+    return value, end
+
+
+def _scalar_json(m: re.Match[str]) -> str:
+    single, double, plain = m.groups()
+    if plain is not None:
+        return _plain_json(plain.rstrip(" "))
+    if single is not None:
+        return json.dumps(single.replace("''", "'"))
+    return m.group(0) if "\\" not in double else json.dumps(_unescape_double(double))
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_json(text: str) -> str:
+    return json.dumps(_plain(text))
+
+
+# ------------------------------------------------------------------ structuring
+
+
+class _Bail(Exception):
+    """A value the strict converter would refuse: the plain path explains it."""
+
+
+Structurer = Callable[[Any], Any]
+
+
+def structure(data: Any) -> model.Scenario | None:
+    """The scenario the strict converter would build from ``data``, or ``None``
+    where it would refuse something (then the loader runs the converter)."""
+    try:
+        return typing.cast(model.Scenario, _Structure().get(model.Scenario)(data))
+    except _Bail:
+        return None
+
+
+class _Structure:
+    """One structure function per type, built from the model's annotations (no exec)."""
+
+    def __init__(self) -> None:
+        self._built: dict[Any, Structurer] = {}
+        self._matches: dict[str, model.Match] = {}
+
+    def get(self, tp: Any) -> Structurer:
+        fn = self._built.get(tp)
+        if fn is None:
+            self._built[tp] = lambda v: self._built[tp](v)  # recursive types see this until built
+            fn = self._built[tp] = self._make(tp)
+        return fn
+
+    def _make(self, tp: Any) -> Structurer:
+        origin = typing.get_origin(tp)
+        if tp is Any or origin is dict:
+            return _passthrough(acceptor(tp))
+        if tp is float:
+            return _checked(acceptor(tp), float)
+        if tp in (str, int, bool) or origin is Literal:
+            return _passthrough(acceptor(tp))
+        if tp is model.Duration:
+            return _duration
+        if tp is model.Match:
+            return self._match(self._class(model.Match))
+        if origin is list:
+            return self._list(tp)
+        if tp == model.Step:
+            return self._step()
+        if origin in (Union, types.UnionType):
+            return self._union(tp)
+        if attrs.has(tp):
+            return self._class(tp)
+        raise TypeError(f"no structure function for {tp}")  # pragma: no cover - a model type the loader cannot read
+
+    def _list(self, tp: Any) -> Structurer:
+        (item,) = typing.get_args(tp) or (Any,)
+        if item is Any:
+            return _passthrough(acceptor(list))
+        sub = self.get(item)
+
+        def run(value: Any) -> Any:
+            if type(value) is not list:
+                raise _Bail
+            return [sub(v) for v in value]
+
+        return run
+
+    def _union(self, tp: Any) -> Structurer:
+        members = [(acceptor(a), None if a is Any or a is type(None) else self.get(a)) for a in typing.get_args(tp)]
+
+        def run(value: Any) -> Any:
+            for accepts, sub in members:
+                if accepts(value):
+                    return value if sub is None else sub(value)
+            raise _Bail
+
+        return run
+
+    def _step(self) -> Structurer:
+        kinds = {key: self.get(cls) for key, cls in model.STEP_KEYS.items()}
+
+        def run(value: Any) -> Any:
+            if type(value) is not dict:
+                raise _Bail
+            found = [k for k in value if k in kinds]
+            if len(found) != 1:
+                raise _Bail
+            return kinds[found[0]](value)
+
+        return run
+
+    def _class(self, cls: type) -> Structurer:
+        hints = typing.get_type_hints(cls)
+        table = {f.metadata.get("key", f.name): (f.alias, self.get(hints[f.name])) for f in attrs.fields(cls) if f.init}
+        required = frozenset(f.metadata.get("key", f.name) for f in attrs.fields(cls) if f.init and f.default is attrs.NOTHING)
+
+        def run(value: Any) -> Any:
+            if type(value) is not dict or not required <= value.keys():
+                raise _Bail
+            kwargs = {}
+            for key, v in value.items():
+                spec = table.get(key)
+                if spec is None:
+                    raise _Bail
+                kwargs[spec[0]] = spec[1](v)
+            return cls(**kwargs)
+
+        return run
+
+    def _match(self, build: Structurer) -> Structurer:
+        """Equal ``when`` blocks become one shared (frozen) Match, as in the converter."""
+        matches = self._matches
+
+        def run(value: Any) -> Any:
+            try:
+                key = json.dumps(value, sort_keys=True)
+            except (TypeError, ValueError):
+                return build(value)
+            found = matches.get(key)
+            if found is None:
+                found = matches[key] = build(value)
+            return found
+
+        return run
+
+
+def _passthrough(accepts: Callable[[Any], bool]) -> Structurer:
+    def run(value: Any) -> Any:
+        if not accepts(value):
+            raise _Bail
+        return value
+
+    return run
+
+
+def _checked(accepts: Callable[[Any], bool], kind: type) -> Structurer:
+    def run(value: Any) -> Any:
+        if not accepts(value):
+            raise _Bail
+        try:
+            return kind(value)
+        except OverflowError:  # an integer too large for a float: the converter reports it
+            raise _Bail from None
+
+    return run
+
+
+def _duration(value: Any) -> model.Duration:
+    try:
+        return parse_duration(value)
+    except (TypeError, ValueError):  # the documented ways parse_duration refuses
+        raise _Bail from None
