@@ -33,7 +33,7 @@ class _PlanRun:
     def __init__(self, rid: Any, *, counted: bool) -> None:
         self.rid = rid
         self.counted = counted  # holds up exit at EOF while it has scripted work
-        self.slot = True  # taken by _dispatch for this task; given back when parked or done
+        self.slot = counted  # taken by _dispatch for this task; given back when parked or done
         self.parked = False
         self.dribble: Dribble | None = None
 
@@ -83,27 +83,24 @@ class Shell:
 
     # ---------------------------------------------------------- plans
 
-    async def _run_plan(self, plan: Plan, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Perform one plan's actions in order, in this task's own cancel scope.
+    async def _run_plan(self, plan: Plan, first: int, scope: trio.CancelScope) -> None:
+        """Perform one plan's actions from ``first`` on, in order, in the plan's own cancel scope.
 
-        The caller took a task slot for it (``_dispatch``); it is given back when
-        the plan parks or ends. Leading sends (a subscription's ack) are queued
-        before the reader moves on, so they precede anything later input causes.
+        The reader (``_dispatch``) already queued the plan's leading sends (a
+        subscription's ack), registered ``scope`` (a cancel in the same input
+        chunk finds it before this task runs) and took a task slot for it; the
+        slot is given back when the plan parks or ends.
         """
-        run = _PlanRun(plan.request_id, counted=plan.method != "subscriptions/listen")
-        if run.counted:  # subscription streams never hold up exit at EOF: the input's end ends them
+        run = _PlanRun(plan.request_id, counted=_counted(plan))
+        if run.counted:
             self.busy += 1
-        started = False
-        with trio.CancelScope() as scope:
-            self.scopes[run.rid] = scope
+        with scope:
             try:
-                for action in plan.all_actions():
-                    if not started and type(action) is not Send:
-                        task_status.started()
-                        started = True
+                for action in plan.actions[first:]:
                     await self._perform(action, run)
-                if not started:
-                    task_status.started()
+                if plan.rest is not None:
+                    for lazy in plan.rest:
+                        await self._perform(lazy, run)
             finally:
                 if run.slot:
                     self._slots.release()
@@ -130,8 +127,9 @@ class Shell:
                 run.parked = True
                 if run.counted:
                     self._not_busy()
-                self._slots.release()
-                run.slot = False
+                if run.slot:
+                    self._slots.release()
+                    run.slot = False
                 await trio.sleep_forever()
             case WriteRaw():
                 if self.on_output is not None:
@@ -148,10 +146,7 @@ class Shell:
             case Dribble():
                 run.dribble = action
             case StopReading():
-                seconds = action.seconds
-                self.reading_resumes = math.inf if seconds is None else trio.current_time() + seconds
-                self.log("info", "stopped reading stdin (scripted)" + ("" if seconds is None else f" for {seconds:g} s"))
-                self._event("stopReading", {"id": run.rid, "seconds": seconds})
+                self._stop_reading(action, run.rid)
             case CloseStdout():
                 self._event("closeStdout", {"id": run.rid})
                 await self.writer.send(CloseJob())
@@ -159,6 +154,12 @@ class Shell:
                 for _ in range(action.repeat):
                     self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
                     await trio.lowlevel.checkpoint()
+
+    def _stop_reading(self, action: StopReading, rid: Any) -> None:
+        seconds = action.seconds
+        self.reading_resumes = math.inf if seconds is None else trio.current_time() + seconds
+        self.log("info", "stopped reading stdin (scripted)" + ("" if seconds is None else f" for {seconds:g} s"))
+        self._event("stopReading", {"id": rid, "seconds": seconds})
 
     async def _queue_bytes(self, data: bytes, run: _PlanRun) -> None:
         if run.dribble is None:
@@ -207,11 +208,25 @@ class Shell:
                             immediate.append(action.data)
                     self.parked[out.request_id] = out
                 case Plan():
+                    # Leading sends keep their place in the output, and a leading stopReading
+                    # holds the very next read: the reader performs both before it moves on.
+                    first = 0
+                    for action in out.actions:
+                        if isinstance(action, Send):
+                            self._emitted(action)
+                            immediate.append(action.data)
+                        elif isinstance(action, StopReading):
+                            self._stop_reading(action, out.request_id)
+                        else:
+                            break
+                        first += 1
                     if immediate:
                         await self.writer.send(b"".join(immediate))
                         immediate = []
-                    await self._slots.acquire()
-                    await nursery.start(self._run_plan, out)
+                    if _counted(out):
+                        await self._slots.acquire()
+                    scope = self.scopes[out.request_id] = trio.CancelScope()
+                    nursery.start_soon(self._run_plan, out, first, scope)
         if immediate:
             await self.writer.flush(b"".join(immediate))
 
@@ -249,6 +264,17 @@ class Shell:
                         self.conn.finished(rid)
             await self.writer.aclose()
         return 0
+
+
+def _counted(plan: Plan) -> bool:
+    """Does this plan's task count as scripted work (a task slot, and EOF grace)?
+
+    Subscription streams do not: they live until the client or the input's end
+    closes them (like hangs), and what they send is bounded by the scenario, so
+    they neither hold up exit at EOF nor take one of the slots that bound the
+    reader.
+    """
+    return plan.method != "subscriptions/listen"
 
 
 def _parks_at_once(plan: Plan) -> bool:
