@@ -1,0 +1,175 @@
+"""The fast load path against the plain one (PyYAML with marks, cattrs) over inputs of its own domain.
+
+``quickload`` may only ever say "the same as the plain path" or "I decline": over
+generated YAML (valid and invalid, block and flow, tricky scalars, mutated lines)
+whatever it reads must equal what PyYAML reads with the core schema, type for
+type; and over generated scenarios the loader's result (the model, or the exact
+located problems) must equal the plain path's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import SCENARIOS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mockmcp import loader, plainload, quickload
+from mockmcp.problems import LoadError
+
+TRICKY = " abcnulTrFe0123456789.:#-?,[]{}'\"!&*|>%@`~+_$/\\xu"
+texts = st.text(alphabet=TRICKY, max_size=8)
+# keys repeat often (duplicates) and include what resolves to another type or needs quotes
+keys = st.one_of(st.sampled_from(["a", "b", "a b", "yes", "1", "~", "null", "a:b", "a #c", "-a", "a: b"]), texts)
+
+
+def render_scalar(draw: Any, text: str) -> str:
+    style = draw(st.sampled_from(["plain", "plain", "single", "double"]))
+    if style == "single":
+        return "'" + text.replace("'", "''") + "'"
+    if style == "double":
+        return '"' + text + '"'  # backslashes make escapes, valid or not
+    return text
+
+
+@st.composite
+def flow(draw: Any, depth: int = 0) -> str:
+    kind = draw(st.sampled_from(["scalar", "scalar", "list", "map"] if depth < 3 else ["scalar"]))
+    if kind == "scalar":
+        return render_scalar(draw, draw(st.one_of(keys, texts)))
+    items = draw(st.lists(st.just(None), max_size=3))
+    if kind == "list":
+        return "[" + ", ".join(draw(flow(depth + 1)) for _ in items) + "]"
+    return "{" + ", ".join(f"{render_scalar(draw, draw(keys))}: {draw(flow(depth + 1))}" for _ in items) + "}"
+
+
+@st.composite
+def block(draw: Any, indent: int = 0, depth: int = 0) -> list[str]:
+    """Lines of a block node at ``indent``."""
+    pad = " " * indent
+    kind = draw(st.sampled_from(["map", "map", "seq", "flow"] if depth < 4 else ["flow"]))
+    if kind == "flow":
+        return [pad + draw(flow())]
+    out: list[str] = []
+    for _ in range(draw(st.integers(1, 3))):
+        head = pad + (render_scalar(draw, draw(keys)) + ":" if kind == "map" else "-")
+        if draw(st.booleans()):
+            out.append(head + " " + draw(flow()) + draw(st.sampled_from(["", "", " # note", "#x"])))
+        else:
+            out.append(head + draw(st.sampled_from(["", "", " # note"])))
+            step = draw(st.sampled_from([2, 2, 4, 1, 0]))
+            out += draw(block(indent + step, depth + 1))
+    return out
+
+
+@st.composite
+def yaml_texts(draw: Any) -> str:
+    lines = draw(block())
+    if draw(st.booleans()) and lines:  # one mutated line: a shifted indent, a stray character, a comment
+        i = draw(st.integers(0, len(lines) - 1))
+        mutation = draw(st.sampled_from([" ", "\t", "#", "- ", "&a ", "*a", "|", "---"]))
+        at = draw(st.integers(0, len(lines[i])))
+        lines[i] = lines[i][:at] + mutation + lines[i][at:]
+    return "\n".join(lines) + draw(st.sampled_from(["\n", "", "\n\n# end\n"]))
+
+
+def typed(value: Any) -> Any:
+    """Data with its types spelled out (``1 == 1.0 == True`` must not hide a difference)."""
+    if isinstance(value, dict):
+        return ("dict", [(k, typed(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [typed(v) for v in value])
+    return (type(value).__name__, value)
+
+
+def plain_parse(text: str) -> Any:
+    try:
+        return typed(plainload.parse_yaml(text, "f.yaml")[0])
+    except LoadError as exc:
+        return [str(p) for p in exc.problems]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(yaml_texts())
+def test_what_the_subset_reads_pyyaml_reads_the_same(text):
+    fast = quickload.parse(text)
+    if fast is not None:
+        assert typed(fast) == plain_parse(text)
+
+
+# ---------------------------------------------------------------- whole scenarios
+
+steps = st.sampled_from([
+    "[{text: 'hi {{ arguments.n }}'}]",
+    "[{text: hi}, {text: again}]",
+    "[{sleep: 10ms}, {result: {content: [{type: text, text: x}]}}]",
+    "[{sleep: 10}, {text: x}]",
+    "[{error: {code: -32602, message: nope}}]",
+    "[{progress: {progress: 1, total: 2}}, {progress: {progress: 1}}, {text: done}]",
+    "[{loop: {times: 3, steps: [{log: {level: info, data: x}}]}}, {text: y}]",
+    "[{hang: true}]",
+    "[{texts: x}]",
+    "[{result: {content: 5}}]",
+    "[{stopReading: forever}, {text: x}]",
+    "[{sleep: {min: 1ms, max: 2ms}}, {text: x}]",
+])
+whens = st.sampled_from(["", "{arguments: {n: 1}}", "{arguments: {n: {$regex: '^a'}}}", "{nth: 0}", "{nth: 2}",
+                         "{probability: 1.5}", "{state: [a, b]}", "{arguments: {n: {$regexx: a}}}", "{round: x}"])
+tool_extra = st.sampled_from(["", "    inputSchema: {type: object}\n", "    inputSchema: {type: string}\n",
+                              "    annotations: {readOnlyHint: true}\n", "    title: 3\n", "    colour: red\n"])
+
+
+@st.composite
+def scenarios(draw: Any) -> str:
+    out = [draw(st.sampled_from(["mockmcp: 1", "mockmcp: 2", "mockmcp: '1'", "description: no version"]))]
+    out.append("tools:")
+    for i in range(draw(st.integers(0, 3))):
+        name = draw(st.sampled_from([f"t{i}", "t0", "'yes'", "yes", "1"]))
+        out.append(f"  - name: {name}")
+        extra = draw(tool_extra)
+        if extra:
+            out.append(extra.rstrip("\n"))
+        out.append("    replies:")
+        for _ in range(draw(st.integers(1, 3))):
+            when = draw(whens)
+            out.append(f"      - when: {when}" if when else "      -")
+            out.append(f"        steps: {draw(steps)}" if when else f"        steps: {draw(steps)}")
+    text = "\n".join(out) + "\n"
+    return text.replace("      -\n        steps:", "      - steps:")
+
+
+def outcome(fn: Any, text: str) -> Any:
+    try:
+        scenario, warnings = fn(text, "s.yaml", base_dir=None, allow_absolute=False)
+    except LoadError as exc:
+        return ("error", [str(p) for p in exc.problems])
+    return ("ok", repr(scenario), [str(w) for w in warnings])  # repr: 1 and 1.0 differ
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_the_loader_gives_what_the_plain_path_gives(text):
+    assert outcome(loader._load_text, text) == outcome(loader._plain_load_text, text)
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_bundled_scenarios_structure_the_same_both_ways(path):
+    data, positions = plainload.parse_yaml(path.read_text(), str(path))
+    assert repr(quickload.structure(data)) == repr(plainload.structure(data, positions, str(path)))
+
+
+def test_the_fast_path_serves_the_default_scenario():
+    """A guard that the fast path is not silently dead (a cold spawn then imports yaml again)."""
+    data = quickload.parse((SCENARIOS / "default.yaml").read_text())
+    assert data is not None and quickload.structure(data) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a: &x 1\nb: *x\n", "a: |\n  text\n", "a: !tag x\n", "a: b\n  c\n", "a: 1\na: 2\n", "1: x\n", "a: 'x\n  y'\n",
+     "a: {b: 1, b: 2}\n", "a: [b, ]\n", "a: \"\\q\"\n", "? a\n: b\n", "---\na: 1\n", "a:\tb\n", "a: b: c\n"],
+)
+def test_what_the_subset_declines(text):
+    assert quickload.parse(text) is None
