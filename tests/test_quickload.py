@@ -135,7 +135,7 @@ def scenarios(draw: Any) -> str:
         for _ in range(draw(st.integers(1, 3))):
             when = draw(whens)
             out.append(f"      - when: {when}" if when else "      -")
-            out.append(f"        steps: {draw(steps)}" if when else f"        steps: {draw(steps)}")
+            out.append(f"        steps: {draw(steps)}")
     text = "\n".join(out) + "\n"
     return text.replace("      -\n        steps:", "      - steps:")
 

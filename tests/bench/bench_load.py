@@ -50,7 +50,8 @@ def bench() -> list[dict]:
     best = min(w[0] for w in warm_runs)
     again = median([w[1] for w in warm_runs])
     return [
-        dict(name="1,000 tools x 100 rules: spawn to tools/list, --no-cache", value=cold * 1000, unit="ms"),
+        dict(name="1,000 tools x 100 rules: spawn to tools/list, --no-cache", value=cold * 1000, unit="ms",
+             target="<= 3 s", ok=cold <= 3.0),
         dict(name="1,000 tools x 100 rules: spawn to tools/list, cache warm", value=warm * 1000, unit="ms",
              target="< 500 ms", ok=warm < 0.5),
         dict(name="1,000 tools x 100 rules: same, best of 5", value=best * 1000, unit="ms"),
