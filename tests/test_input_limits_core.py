@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from helpers import engine_for
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from mockmcp import errors, jsonrpc
 from mockmcp.actions import Plan
 from mockmcp.connection import Connection
 
@@ -35,3 +39,26 @@ def test_check_refuses_expectation_matchers_run_could_not_use() -> None:
             assert "expectations[0].arguments.x" in str(exc), str(exc)
         else:
             raise AssertionError(f"check accepted {bad}")
+
+
+JSON_TEXT = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**20), 10**20) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=4), children, max_size=4),
+    max_leaves=12,
+).map(json.dumps)
+SPACE = st.text(alphabet=" \t\r\n\x0c\xa0", max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=SPACE, body=JSON_TEXT | st.text(max_size=12), after=SPACE | st.sampled_from(["x", "}", "1", " {}"]))
+def test_parse_agrees_with_json_loads(before: str, body: str, after: str) -> None:
+    """jsonrpc.parse reads JSON exactly as json.loads does (within the input limits)."""
+    text = before + body + after
+    try:
+        expected = json.loads(text)
+    except ValueError as exc:
+        with pytest.raises(errors.ParseError) as caught:
+            jsonrpc.parse(text.encode("utf-8", "surrogatepass"))
+        assert str(exc) in caught.value.message
+        return
+    assert jsonrpc.parse(text.encode("utf-8", "surrogatepass")) == expected
