@@ -42,6 +42,7 @@ CORE = [
     "steps",
     "rounds",
     "services",
+    "quickload",
 ]
 FORBIDDEN = ("trio", "yaml", "cattrs")
 FORBIDDEN_STDLIB = ("os", "pathlib", "time", "random", "socket", "subprocess", "shutil", "tempfile", "io", "secrets")
