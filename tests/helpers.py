@@ -8,7 +8,6 @@ repeated on top of them lives here.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from conftest import META, SCENARIOS, line, request
@@ -69,13 +68,13 @@ def engine_for(yaml_text: str, **kw: Any) -> Engine:
 
 def bundled(name: str, **kw: Any) -> Engine:
     """An engine for the bundled scenario ``scenarios/NAME.yaml``, loaded without the cache."""
-    scenario, _ = load(SCENARIOS / f"{name}.yaml", use_cache=False)
+    scenario, _ = load(str(SCENARIOS / f"{name}.yaml"), use_cache=False)
     return new_engine(scenario, **kw)  # type: ignore[no-any-return]
 
 
-def scenario_engine(name_or_yaml: str | Path, **kw: Any) -> Engine:
+def scenario_engine(name_or_yaml: str, **kw: Any) -> Engine:
     """YAML text (it has a newline) or a bundled name or path."""
-    if isinstance(name_or_yaml, str) and "\n" in name_or_yaml:
+    if "\n" in name_or_yaml:
         return engine_for(name_or_yaml, **kw)
     scenario, _ = load(name_or_yaml, use_cache=False)
     return new_engine(scenario, **kw)  # type: ignore[no-any-return]

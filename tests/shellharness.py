@@ -131,7 +131,9 @@ class Harness:
         (so nothing else was queued before it)."""
         rid = f"probe-{next(_probes)}"
         await self.send(request(rid, "server/discover"))
-        msg = await self.next()
+        with trio.move_on_after(10) as waited:  # virtual seconds on the autojump clock
+            msg = await self.next()
+        assert not waited.cancelled_caught, f"the probe {rid} got no answer: the shell stopped reading or writing"
         assert msg.get("id") == rid and ("result" in msg or "error" in msg), msg
 
     def check_all(self, schema: Any) -> None:
