@@ -92,6 +92,11 @@ class FakeLink:
         return self._harness.exits
 
     @property
+    def stopped(self) -> bool:
+        """The shell returned from ``serve`` (as after EOF, unless the scenario ignores it)."""
+        return self._harness.done.is_set()
+
+    @property
     def stderr(self) -> list[str]:
         """What the scenario wrote to stderr, one entry per write (the shell's own logs are off)."""
         return [chunk.decode() for chunk in self._harness.stderr]

@@ -154,6 +154,17 @@ def test_ignore_eof_and_sigterm_are_scenario_options():
     assert engine.protocol.ignoreEof and engine.protocol.ignoreSigterm
 
 
+def test_the_shell_honours_exit_after_and_ignore_eof_from_the_scenario():
+    """The links set the shell up as ``mockmcp run`` does, so these options act in the tests too."""
+    tools = "tools: [{name: t, replies: [{steps: [{text: ok}]}]}]\n"
+    link = FakeLink(engine_for("mockmcp: 1\nprotocol: {exitAfter: {messages: 2, status: 9}}\n" + tools))
+    assert [m["id"] for m in link.send(call(1, "t"), call(2, "t"), call(3, "t"))] == [1, 2]
+    assert link.exits == [9]
+    plain, ignoring = FakeLink(engine_for("mockmcp: 1\n" + tools)), FakeLink(engine_for("mockmcp: 1\nprotocol: {ignoreEof: true}\n" + tools))
+    plain.eof(), ignoring.eof()
+    assert plain.stopped and not ignoring.stopped
+
+
 # ------------------------------------------------------------ lies on the wire (bundled `lies`)
 
 

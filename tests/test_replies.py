@@ -76,7 +76,8 @@ def pair(text: str = SCENARIO, **kw: Any) -> tuple[FakeLink, FakeLink]:
     return FakeLink(compiled), FakeLink(general)
 
 
-def call(rid: Any, method: str, params: dict[str, Any]) -> bytes:
+def line_of(rid: Any, method: str, params: dict[str, Any]) -> bytes:
+    """A request line of any method (what both links are fed)."""
     return line(request(rid, method, params))
 
 
@@ -107,7 +108,7 @@ IDS = st.integers(-(2**63), 2**63) | st.text(max_size=8)
 @given(rid=IDS, v=JSON)
 def test_arbitrary_values_give_the_same_bytes(rid: Any, v: Any) -> None:
     lines = [
-        call(rid, "tools/call", {"name": tool, "arguments": {"v": v, "mode": mode}})
+        line_of(rid, "tools/call", {"name": tool, "arguments": {"v": v, "mode": mode}})
         for tool in ("echo", "inline", "static", "structured", "two")
         for mode in ("meta", "typed", "plain")
     ]
@@ -123,16 +124,16 @@ def test_every_kind_of_hole_is_compiled_and_matches() -> None:
     links = pair()
     out = same(
         links,
-        call(1, "tools/call", {"name": "echo", "arguments": {"v": "héllo \"quoted\" \n\u2028 \U0001f600"}}),
-        call("s\"1", "tools/call", {"name": "inline", "arguments": {"v": [1, {"a": None}]}}),
-        call(3, "tools/call", {"name": "static"}),
-        call(4, "tools/call", {"name": "structured", "arguments": {"v": 2.5, "mode": "meta"}}),
-        call(5, "tools/call", {"name": "structured", "arguments": {"v": True, "mode": "typed"}}),
-        call(6, "tools/call", {"name": "structured", "arguments": {"v": "x"}}),
-        call(7, "prompts/get", {"name": "greet", "arguments": {"who": "you"}}),
-        call(8, "resources/read", {"uri": "file:///a.txt"}),
-        call(9, "resources/read", {"uri": "file:///t/n%C3%A4me"}),
-        call(10, "tools/list", {"cursor": "special"}),
+        line_of(1, "tools/call", {"name": "echo", "arguments": {"v": "héllo \"quoted\" \n\u2028 \U0001f600"}}),
+        line_of("s\"1", "tools/call", {"name": "inline", "arguments": {"v": [1, {"a": None}]}}),
+        line_of(3, "tools/call", {"name": "static"}),
+        line_of(4, "tools/call", {"name": "structured", "arguments": {"v": 2.5, "mode": "meta"}}),
+        line_of(5, "tools/call", {"name": "structured", "arguments": {"v": True, "mode": "typed"}}),
+        line_of(6, "tools/call", {"name": "structured", "arguments": {"v": "x"}}),
+        line_of(7, "prompts/get", {"name": "greet", "arguments": {"who": "you"}}),
+        line_of(8, "resources/read", {"uri": "file:///a.txt"}),
+        line_of(9, "resources/read", {"uri": "file:///t/n%C3%A4me"}),
+        line_of(10, "tools/list", {"cursor": "special"}),
     )
     assert len(out) == 10
     first = json.loads(out[0])
@@ -147,7 +148,7 @@ def test_what_is_not_compiled_takes_the_general_path() -> None:
     links = pair()
     same(
         links,
-        call(1, "tools/call", {"name": "keyed", "arguments": {"k": "dyn"}}),  # a templated key
+        line_of(1, "tools/call", {"name": "keyed", "arguments": {"k": "dyn"}}),  # a templated key
     )
     assert compiled_count(links[0]) == 0
     assert json.loads(links[0].written[0])["result"]["structuredContent"] == {"dyn": 1}
@@ -163,7 +164,7 @@ def test_lone_surrogate_falls_back_to_the_escaping_general_path() -> None:
 def test_a_placeholder_lookalike_in_the_scenario_is_not_compiled() -> None:
     text = SCENARIO.replace('"always the same"', '"\\ue000mockmcp-hole-0\\ue000"')
     links = pair(text)
-    out = same(links, call(1, "tools/call", {"name": "static"}))
+    out = same(links, line_of(1, "tools/call", {"name": "static"}))
     assert json.loads(out[0])["result"]["content"][0]["text"] == "\ue000mockmcp-hole-0\ue000"
     assert compiled_count(links[0]) == 0
 
@@ -171,13 +172,13 @@ def test_a_placeholder_lookalike_in_the_scenario_is_not_compiled() -> None:
 def test_template_errors_are_the_same_error() -> None:
     text = SCENARIO.replace('"{{ arguments.v }}"}]\n  - name: inline', '"{{ add(arguments.v, 1) }}"}]\n  - name: inline')
     links = pair(text)
-    out = same(links, call(1, "tools/call", {"name": "echo", "arguments": {"v": "not a number"}}))
+    out = same(links, line_of(1, "tools/call", {"name": "echo", "arguments": {"v": "not a number"}}))
     assert json.loads(out[0])["error"]["code"] == -32602
 
 
 def _requests_for(scenario: Any) -> list[bytes]:
     """Requests that reach every tool, prompt, resource and override of a scenario."""
-    out: list[bytes] = [call("d", "server/discover", {}), call("l", "tools/list", {})]
+    out: list[bytes] = [line_of("d", "server/discover", {}), line_of("l", "tools/list", {})]
     rid = 0
 
     def nxt() -> int:
@@ -188,15 +189,15 @@ def _requests_for(scenario: Any) -> list[bytes]:
     for tool in scenario.tools:
         props = list(((tool.inputSchema or {}).get("properties") or {}))
         for args in ({}, {k: "a" for k in props}, {k: 2 for k in props}):
-            out.append(call(nxt(), "tools/call", {"name": tool.name, "arguments": args}))
+            out.append(line_of(nxt(), "tools/call", {"name": tool.name, "arguments": args}))
     for prompt in scenario.prompts:
-        out.append(call(nxt(), "prompts/get", {"name": prompt.name, "arguments": {a.name: "x" for a in prompt.arguments or ()}}))
+        out.append(line_of(nxt(), "prompts/get", {"name": prompt.name, "arguments": {a.name: "x" for a in prompt.arguments or ()}}))
     for res in scenario.resources:
-        out.append(call(nxt(), "resources/read", {"uri": res.uri}))
+        out.append(line_of(nxt(), "resources/read", {"uri": res.uri}))
     for tmpl in scenario.resourceTemplates:
-        out.append(call(nxt(), "resources/read", {"uri": re.sub(r"\{[^}]*\}", "x", tmpl.uriTemplate)}))
+        out.append(line_of(nxt(), "resources/read", {"uri": re.sub(r"\{[^}]*\}", "x", tmpl.uriTemplate)}))
     for override in scenario.methods:
-        out.append(call(nxt(), override.method, {}))
+        out.append(line_of(nxt(), override.method, {}))
     return out
 
 
@@ -221,5 +222,5 @@ def test_bundled_scenarios_write_the_same_bytes(name: str) -> None:
 def test_the_default_scenario_answers_echo_compiled() -> None:
     scenario, _ = load(str(SCENARIOS / "default.yaml"))
     link = FakeLink(new_engine(scenario))
-    link.feed(call(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}))
+    link.feed(line_of(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}))
     assert compiled_count(link) == 1
