@@ -14,7 +14,7 @@ import time
 
 from conftest import mockmcp_cmd, run_mock
 from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
-from helpers import bundled, call_line, discover, line, request
+from helpers import bundled, call, call_line, discover, line
 
 from mockmcp import errors, jsonrpc
 from mockmcp.framing import DEFAULT_MAX_LINE, LineFramer, Oversized
@@ -77,7 +77,7 @@ def test_over_long_line_is_answered_and_the_next_line_recovers(schema):
     out = []
     for i in range(0, len(big), 300):
         out += link.send(big[i : i + 300])
-    out += link.send(line(request(2, "tools/call", {"name": "echo", "arguments": {"text": "ok"}})))
+    out += link.send(line(call(2, "echo", text="ok")))
     assert len(out) == 2
     schema.check(out[0])
     assert out[0]["error"]["code"] == -32600 and "line limit" in out[0]["error"]["message"]
@@ -143,7 +143,7 @@ def _rss_kib(pid: int) -> int:
 def test_flood_without_reading_is_back_pressured(schema):
     """A client that writes and never reads stalls on a full pipe; the mock's memory stays bounded."""
     n = 100_000  # about 20 MB of requests
-    one = line(request(0, "tools/call", {"name": "echo", "arguments": {"text": "x" * 100}}))
+    one = line(call(0, "echo", text="x" * 100))
     proc = subprocess.Popen(mockmcp_cmd("run", "default"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, bufsize=0)
     written = [0]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
-from helpers import engine_for, request
+from helpers import call, engine_for
 
 from mockmcp import model
 from mockmcp.expectations import ExpectationTracker, failure_message
@@ -164,7 +164,7 @@ tools:
 
 def test_near_miss_names_the_closest_rule_and_the_part_that_did_not_match() -> None:
     link = FakeLink(engine_for(NEAR))
-    out = link.send(request(1, "tools/call", {"name": "weather", "arguments": {"city": "Paris", "units": "imperial"}}))
+    out = link.send(call(1, "weather", city="Paris", units="imperial"))
     err = out[0]["error"]
     assert err["data"]["nearMiss"]["rule"] == "paris-metric"  # one part off; the first rule is two parts off
     assert "argument 'units' is \"imperial\", rule wants \"metric\"" in err["data"]["nearMiss"]["reason"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
-from helpers import bundled, engine_for, request
+from helpers import bundled, call, engine_for, request
 
 INIT = {
     "jsonrpc": "2.0",
@@ -67,13 +67,13 @@ def test_dual_era_serves_modern_requests_and_the_handshake(schema):
     link = FakeLink(engine_for(DUAL))
     (disc,) = link.send(request(1, "server/discover"))
     schema.check(disc, "server/discover")
-    (modern,) = link.send(request(2, "tools/call", {"name": "echo", "arguments": {"text": "m"}}))
+    (modern,) = link.send(call(2, "echo", text="m"))
     schema.check(modern, "tools/call")
     (init,) = link.send(INIT)
     assert init["result"]["protocolVersion"] == "2025-11-25"
     (old,) = link.send(legacy_call(3, "echo", text="l"))
     assert old["result"] == {"content": [{"type": "text", "text": "l"}]}
-    (modern,) = link.send(request(4, "tools/call", {"name": "echo", "arguments": {"text": "m2"}}))
+    (modern,) = link.send(call(4, "echo", text="m2"))
     schema.check(modern, "tools/call")  # _meta still selects the modern answer
 
 
@@ -109,7 +109,7 @@ def test_version_retry_rejects_only_the_first_request(schema):
     (again,) = link.send(request(2, "server/discover"))
     schema.check(again, "server/discover")
     assert again["result"]["supportedVersions"] == ["2026-07-28"]
-    (out,) = link.send(request(3, "tools/call", {"name": "echo", "arguments": {"text": "x"}}))
+    (out,) = link.send(call(3, "echo", text="x"))
     schema.check(out, "tools/call")
 
 

@@ -13,7 +13,7 @@ import pytest
 import trio
 from conftest import run_mock
 from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
-from helpers import bundled, engine_for, line, request, scenario_engine
+from helpers import bundled, call, engine_for, line, request, scenario_engine
 from shellharness import Harness, response_to
 
 from mockmcp.loader import load, load_text
@@ -121,8 +121,8 @@ tools:
 """
     a = FakeLink(engine_for(yaml, seed=1, time_scale=0.5))
     b = FakeLink(engine_for(yaml, seed=1, time_scale=0.5))
-    a.send(request(1, "tools/call", {"name": "t"}))
-    b.send(request(1, "tools/call", {"name": "t"}))
+    a.send(call(1, "t"))
+    b.send(call(1, "t"))
     assert a.timeline[0][0] == b.timeline[0][0]
     assert 0.05 <= a.timeline[0][0] <= 0.1
 
@@ -222,9 +222,9 @@ async def test_shell_time_scale(schema, autojump_clock):
 
 
 def test_cli_time_scale_shrinks_a_30_second_tool(schema):
-    call = request(1, "tools/call", {"name": "long_running"}, {"progressToken": "t"})
+    msg = call(1, "long_running", meta={"progressToken": "t"})
     started = time.monotonic()
-    proc = run_mock("run", "cancel", "--time-scale", "0.0005", "--no-cache", input=line(call), timeout=60)
+    proc = run_mock("run", "cancel", "--time-scale", "0.0005", "--no-cache", input=line(msg), timeout=60)
     elapsed = time.monotonic() - started
     out = [schema.check_line(raw + b"\n", "tools/call") for raw in proc.stdout.splitlines()]
     assert out[-1]["result"]["content"][0]["text"] == "finished after 30 s"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
-from helpers import META, bundled, engine_for, line, request
+from helpers import META, bundled, call, engine_for, line, request
 
 from mockmcp.connection import Connection
 from mockmcp.loader import load
@@ -70,7 +70,7 @@ def test_one_compact_line_per_message_and_blank_lines_ignored(schema):
 def test_utf8_and_newlines_in_values_stay_on_one_line(schema):
     link = default_link()
     text = "héllo\nwörld ☃\r\n\u2028end"
-    out = checked(schema, link, request(1, "tools/call", {"name": "echo", "arguments": {"text": text}}))
+    out = checked(schema, link, call(1, "echo", text=text))
     assert out[0]["result"]["content"][0]["text"] == text
     assert b"".join(link.written).count(b"\n") == 1
 
@@ -166,7 +166,7 @@ def test_the_link_survives_every_bad_input(schema):
     garbage = [b"\x00\x01\n", b"{\n", b"[[[[\n", b"1e999999\n", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":NaN}}}\n']
     for g in garbage:
         checked(schema, link, g)
-    out = checked(schema, link, request(2, "tools/call", {"name": "echo", "arguments": {"text": "alive"}}))
+    out = checked(schema, link, call(2, "echo", text="alive"))
     assert out[-1]["result"]["content"][0]["text"] == "alive"
 
 
@@ -398,8 +398,8 @@ def test_tools_call_echo_and_add(schema):
     out = checked(
         schema,
         link,
-        request(1, "tools/call", {"name": "echo", "arguments": {"text": "ping"}}),
-        request(2, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3.5}}),
+        call(1, "echo", text="ping"),
+        call(2, "add", a=2, b=3.5),
     )
     assert out[0]["result"]["content"] == [{"type": "text", "text": "ping"}]
     assert out[1]["result"]["structuredContent"] == {"sum": 5.5}
@@ -407,20 +407,20 @@ def test_tools_call_echo_and_add(schema):
 
 
 def test_tools_call_unknown_tool(schema):
-    err = error_of(one(schema, default_link(), request(1, "tools/call", {"name": "nope"})))
+    err = error_of(one(schema, default_link(), call(1, "nope")))
     assert err["code"] == -32602 and "nope" in err["message"]
 
 
 def test_tool_level_failure_is_an_is_error_result(schema):
-    r = one(schema, default_link(), request(1, "tools/call", {"name": "add", "arguments": {"a": "x"}}))["result"]
+    r = one(schema, default_link(), call(1, "add", a="x"))["result"]
     assert r["isError"] is True and r["content"][0]["type"] == "text"
 
 
 def test_scripted_error_and_delay(schema):
     link = default_link()
-    err = error_of(one(schema, link, request(1, "tools/call", {"name": "get_weather", "arguments": {"city": "Atlantis"}})))
+    err = error_of(one(schema, link, call(1, "get_weather", city="Atlantis")))
     assert err == {"code": -32602, "message": "Unknown city: Atlantis", "data": {"city": "Atlantis"}}
-    r = one(schema, link, request(2, "tools/call", {"name": "get_weather", "arguments": {"city": "Oslo"}}))["result"]
+    r = one(schema, link, call(2, "get_weather", city="Oslo"))["result"]
     assert "Oslo" in r["content"][0]["text"]
     assert link.timeline[-1][0] == pytest.approx(0.05)
 
@@ -543,29 +543,29 @@ tools:
 
 def test_duplicate_in_flight_id_is_rejected_and_the_original_unaffected(schema):
     link = FakeLink(engine_for(HANG_YAML))
-    assert link.send(request(1, "tools/call", {"name": "slow"})) == []
+    assert link.send(call(1, "slow")) == []
     assert 1 in link.open
-    err = one(schema, link, request(1, "tools/call", {"name": "fast"}))
+    err = one(schema, link, call(1, "fast"))
     assert err["id"] == 1 and error_of(err)["code"] == -32600
     # the original is still in flight, and still cancellable by its id
     assert 1 in link.open and 1 in link.engine.session.in_flight
     link.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
     assert 1 not in link.engine.session.in_flight
     # once it is over, the id may be used again
-    ok = one(schema, link, request(1, "tools/call", {"name": "fast"}))
+    ok = one(schema, link, call(1, "fast"))
     assert ok["result"]["content"][0]["text"] == "fast"
 
 
 def test_an_answered_id_can_be_reused(schema):
     link = default_link()
     for _ in range(3):
-        assert "result" in one(schema, link, request("same", "tools/call", {"name": "echo", "arguments": {"text": "x"}}))
+        assert "result" in one(schema, link, call("same", "echo", text="x"))
 
 
 def test_string_and_integer_ids_are_distinct(schema):
     link = FakeLink(engine_for(HANG_YAML))
-    link.send(request(1, "tools/call", {"name": "slow"}))
-    ok = one(schema, link, request("1", "tools/call", {"name": "fast"}))
+    link.send(call(1, "slow"))
+    ok = one(schema, link, call("1", "fast"))
     assert ok["id"] == "1" and "result" in ok
 
 
@@ -575,8 +575,8 @@ def test_string_and_integer_ids_are_distinct(schema):
 def test_slow_replies_are_planned_independently(schema):
     """Each request gets its own plan; a slow one holds no other (the shell runs them as tasks)."""
     outs = Connection(bundled("default")).receive_data(
-        line(request(1, "tools/call", {"name": "get_weather", "arguments": {"city": "Rome"}}))
-        + line(request(2, "tools/call", {"name": "echo", "arguments": {"text": "quick"}}))
+        line(call(1, "get_weather", city="Rome"))
+        + line(call(2, "echo", text="quick"))
     )
     assert [(o.request_id, o.immediate) for o in outs] == [(1, False), (2, True)]
 
@@ -599,7 +599,7 @@ def test_odd_values_are_invalid_params_not_crashes(schema, method, params, meta)
 
 def test_unmatched_scripted_reply_is_internal_error_with_near_miss(schema):
     link = FakeLink(engine_for("mockmcp: 1\ntools:\n  - name: only\n    replies: [{when: {arguments: {x: 1}}, steps: [{text: one}]}]\n"))
-    err = error_of(one(schema, link, request(1, "tools/call", {"name": "only", "arguments": {"x": 2}})))
+    err = error_of(one(schema, link, call(1, "only", x=2)))
     assert err["code"] == -32603 and "no rule" in err["message"]
     assert err["data"]["nearMiss"]["reason"] == "argument 'x' is 2, rule wants 1"
 
@@ -696,9 +696,9 @@ def test_parse_error_with_id_null_is_a_scenario_option(schema):
 
 def test_an_over_long_line_is_rejected_and_the_link_recovers(schema):
     link = FakeLink(bundled("default"), max_line=400)
-    big = json.dumps(request(1, "tools/call", {"name": "echo", "arguments": {"text": "x" * 1000}})).encode() + b"\n"
+    big = json.dumps(call(1, "echo", text="x" * 1000)).encode() + b"\n"
     out = checked(schema, link, big[:150], big[150:700], big[700:])
     assert len(out) == 1 and error_of(out[0])["code"] == -32600 and "id" not in out[0]
     assert "400-byte line limit" in out[0]["error"]["message"]
-    ok = one(schema, link, request(2, "tools/call", {"name": "echo", "arguments": {"text": "small"}}))
+    ok = one(schema, link, call(2, "echo", text="small"))
     assert ok["result"]["content"][0]["text"] == "small"

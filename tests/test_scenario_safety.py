@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import run_mock
 from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
-from helpers import engine_for, line, request
+from helpers import call, engine_for, line, request
 
 from mockmcp.loader import load, load_text
 from mockmcp.problems import LoadError
@@ -143,7 +143,7 @@ def test_templates_are_never_evaluated_as_python(tmp_path, template):
         assert "template" in str(exc.problems[0]).lower() or "helper" in str(exc.problems[0]).lower()
         assert not marker.exists()
         return
-    out = FakeLink(engine).send(request(1, "tools/call", {"name": "t", "arguments": {}}))
+    out = FakeLink(engine).send(call(1, "t"))
     assert len(out) == 1 and out[0]["id"] == 1
     assert "<class" not in json.dumps(out) and "built-in" not in json.dumps(out)
     assert not marker.exists()
@@ -152,6 +152,6 @@ def test_templates_are_never_evaluated_as_python(tmp_path, template):
 def test_client_text_that_looks_like_a_template_is_echoed_verbatim(schema):
     link = FakeLink(engine_for(BASE + "tools:\n  - name: echo\n    replies:\n      - steps:\n          - text: '{{ arguments.text }}'\n"))
     sneaky = "{{ __import__('os').getcwd() }} {{ arguments }}"
-    out = link.send(request(1, "tools/call", {"name": "echo", "arguments": {"text": sneaky}}))
+    out = link.send(call(1, "echo", text=sneaky))
     schema.check(out[0], "tools/call")
     assert out[0]["result"]["content"] == [{"type": "text", "text": sneaky}]

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
-from helpers import bundled, request
+from helpers import bundled, call, request
 
 
 def default_link() -> FakeLink:
@@ -13,7 +13,7 @@ def default_link() -> FakeLink:
 
 def test_echo_and_discover(schema):
     link = default_link()
-    out = link.send(request(1, "server/discover"), request(2, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}))
+    out = link.send(request(1, "server/discover"), call(2, "echo", text="hi"))
     schema.check(out[0], "server/discover")
     schema.check(out[1], "tools/call")
     assert out[1]["result"]["content"] == [{"type": "text", "text": "hi"}]
@@ -21,7 +21,7 @@ def test_echo_and_discover(schema):
 
 def test_weather_is_delayed():
     link = default_link()
-    link.send(request(1, "tools/call", {"name": "get_weather", "arguments": {"city": "Paris"}}))
+    link.send(call(1, "get_weather", city="Paris"))
     at, data = link.timeline[-1]
     assert at == 0.05 and b"Sunny" in data
 

@@ -10,7 +10,7 @@ import json
 
 import trio
 from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
-from helpers import bundled, cancelled, engine_for, listen, request, scenario_engine
+from helpers import bundled, call, cancelled, engine_for, listen, request, scenario_engine
 from shellharness import Harness
 
 from mockmcp.loader import load, load_text
@@ -23,11 +23,11 @@ def sub_link(**kw) -> FakeLink:
 
 
 def touch(rid, uri):
-    return request(rid, "tools/call", {"name": "touch", "arguments": {"uri": uri}})
+    return call(rid, "touch", uri=uri)
 
 
 def refresh(rid):
-    return request(rid, "tools/call", {"name": "refresh_tools"})
+    return call(rid, "refresh_tools")
 
 
 def check(schema, msgs, method="tools/call"):
@@ -82,7 +82,7 @@ def test_only_requested_kinds_reach_each_stream(schema):
                      listen(3, toolsListChanged=False))
     check(schema, acks)
     assert [m["params"]["_meta"][SUB] for m in acks] == ["s1", "s2", 3]
-    out = link.send(request(9, "tools/call", {"name": "t"}))
+    out = link.send(call(9, "t"))
     check(schema, out)
     assert notes(out) == [
         ("notifications/tools/list_changed", "s1", None),
@@ -99,10 +99,11 @@ def test_touch_and_refresh_tools_reach_matching_streams(schema):
     link.send(listen("s1", resourceSubscriptions=["file:///notes.txt"]), listen("s2", toolsListChanged=True))
     out = link.send(touch(1, "file:///notes.txt"), touch(2, "file:///other"), refresh(3))
     check(schema, out)
-    assert notes(out) == [("notifications/resources/updated", "s1", "file:///notes.txt"),
-                          ("notifications/tools/list_changed", "s2", None)]
-    assert [m["result"]["content"][0]["text"] for m in out if "id" in m] == [
-        "touched file:///notes.txt", "touched file:///other", "tools refreshed"]
+    # three requests at once: the shell runs them concurrently, so their order is not fixed
+    assert sorted(notes(out)) == [("notifications/resources/updated", "s1", "file:///notes.txt"),
+                                  ("notifications/tools/list_changed", "s2", None)]
+    assert sorted((m["id"], m["result"]["content"][0]["text"]) for m in out if "id" in m) == [
+        (1, "touched file:///notes.txt"), (2, "touched file:///other"), (3, "tools refreshed")]
 
 
 def test_events_without_subscribers_go_nowhere(schema):
