@@ -27,40 +27,55 @@ class Reask:
     answers: dict[str, Any]  # the answers given so far in this round
 
 
-@attrs.define(slots=True, eq=False)
+_NO_VALUES: dict[str, Any] = {}  # shared default of vars and input_responses: replaced, never mutated
+
+
+@attrs.define(slots=True, eq=False, init=False)
 class RequestContext:
+    """One request's context; made once per request on the hot path, so its init is written out."""
+
     request: jsonrpc.Request
     meta: dict[str, Any]
     state: str
     # The request's own fields, copied once (read on every step of the hot path).
-    id: Any = attrs.field(init=False)
-    method: str = attrs.field(init=False)
-    params: dict[str, Any] = attrs.field(init=False)
-    vars: dict[str, Any] = attrs.field(factory=dict)
-    round: int = 1
-    input_responses: dict[str, Any] = attrs.field(factory=dict)
-    missing_inputs: list[str] | None = None
-    request_state: Any = None  # the scenario's requestState text carried by a retry
-    index: int | None = None  # the repetition of the innermost loop being expanded
-    reask: Reask | None = None
-    _scope: dict[str, Any] | None = None
+    id: Any
+    method: str
+    params: dict[str, Any]
+    arguments: dict[str, Any]  # params.arguments when it is an object, else {}
+    vars: dict[str, Any]
+    round: int
+    input_responses: dict[str, Any]
+    missing_inputs: list[str] | None
+    request_state: Any  # the scenario's requestState text carried by a retry
+    index: int | None  # the repetition of the innermost loop being expanded
+    reask: Reask | None
+    _scope: dict[str, Any] | None
 
-    def __attrs_post_init__(self) -> None:
-        req = self.request
-        self.id, self.method, self.params = req.id, req.method, req.params
-
-    @property
-    def arguments(self) -> dict[str, Any]:
-        args = self.request.params.get("arguments")
-        return args if type(args) is dict else {}
+    def __init__(self, request: jsonrpc.Request, meta: dict[str, Any], state: str) -> None:
+        self.request = request
+        self.meta = meta
+        self.state = state
+        self.id = request.id
+        self.method = request.method
+        params = self.params = request.params
+        args = params.get("arguments")
+        self.arguments = args if type(args) is dict else _NO_VALUES
+        self.vars = _NO_VALUES
+        self.round = 1
+        self.input_responses = _NO_VALUES
+        self.missing_inputs = None
+        self.request_state = None
+        self.index = None
+        self.reask = None
+        self._scope = None
 
     @property
     def name(self) -> Any:
-        return self.request.params.get("name")
+        return self.params.get("name")
 
     @property
     def uri(self) -> Any:
-        return self.request.params.get("uri")
+        return self.params.get("uri")
 
     # ------------------------------------------------------------ what handling learns
 
@@ -101,9 +116,9 @@ class RequestContext:
         scope = self._scope
         if scope is None:
             scope = self._scope = {
-                "id": self.request.id,
-                "method": self.request.method,
-                "params": self.request.params,
+                "id": self.id,
+                "method": self.method,
+                "params": self.params,
                 "meta": self.meta,
                 "arguments": self.arguments,
                 "name": self.name,

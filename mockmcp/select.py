@@ -36,19 +36,6 @@ class Chosen:
     steps: list[model.Step]
 
 
-def _unconditional(when: model.Match) -> bool:
-    """A ``when`` with no condition on the request (only targeting, if anything): matches all."""
-    return (
-        when.arguments is None
-        and when.round is None
-        and when.state is None
-        and when.inputResponses is None
-        and when.vars is None
-        and when.params is None
-        and when.meta is None
-    )
-
-
 class Selector:
     __slots__ = ("session", "rng")
 
@@ -60,7 +47,16 @@ class Selector:
         """The first rule that answers this request (counting it), or ``None``."""
         for rule in rules:
             when = rule.when
-            if not _unconditional(when) and not matches(when, ctx.scope()):
+            conditional = not (  # a `when` with no condition on the request matches all of them
+                when.arguments is None
+                and when.round is None
+                and when.state is None
+                and when.inputResponses is None
+                and when.vars is None
+                and when.params is None
+                and when.meta is None
+            )
+            if conditional and not matches(when, ctx.scope()):
                 continue
             count = self.session.count_match(rule)
             if when.nth is not None and count != when.nth:

@@ -83,17 +83,15 @@ class Shell:
 
     # ---------------------------------------------------------- plans
 
-    async def _run_plan(self, plan: Plan, first: int, scope: trio.CancelScope) -> None:
+    async def _run_plan(self, plan: Plan, first: int, run: _PlanRun, scope: trio.CancelScope) -> None:
         """Perform one plan's actions from ``first`` on, in order, in the plan's own cancel scope.
 
         The reader (``_dispatch``) already queued the plan's leading sends (a
         subscription's ack), registered ``scope`` (a cancel in the same input
-        chunk finds it before this task runs) and took a task slot for it; the
-        slot is given back when the plan parks or ends.
+        chunk finds it before this task runs), counted it as busy (an EOF in the
+        same chunk waits for it) and took a task slot for it; the slot is given
+        back when the plan parks or ends.
         """
-        run = _PlanRun(plan.request_id, counted=_counted(plan))
-        if run.counted:
-            self.busy += 1
         with scope:
             try:
                 for action in plan.actions[first:]:
@@ -223,10 +221,12 @@ class Shell:
                     if immediate:
                         await self.writer.send(b"".join(immediate))
                         immediate = []
-                    if _counted(out):
+                    run = _PlanRun(out.request_id, counted=_counted(out))
+                    if run.counted:
                         await self._slots.acquire()
+                        self.busy += 1
                     scope = self.scopes[out.request_id] = trio.CancelScope()
-                    nursery.start_soon(self._run_plan, out, first, scope)
+                    nursery.start_soon(self._run_plan, out, first, run, scope)
         if immediate:
             await self.writer.flush(b"".join(immediate))
 

@@ -59,7 +59,9 @@ class Services:
         """The answer of the first rule matching (``what`` names the primitive, for errors)."""
         if ctx.reask is not None:
             return self.rounds.reask(ctx, ctx.reask)
-        chosen = self.selector.require(rules, ctx, what)
+        chosen = self.selector.select(rules, ctx)
+        if chosen is None:
+            raise self.selector.no_match(rules, ctx, what)
         return self.steps.expand(ctx, chosen.steps, self.rule_label(chosen.rule))
 
     def expand(self, ctx: RequestContext, steps: list[model.Step], rule: model.Rule | None, mode: Mode = Mode.REQUEST) -> Plan:

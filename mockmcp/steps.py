@@ -60,8 +60,9 @@ class StepExpander:
 
     def expand(self, ctx: RequestContext, steps: list[model.Step], rule: str | None, mode: Mode = Mode.REQUEST) -> Plan:
         """The plan for ``steps``; ``rule`` names the answering rule for the journal."""
-        if mode is Mode.REQUEST and len(steps) == 1 and self.replies is not None:
-            send = self.replies.send(steps[0], ctx)
+        replies = self.replies
+        if replies is not None and len(steps) == 1 and mode is Mode.REQUEST:
+            send = replies.send(steps[0], ctx)
             if send is not None:
                 return Plan(ctx.id, [send], ctx.method, rule, immediate=True)
         produced = self._actions(ctx, steps, mode)
