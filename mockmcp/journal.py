@@ -102,6 +102,19 @@ def torn_note(torn: int) -> str:
     return f"({torn} unreadable line{'s' if torn != 1 else ''} skipped: a writer was killed mid-record)"
 
 
+def load_for_command(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int] | int:
+    """A journal's records and torn-line count for a CLI command, or the exit status after
+    saying on stderr why not: 1 for a file that is not a journal, 2 for one that cannot be read."""
+    try:
+        return load_journal(path)
+    except NotAJournal as exc:
+        print(f"mockmcp journal: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"mockmcp journal: {exc}", file=sys.stderr)
+        return 2
+
+
 # ---------------------------------------------------------------- transcript
 
 _COLORS = {"in": "36", "out": "32", "finding": "1;31", "warning": "33", "note": "2", "event": "35", "start": "1"}
@@ -110,14 +123,10 @@ _COLORS = {"in": "36", "out": "32", "finding": "1;31", "warning": "33", "note": 
 def print_transcript(path: str | os.PathLike[str], color: str = "auto", out: TextIO | None = None) -> int:
     """Print a readable transcript of a journal; 0 on success, 1 if it is not a journal, 2 if unreadable."""
     out = out or sys.stdout
-    try:
-        records, torn = load_journal(path)
-    except OSError as exc:
-        print(f"mockmcp journal: {exc}", file=sys.stderr)
-        return 2
-    except NotAJournal as exc:
-        print(f"mockmcp journal: {exc}", file=sys.stderr)
-        return 1
+    loaded = load_for_command(path)
+    if isinstance(loaded, int):
+        return loaded
+    records, torn = loaded
     use_color = color == "always" or (color == "auto" and out.isatty() and os.environ.get("NO_COLOR") is None)
     for text, style in transcript_lines(records):
         out.write((f"\x1b[{_COLORS[style]}m{text}\x1b[0m" if use_color and style in _COLORS else text) + "\n")

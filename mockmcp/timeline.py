@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from .journal import NotAJournal, describe_message, load_journal, torn_note
+from .journal import describe_message, load_for_command, torn_note
 
 JSON_LIMIT = 20_000  # characters of one message's JSON shown in the page (a 4 MiB line would drown it)
 CLIENT_COLUMN = 2  # grid column of the client lane (column 1 holds the time)
@@ -34,14 +34,10 @@ CLIENT_COLUMN = 2  # grid column of the client lane (column 1 holds the time)
 
 def write_timeline(journal: str | os.PathLike[str], out: str | os.PathLike[str]) -> int:
     """The CLI entry: 0 when the page is written, 1 for a file that is not a journal, 2 if unreadable."""
-    try:
-        records, torn = load_journal(journal)
-    except NotAJournal as exc:
-        print(f"mockmcp journal: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"mockmcp journal: {exc}", file=sys.stderr)
-        return 2
+    loaded = load_for_command(journal)
+    if isinstance(loaded, int):
+        return loaded
+    records, torn = loaded
     page = render(records, title=os.path.basename(os.fspath(journal)), torn=torn)
     try:
         with open(out, "w", encoding="utf-8") as fh:
