@@ -180,7 +180,7 @@ _DOUBLE = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _ESCAPE = re.compile(r"\\(?:([\\\"ntr])|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4}))")
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
 # a content line: its indentation and its text (blank and comment-only lines do not match)
-_LINE = re.compile(r"^( *)([^ #\n][^\n]*?) *$", re.M)
+_LINE = re.compile(r"^( *)([^ #\n](?:[^\n]*[^ \n])?) *$", re.M)
 _QUOTED_KEY_END = re.compile(r" *:(?: +|$)")
 
 
@@ -204,16 +204,20 @@ class _Block:
     def __init__(self, lines: list[tuple[int, str]]) -> None:
         self.lines = lines
 
-    def node(self, i: int, indent: int, depth: int) -> tuple[Any, int]:
-        """The node starting at line ``i`` (indented by ``indent``); returns it and the next line."""
+    def node(self, i: int, indent: int, depth: int, found: tuple[str, str] | None = None) -> tuple[Any, int]:
+        """The node starting at line ``i`` (indented by ``indent``); returns it and the next line.
+        ``found`` is the line's ``key: rest`` when the caller has split it already (each
+        key is split once: it was a tenth of the load time of a large file)."""
         if depth >= MAX_DEPTH:
             raise _Unsupported
-        body = self.lines[i][1]
-        if body == "-" or body.startswith("- "):
-            return self.sequence(i, indent, depth)
-        if _key(body) is not None:
-            return self.mapping(i, indent, depth)
-        return _value(body, depth), i + 1  # a line indented below it is refused by the caller
+        if found is None:
+            body = self.lines[i][1]
+            if body == "-" or body.startswith("- "):
+                return self.sequence(i, indent, depth)
+            found = _key(body)
+            if found is None:
+                return _value(body, depth), i + 1  # a line indented below it is refused by the caller
+        return self.mapping(i, indent, depth, found)
 
     def _child(self, i: int, parent: int, depth: int, rest: str) -> tuple[Any, int]:
         """The value after ``key:`` or ``-`` on line ``i``: inline, nested below, or null."""
@@ -226,13 +230,12 @@ class _Block:
             return self.node(i + 1, self.lines[i + 1][0], depth + 1)
         return None, i + 1
 
-    def mapping(self, i: int, indent: int, depth: int) -> tuple[dict[str, Any], int]:
+    def mapping(self, i: int, indent: int, depth: int, first: tuple[str, str]) -> tuple[dict[str, Any], int]:
+        """The block mapping whose first line ``i`` splits into ``first``."""
         out: dict[str, Any] = {}
         lines, n = self.lines, len(self.lines)
-        while i < n and lines[i][0] == indent:
-            found = _key(lines[i][1])
-            if found is None:
-                raise _Unsupported
+        found: tuple[str, str] | None = first
+        while found is not None:
             key, rest = found
             if key in out:
                 raise _Unsupported
@@ -240,6 +243,11 @@ class _Block:
                 out[key], i = self.sequence(i + 1, indent, depth + 1)  # a sequence at the key's own indent
             else:
                 out[key], i = self._child(i, indent, depth + 1, rest)
+            if i == n or lines[i][0] != indent:
+                break
+            found = _key(lines[i][1])
+            if found is None:
+                raise _Unsupported
         if i < n and lines[i][0] > indent:
             raise _Unsupported
         return out, i
@@ -250,10 +258,11 @@ class _Block:
         while i < n and lines[i][0] == indent and (lines[i][1] == "-" or lines[i][1].startswith("- ")):
             rest = lines[i][1][1:]
             inner = rest.lstrip(" ")
-            if inner and (inner == "-" or inner.startswith("- ") or _key(inner) is not None):
+            found = None if not inner or inner == "-" or inner.startswith("- ") else _key(inner)
+            if found is not None or inner == "-" or inner.startswith("- "):
                 # a compact nested node (``- name: x``): it sits where its text starts
                 lines[i] = (indent + 1 + len(rest) - len(inner), inner)
-                value, i = self.node(i, lines[i][0], depth + 1)
+                value, i = self.node(i, lines[i][0], depth + 1, found)
                 out.append(value)
             else:
                 value, i = self._child(i, indent, depth + 1, _rest(inner))
@@ -263,8 +272,10 @@ class _Block:
         return out, i
 
 
+@functools.lru_cache(maxsize=4096)
 def _key(body: str) -> tuple[str, str] | None:
-    """``key: rest`` as (key, rest without a trailing comment), or None."""
+    """``key: rest`` as (key, rest without a trailing comment), or None (cached by
+    line: scenarios repeat lines like ``- when: {nth: 0}`` and ``replies:`` often)."""
     if body[0] in "'\"":
         key, end = _quoted(body, 0)
         m = _QUOTED_KEY_END.match(body, end)
@@ -358,17 +369,17 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 _SCAN = json.JSONDecoder(object_pairs_hook=_pairs).raw_decode
+# Without a comma no object has two pairs, so none can repeat a key: plain dicts, in C.
+_SCAN_NO_COMMA = json.JSONDecoder().raw_decode
 
 
 def _flow(text: str, depth: int) -> tuple[Any, int]:
     """The flow collection at the start of ``text``: its value and where it ends."""
-    end = _FLOW_TOKENS.match(text).end()  # type: ignore[union-attr]  # matches the empty string at least
-    body = text[:end]
-    if depth + body.count("{") + body.count("[") >= MAX_DEPTH:
+    converted, nesting, end = _flow_json(text)
+    if depth + nesting >= MAX_DEPTH:
         raise _Unsupported
     try:
-        converted = _FLOW_SCALAR.sub(_scalar_json, body)
-        value, used = _SCAN(converted, 0)
+        value, used = (_SCAN if "," in converted else _SCAN_NO_COMMA)(converted, 0)
     except (ValueError, StopIteration):  # json's refusal: not a flow collection the subset reads
         raise _Unsupported from None
     if used != len(converted):
@@ -376,12 +387,25 @@ def _flow(text: str, depth: int) -> tuple[Any, int]:
     return value, end
 
 
+@functools.lru_cache(maxsize=4096)
+def _flow_json(text: str) -> tuple[str, int, int]:
+    """The flow collection at the start of ``text`` as JSON text, its nesting (an upper
+    bound) and where it ends. Cached by text: scenarios repeat the same ``when`` and
+    ``steps`` lines many times, and json then reads each copy into fresh (mutable) data."""
+    end = _FLOW_TOKENS.match(text).end()  # type: ignore[union-attr]  # matches the empty string at least
+    body = text[:end]
+    return _FLOW_SCALAR.sub(_scalar_json, body), body.count("{") + body.count("["), end
+
+
 def _scalar_json(m: re.Match[str]) -> str:
-    single, double, plain = m.groups()
-    if plain is not None:
-        return _plain_json(plain.rstrip(" "))
-    if single is not None:
-        return json.dumps(single.replace("''", "'"))
+    kind = m.lastindex  # the one alternative that matched: 1 single, 2 double, 3 plain
+    if kind == 3:
+        return _plain_json(m.group(3).rstrip(" "))
+    if kind == 1:
+        text = m.group(1).replace("''", "'")
+        # the subset admits no control character, so only these two need escaping in JSON
+        return '"' + text + '"' if '"' not in text and "\\" not in text else json.dumps(text)
+    double = m.group(2)
     return m.group(0) if "\\" not in double else json.dumps(_unescape_double(double))
 
 
@@ -501,10 +525,20 @@ class _Structure:
         return run
 
     def _match(self, build: Structurer) -> Structurer:
-        """Equal ``when`` blocks become one shared (frozen) Match, as in the converter."""
+        """Equal ``when`` blocks become one shared (frozen) Match, as in the converter.
+
+        The converter's key is ``json.dumps(value, sort_keys=True)``; the same block
+        written the same way is first looked up by ``repr`` (C, a fifth of the cost,
+        and equal only for data equal type for type, so it never joins what json
+        would keep apart), and only a new spelling pays for the json key."""
         matches = self._matches
+        seen: dict[str, model.Match] = {}
 
         def run(value: Any) -> Any:
+            spelling = repr(value)
+            found = seen.get(spelling)
+            if found is not None:
+                return found
             try:
                 key = json.dumps(value, sort_keys=True)
             except (TypeError, ValueError):
@@ -512,6 +546,7 @@ class _Structure:
             found = matches.get(key)
             if found is None:
                 found = matches[key] = build(value)
+            seen[spelling] = found
             return found
 
         return run

@@ -67,6 +67,11 @@ def block(draw: Any, indent: int = 0, depth: int = 0) -> list[str]:
 @st.composite
 def yaml_texts(draw: Any) -> str:
     lines = draw(block())
+    if draw(st.booleans()) and lines:  # a line repeated (the reader caches by line) and trailing spaces
+        i, j = draw(st.integers(0, len(lines) - 1)), draw(st.integers(0, len(lines)))
+        lines.insert(j, lines[i])
+        k = draw(st.integers(0, len(lines) - 1))
+        lines[k] += draw(st.sampled_from([" ", "  ", " # x ", "#"]))
     if draw(st.booleans()) and lines:  # one mutated line: a shifted indent, a stray character, a comment
         i = draw(st.integers(0, len(lines) - 1))
         mutation = draw(st.sampled_from([" ", "\t", "#", "- ", "&a ", "*a", "|", "---"]))
@@ -116,7 +121,9 @@ steps = st.sampled_from([
     "[{sleep: {min: 1ms, max: 2ms}}, {text: x}]",
 ])
 whens = st.sampled_from(["", "{arguments: {n: 1}}", "{arguments: {n: {$regex: '^a'}}}", "{nth: 0}", "{nth: 2}",
-                         "{probability: 1.5}", "{state: [a, b]}", "{arguments: {n: {$regexx: a}}}", "{round: x}"])
+                         "{probability: 1.5}", "{state: [a, b]}", "{arguments: {n: {$regexx: a}}}", "{round: x}",
+                         # equal, equal in another order, and equal only as Python compares (1 == 1.0 == True)
+                         "{arguments: {n: 1.0}}", "{arguments: {n: true}}", "{nth: 2, every: 3}", "{every: 3, nth: 2}"])
 tool_extra = st.sampled_from(["", "    inputSchema: {type: object}\n", "    inputSchema: {type: string}\n",
                               "    annotations: {readOnlyHint: true}\n", "    title: 3\n", "    colour: red\n"])
 
@@ -145,7 +152,13 @@ def outcome(fn: Any, text: str) -> Any:
         scenario, warnings = fn(text, "s.yaml", base_dir=None, allow_absolute=False)
     except LoadError as exc:
         return ("error", [str(p) for p in exc.problems])
-    return ("ok", repr(scenario), [str(w) for w in warnings])  # repr: 1 and 1.0 differ
+    return ("ok", repr(scenario), [str(w) for w in warnings], sharing(scenario))  # repr: 1 and 1.0 differ
+
+
+def sharing(scenario: Any) -> list[int]:
+    """Which rules share one ``when`` object: each rule's index of the first rule holding it."""
+    whens = [rule.when for tool in scenario.tools for rule in tool.replies]
+    return [next(j for j, other in enumerate(whens) if other is w) for w in whens]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -154,10 +167,28 @@ def test_the_loader_gives_what_the_plain_path_gives(text):
     assert outcome(loader._load_text, text) == outcome(loader._plain_load_text, text)
 
 
+def test_equal_when_blocks_are_shared_as_the_plain_path_shares_them():
+    """One Match per block equal type for type, whatever its key order (1, 1.0 and true differ)."""
+    blocks = ["{nth: 2, every: 3}", "{every: 3, nth: 2}", "{arguments: {n: 1}}", "{arguments: {n: 1.0}}",
+              "{arguments: {n: true}}", "{arguments: {n: 1}}", "{nth: 2, every: 3}"]
+    rules = "".join(f"      - when: {w}\n        steps: [{{text: x}}]\n" for w in blocks)
+    text = f"mockmcp: 1\ntools:\n  - name: t\n    replies:\n{rules}"
+    fast = outcome(loader._load_text, text)
+    assert fast[0] == "ok" and fast[3] == [0, 0, 2, 3, 4, 2, 0]
+    assert fast == outcome(loader._plain_load_text, text)
+
+
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
 def test_bundled_scenarios_structure_the_same_both_ways(path):
     data, positions = plainload.parse_yaml(path.read_text(), str(path))
     assert repr(quickload.structure(data)) == repr(plainload.structure(data, positions, str(path)))
+
+
+def test_repeated_flow_lines_give_separate_data():
+    """Flow lines are converted once per text; each copy must still be data of its own."""
+    data = quickload.parse("a: {b: [1]}\nc: {b: [1]}\n")
+    assert data == {"a": {"b": [1]}, "c": {"b": [1]}}
+    assert data["a"] is not data["c"] and data["a"]["b"] is not data["c"]["b"]
 
 
 def test_the_fast_path_serves_the_default_scenario():
