@@ -12,6 +12,7 @@ loader tells them apart.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Literal, Union
 
 import attrs
@@ -19,20 +20,64 @@ from attrs import field, frozen
 
 JSON = Any  # any JSON value; passed through as written
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_REPR_CONTEXT = threading.local()  # the objects being repr'd, per thread (a cycle prints "...")
+
+
+def _names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(a.name for a in attrs.fields(cls))
+    return names
+
+
+class _Model:
+    """The base of every model class: one ``__repr__``, ``__eq__`` and ``__hash__``
+    for all of them, doing what attrs generates for a frozen class (the same text,
+    the same comparisons field by field), instead of attrs generating and compiling
+    them for each of the 52 classes: that was half of this module's import time,
+    and every spawn imports it (``tests/test_model.py`` compares them with attrs')."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        try:
+            repring: set[int] = _REPR_CONTEXT.ids
+        except AttributeError:
+            repring = _REPR_CONTEXT.ids = set()
+        if id(self) in repring:
+            return "..."
+        repring.add(id(self))
+        try:
+            cls = self.__class__
+            inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in _names(cls))
+            return f"{cls.__qualname__.rsplit('>.', 1)[-1]}({inner})"
+        finally:
+            repring.remove(id(self))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _names(self.__class__))
+
+    def __hash__(self) -> int:
+        cls = self.__class__
+        return hash((cls, *[getattr(self, name) for name in _names(cls)]))
+
 
 def _meta_field() -> Any:
     return field(default=None, metadata={"key": "_meta"})
 
 
-@frozen
-class Duration:
+@frozen(repr=False, eq=False)
+class Duration(_Model):
     """A time span written as ``250ms``, ``1.5s`` or ``2m``."""
 
     seconds: float
 
 
-@frozen
-class RandomDelay:
+@frozen(repr=False, eq=False)
+class RandomDelay(_Model):
     """A random delay drawn uniformly from [min, max] (seeded by ``--seed``)."""
 
     min: Duration
@@ -42,15 +87,15 @@ class RandomDelay:
 # ---------------------------------------------------------------- steps
 
 
-@frozen
-class ErrorSpec:
+@frozen(repr=False, eq=False)
+class ErrorSpec(_Model):
     code: int
     message: str | None = None  # omitted or null: the standard message for the code (a real null needs a raw step)
     data: JSON = None
 
 
-@frozen
-class InputRequiredSpec:
+@frozen(repr=False, eq=False)
+class InputRequiredSpec(_Model):
     """An ``input_required`` result: input requests keyed by name, and/or state.
 
     ``requestState: true`` (default) lets mockmcp issue its own HMAC-protected
@@ -62,8 +107,8 @@ class InputRequiredSpec:
     requestState: bool | str = True
 
 
-@frozen
-class ProgressSpec:
+@frozen(repr=False, eq=False)
+class ProgressSpec(_Model):
     """A progress notification; ``progress``/``total`` may be templates (``"{{ index }}"``)."""
 
     progress: float | str
@@ -73,65 +118,65 @@ class ProgressSpec:
     deliberate: bool = False
 
 
-@frozen
-class LogSpec:
+@frozen(repr=False, eq=False)
+class LogSpec(_Model):
     level: Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
     data: JSON
     logger: str | None = None
 
 
-@frozen
-class EmitSpec:
+@frozen(repr=False, eq=False)
+class EmitSpec(_Model):
     event: Literal["tools/list_changed", "prompts/list_changed", "resources/list_changed", "resources/updated"]
     uri: str | None = None
 
 
-@frozen
-class ResultStep:
+@frozen(repr=False, eq=False)
+class ResultStep(_Model):
     """A complete result; ``resultType`` and serverInfo are filled in."""
 
     result: dict[str, JSON]
 
 
-@frozen
-class TextStep:
+@frozen(repr=False, eq=False)
+class TextStep(_Model):
     """Shorthand for a complete result holding one text (tool, prompt or resource)."""
 
     text: str
 
 
-@frozen
-class ErrorStep:
+@frozen(repr=False, eq=False)
+class ErrorStep(_Model):
     error: ErrorSpec
 
 
-@frozen
-class InputRequiredStep:
+@frozen(repr=False, eq=False)
+class InputRequiredStep(_Model):
     inputRequired: InputRequiredSpec
 
 
-@frozen
-class SleepStep:
+@frozen(repr=False, eq=False)
+class SleepStep(_Model):
     sleep: Duration | RandomDelay
 
 
-@frozen
-class ProgressStep:
+@frozen(repr=False, eq=False)
+class ProgressStep(_Model):
     progress: ProgressSpec
 
 
-@frozen
-class LogStep:
+@frozen(repr=False, eq=False)
+class LogStep(_Model):
     log: LogSpec
 
 
-@frozen
-class EmitStep:
+@frozen(repr=False, eq=False)
+class EmitStep(_Model):
     emit: EmitSpec
 
 
-@frozen
-class LoopSpec:
+@frozen(repr=False, eq=False)
+class LoopSpec(_Model):
     """Run ``steps`` ``times`` times (a number or a template such as
     ``"{{ default(arguments.steps, 3) }}"``); ``{{ index }}`` counts from 1."""
 
@@ -139,88 +184,88 @@ class LoopSpec:
     steps: list["Step"]
 
 
-@frozen
-class LoopStep:
+@frozen(repr=False, eq=False)
+class LoopStep(_Model):
     """Repeat non-final steps (progress, log, sleep, emit...) a number of times."""
 
     loop: LoopSpec
 
 
-@frozen
-class SetStateStep:
+@frozen(repr=False, eq=False)
+class SetStateStep(_Model):
     """Move the scenario's state machine (per process) to another state."""
 
     setState: str
 
 
-@frozen
-class EndSubscriptionSpec:
+@frozen(repr=False, eq=False)
+class EndSubscriptionSpec(_Model):
     how: Literal["result", "cancelled"] = "result"
 
 
-@frozen
-class EndSubscriptionStep:
+@frozen(repr=False, eq=False)
+class EndSubscriptionStep(_Model):
     """In a subscription timeline: end the stream gracefully or by cancellation."""
 
     endSubscription: EndSubscriptionSpec
 
 
-@frozen
-class RawStep:
+@frozen(repr=False, eq=False)
+class RawStep(_Model):
     """Write exactly this JSON value as one line (no checks, no filling in)."""
 
     raw: JSON
 
 
-@frozen
-class RawBytesStep:
+@frozen(repr=False, eq=False)
+class RawBytesStep(_Model):
     """Write exactly these bytes (a string; ``\\n`` etc. as YAML escapes)."""
 
     rawBytes: str
 
 
-@frozen
-class HangStep:
+@frozen(repr=False, eq=False)
+class HangStep(_Model):
     """Never answer this request (other requests are still served)."""
 
     hang: Literal[True]
 
 
-@frozen
-class ExitSpec:
+@frozen(repr=False, eq=False)
+class ExitSpec(_Model):
     status: int = 1
     # where to die: now, or after writing only the first `partialBytes` of the next message
     partialBytes: int | None = None
 
 
-@frozen
-class ExitStep:
+@frozen(repr=False, eq=False)
+class ExitStep(_Model):
     exit: ExitSpec
 
 
-@frozen
-class DribbleSpec:
+@frozen(repr=False, eq=False)
+class DribbleSpec(_Model):
     chunkBytes: int = 1
     pause: Duration = Duration(0.01)
 
 
-@frozen
-class DribbleStep:
+@frozen(repr=False, eq=False)
+class DribbleStep(_Model):
     """Write every following message of this reply in small chunks with pauses."""
 
     dribble: DribbleSpec
 
 
-@frozen
-class StderrStep:
+@frozen(repr=False, eq=False)
+class StderrStep(_Model):
     """Write text to stderr, ``repeat`` times (a flood of logs)."""
 
     stderr: str
     repeat: int = 1
 
 
-@frozen
-class StopReadingStep:
+@frozen(repr=False, eq=False)
+class StopReadingStep(_Model):
     """Stop reading stdin (back-pressure) for a while, or ``forever``.
 
     The reader stops after the input it is handling; the client's writes then
@@ -231,23 +276,23 @@ class StopReadingStep:
     stopReading: Literal["forever"] | Duration
 
 
-@frozen
-class CloseStdoutStep:
+@frozen(repr=False, eq=False)
+class CloseStdoutStep(_Model):
     """Close stdout (the client sees EOF) but keep running and reading stdin."""
 
     closeStdout: Literal[True]
 
 
-@frozen
-class HugeSpec:
+@frozen(repr=False, eq=False)
+class HugeSpec(_Model):
     """A complete text result whose text is ``bytes`` copies of ``char``."""
 
     bytes: int
     char: str = "x"
 
 
-@frozen
-class HugeStep:
+@frozen(repr=False, eq=False)
+class HugeStep(_Model):
     """A huge (but valid) result, sized in the scenario."""
 
     huge: HugeSpec
@@ -284,8 +329,8 @@ TERMINAL_STEPS = (ResultStep, TextStep, ErrorStep, InputRequiredStep, HangStep, 
 # ---------------------------------------------------------------- rules
 
 
-@frozen
-class Match:
+@frozen(repr=False, eq=False)
+class Match(_Model):
     """``when``: which requests a rule answers. Every given key must match.
 
     Mappings match as subsets (extra keys in the request are fine); lists and
@@ -309,8 +354,8 @@ class Match:
     probability: float | None = None
 
 
-@frozen
-class Rule:
+@frozen(repr=False, eq=False)
+class Rule(_Model):
     """One scripted reply: if ``when`` matches, run ``steps``.
 
     ``sequence`` instead gives successive replies for successive matching calls
@@ -327,16 +372,16 @@ class Rule:
 # ---------------------------------------------------------------- primitives
 
 
-@frozen
-class Icon:
+@frozen(repr=False, eq=False)
+class Icon(_Model):
     src: str
     mimeType: str | None = None
     sizes: list[str] | None = None
     theme: Literal["light", "dark"] | None = None
 
 
-@frozen
-class Tool:
+@frozen(repr=False, eq=False)
+class Tool(_Model):
     name: str
     replies: list[Rule] = attrs.Factory(list)
     title: str | None = None
@@ -349,16 +394,16 @@ class Tool:
     states: list[str] | None = None
 
 
-@frozen
-class PromptArgument:
+@frozen(repr=False, eq=False)
+class PromptArgument(_Model):
     name: str
     title: str | None = None
     description: str | None = None
     required: bool = False
 
 
-@frozen
-class Prompt:
+@frozen(repr=False, eq=False)
+class Prompt(_Model):
     name: str
     replies: list[Rule] = attrs.Factory(list)
     title: str | None = None
@@ -369,8 +414,8 @@ class Prompt:
     states: list[str] | None = None
 
 
-@frozen
-class Resource:
+@frozen(repr=False, eq=False)
+class Resource(_Model):
     uri: str
     name: str
     title: str | None = None
@@ -389,8 +434,8 @@ class Resource:
     states: list[str] | None = None
 
 
-@frozen
-class ResourceTemplate:
+@frozen(repr=False, eq=False)
+class ResourceTemplate(_Model):
     uriTemplate: str
     name: str
     replies: list[Rule] = attrs.Factory(list)
@@ -405,8 +450,8 @@ class ResourceTemplate:
     states: list[str] | None = None
 
 
-@frozen
-class Completion:
+@frozen(repr=False, eq=False)
+class Completion(_Model):
     """Completion values for one argument of a prompt or resource template."""
 
     argument: str
@@ -415,8 +460,8 @@ class Completion:
     values: list[str] = attrs.Factory(list)
 
 
-@frozen
-class MethodOverride:
+@frozen(repr=False, eq=False)
+class MethodOverride(_Model):
     """Rules for any method, consulted before the built-in behaviour.
 
     This is how a scenario scripts ``server/discover`` faults, answers an
@@ -427,8 +472,8 @@ class MethodOverride:
     replies: list[Rule] = attrs.Factory(list)
 
 
-@frozen
-class Timer:
+@frozen(repr=False, eq=False)
+class Timer(_Model):
     """A timed event on every open subscription stream.
 
     ``count`` events, the first ``after`` the acknowledgement, then one every
@@ -441,8 +486,8 @@ class Timer:
     count: int = 1
 
 
-@frozen
-class Subscriptions:
+@frozen(repr=False, eq=False)
+class Subscriptions(_Model):
     """What happens on every ``subscriptions/listen`` stream after the ack."""
 
     timeline: list[Step] = attrs.Factory(list)
@@ -452,8 +497,8 @@ class Subscriptions:
 # ---------------------------------------------------------------- server
 
 
-@frozen
-class Server:
+@frozen(repr=False, eq=False)
+class Server(_Model):
     name: str = "mockmcp"
     version: str = "0.1.0"
     title: str | None = None
@@ -463,14 +508,14 @@ class Server:
     instructions: str | None = None
 
 
-@frozen
-class CacheHints:
+@frozen(repr=False, eq=False)
+class CacheHints(_Model):
     ttlMs: int | None = None
     cacheScope: Literal["public", "private"] | None = None
 
 
-@frozen
-class Cache:
+@frozen(repr=False, eq=False)
+class Cache(_Model):
     """Caching hints for cacheable results; per-method blocks override the defaults."""
 
     ttlMs: int = 60_000
@@ -483,16 +528,16 @@ class Cache:
     read: CacheHints | None = None
 
 
-@frozen
-class ExitAfter:
+@frozen(repr=False, eq=False)
+class ExitAfter(_Model):
     """Exit once ``messages`` lines have been written to stdout (counted per process)."""
 
     messages: int
     status: int = 1
 
 
-@frozen
-class Protocol:
+@frozen(repr=False, eq=False)
+class Protocol(_Model):
     """How the server speaks the protocol (the deliberate deviations live here too)."""
 
     versions: list[str] = attrs.Factory(lambda: ["2026-07-28"])
@@ -509,14 +554,14 @@ class Protocol:
     exitAfter: ExitAfter | None = None  # die after N lines written, whatever they were
 
 
-@frozen
-class StateMachine:
+@frozen(repr=False, eq=False)
+class StateMachine(_Model):
     initial: str = "start"
     states: list[str] | None = None
 
 
-@frozen
-class Expectation:
+@frozen(repr=False, eq=False)
+class Expectation(_Model):
     """What the client must do (checked at exit; see docs/verification.md).
 
     Which requests count: ``method``, and optionally the tool/prompt ``name``,
@@ -542,8 +587,8 @@ class Expectation:
     id: str | None = None
 
 
-@frozen
-class Scenario:
+@frozen(repr=False, eq=False)
+class Scenario(_Model):
     mockmcp: Literal[1]
     description: str = ""
     server: Server = Server()
