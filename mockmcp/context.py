@@ -115,14 +115,15 @@ class RequestContext:
         """The names templates and ``when`` conditions see (built once, kept in step)."""
         scope = self._scope
         if scope is None:
+            params = self.params
             scope = self._scope = {
                 "id": self.id,
                 "method": self.method,
-                "params": self.params,
+                "params": params,
                 "meta": self.meta,
                 "arguments": self.arguments,
-                "name": self.name,
-                "uri": self.uri,
+                "name": params.get("name"),
+                "uri": params.get("uri"),
                 "vars": self.vars,
                 "round": self.round,
                 "inputResponses": self.input_responses,
