@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import attrs
 
 from . import errors, model
 from .context import RequestContext
@@ -30,10 +29,18 @@ class Random(Protocol):
     def uniform(self, a: float, b: float) -> float: ...
 
 
-@attrs.frozen
 class Chosen:
-    rule: model.Rule
-    steps: list[model.Step]
+    """The rule that answers and the steps it answers with (its sequence's entry, if any).
+
+    A plain slotted class: one is made per scripted answer, and a frozen attrs
+    init costs several times a plain one. Treat as immutable.
+    """
+
+    __slots__ = ("rule", "steps")
+
+    def __init__(self, rule: model.Rule, steps: list[model.Step]) -> None:
+        self.rule = rule
+        self.steps = steps
 
 
 class Selector:
