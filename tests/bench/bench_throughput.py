@@ -60,8 +60,8 @@ def bench() -> list[dict]:
     return [
         dict(name="pipelined tools/call (floor)", value=f_rate, unit="req/s"),
         dict(name="pipelined tools/call", value=m_rate, unit="req/s", ratio=m_rate / f_rate,
-             target=">= 0.5x floor", ok=m_rate / f_rate >= 0.5),
+             target=">= 0.6x floor", ok=m_rate / f_rate >= 0.6),
         dict(name="ping-pong round trip (floor)", value=f_rtt * 1e6, unit="us"),
         dict(name="ping-pong round trip", value=m_rtt * 1e6, unit="us", ratio=m_rtt / f_rtt,
-             target="<= 2x floor", ok=m_rtt / f_rtt <= 2.0),
+             target="<= 1.25x floor", ok=m_rtt / f_rtt <= 1.25),
     ]
