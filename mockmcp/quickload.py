@@ -221,13 +221,14 @@ class _Block:
 
     def _child(self, i: int, parent: int, depth: int, rest: str) -> tuple[Any, int]:
         """The value after ``key:`` or ``-`` on line ``i``: inline, nested below, or null."""
-        n = len(self.lines)
+        lines = self.lines
+        below = i + 1 < len(lines) and lines[i + 1][0] > parent
         if rest:
-            if i + 1 < n and self.lines[i + 1][0] > parent:
+            if below:
                 raise _Unsupported  # a continuation line or a nested block after a value
             return _value(rest, depth), i + 1
-        if i + 1 < n and self.lines[i + 1][0] > parent:
-            return self.node(i + 1, self.lines[i + 1][0], depth + 1)
+        if below:
+            return self.node(i + 1, lines[i + 1][0], depth + 1)
         return None, i + 1
 
     def mapping(self, i: int, indent: int, depth: int, first: tuple[str, str]) -> tuple[dict[str, Any], int]:
@@ -239,7 +240,12 @@ class _Block:
             key, rest = found
             if key in out:
                 raise _Unsupported
-            if not rest and i + 1 < n and lines[i + 1][0] == indent and (lines[i + 1][1] == "-" or lines[i + 1][1].startswith("- ")):
+            if rest:  # the commonest line, ``key: value``, read here rather than in _child
+                if i + 1 < n and lines[i + 1][0] > indent:
+                    raise _Unsupported  # a continuation line or a nested block after a value
+                out[key] = _value(rest, depth + 1)
+                i += 1
+            elif i + 1 < n and lines[i + 1][0] == indent and (lines[i + 1][1] == "-" or lines[i + 1][1].startswith("- ")):
                 out[key], i = self.sequence(i + 1, indent, depth + 1)  # a sequence at the key's own indent
             else:
                 out[key], i = self._child(i, indent, depth + 1, rest)
@@ -298,11 +304,13 @@ def _rest(text: str) -> str:
 
 def _value(text: str, depth: int) -> Any:
     """A one-line value in block context: flow collection, quoted or plain scalar."""
-    if text[0] in "[{'\"":
-        if text[0] in "'\"":
-            value, end = _quoted(text, 0)
+    first = text[0]
+    if first in "[{'\"":
+        if first == "[" or first == "{":
+            converted, nesting, end = _flow_json(text)
+            value = _flow(converted, depth + nesting)
         else:
-            value, end = _flow(text, depth)
+            value, end = _quoted(text, 0)
         tail = text[end:]
         after = tail.lstrip(" ")
         if after and not (after[0] == "#" and len(after) < len(tail)):
@@ -373,10 +381,9 @@ _SCAN = json.JSONDecoder(object_pairs_hook=_pairs).raw_decode
 _SCAN_NO_COMMA = json.JSONDecoder().raw_decode
 
 
-def _flow(text: str, depth: int) -> tuple[Any, int]:
-    """The flow collection at the start of ``text``: its value and where it ends."""
-    converted, nesting, end = _flow_json(text)
-    if depth + nesting >= MAX_DEPTH:
+def _flow(converted: str, depth: int) -> Any:
+    """A flow collection's value from its JSON text (``_flow_json``); ``depth`` counts its nesting."""
+    if depth >= MAX_DEPTH:
         raise _Unsupported
     try:
         value, used = (_SCAN if "," in converted else _SCAN_NO_COMMA)(converted, 0)
@@ -384,7 +391,7 @@ def _flow(text: str, depth: int) -> tuple[Any, int]:
         raise _Unsupported from None
     if used != len(converted):
         raise _Unsupported
-    return value, end
+    return value
 
 
 @functools.lru_cache(maxsize=4096)
@@ -498,6 +505,11 @@ class _Structure:
 
         def run(value: Any) -> Any:
             if type(value) is not dict:
+                raise _Bail
+            if len(value) == 1:  # the usual step, ``{text: hi}``: its one key names its kind
+                (key,) = value
+                if key in kinds:
+                    return kinds[key](value)
                 raise _Bail
             found = [k for k in value if k in kinds]
             if len(found) != 1:
