@@ -1,8 +1,8 @@
 """Load time of a large generated scenario, and the time to answer ``tools/list``.
 
 1,000 tools with 100 rules each (100,000 rules) and 1,000 resources. The figure
-is spawn to the ``tools/list`` response, cold (``--no-cache``: YAML, cattrs and
-the semantic checks) and warm (load cache hit), and the time of one more
+is spawn to the ``tools/list`` response, cold (``--no-cache``: YAML, structuring and
+the semantic checks; median of 3) and warm (load cache hit), and the time of one more
 ``tools/list`` on the running process.
 """
 
@@ -43,7 +43,9 @@ def first_list(cmd: list[str]) -> tuple[float, float]:
 
 def bench() -> list[dict]:
     path = scenario_file("large.yaml", scenario())
-    cold, _ = first_list(mock_cmd(path, "--no-cache"))
+    # cold: the median of 3, as the machine's load moves a single 3 s run by a second
+    cold_runs = [first_list(mock_cmd(path, "--no-cache"))[0] for _ in range(3)]
+    cold = median(cold_runs)
     first_list(mock_cmd(path))  # fill the cache
     warm_runs = [first_list(mock_cmd(path)) for _ in range(5)]
     warm = median([w[0] for w in warm_runs])
@@ -52,6 +54,7 @@ def bench() -> list[dict]:
     return [
         dict(name="1,000 tools x 100 rules: spawn to tools/list, --no-cache", value=cold * 1000, unit="ms",
              target="<= 3 s", ok=cold <= 3.0),
+        dict(name="1,000 tools x 100 rules: same, best of 3", value=min(cold_runs) * 1000, unit="ms"),
         dict(name="1,000 tools x 100 rules: spawn to tools/list, cache warm", value=warm * 1000, unit="ms",
              target="< 500 ms", ok=warm < 0.5),
         dict(name="1,000 tools x 100 rules: same, best of 5", value=best * 1000, unit="ms"),
