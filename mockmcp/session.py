@@ -48,8 +48,8 @@ class Session:
         self._subscriptions: dict[Any, Subscription] = {}
         # (event, uri) -> subscription ids, in the order they opened (dicts keep order)
         self._listeners: dict[tuple[str, str | None], dict[Any, None]] = {}
-        # id(rule) -> (rule, count): the entry holds the rule, so its id cannot be reused
-        self._matches: dict[int, tuple[object, int]] = {}  # requests each rule matched
+        self._matches: dict[int, int] = {}  # id(rule) -> requests it matched
+        self._rules: dict[int, object] = {}  # id(rule) -> the rule, for as long as its counts live
         self._sequence_use: dict[int, tuple[object, int]] = {}  # answers taken from its sequence
 
     # ------------------------------------------------------------ requests
@@ -93,9 +93,13 @@ class Session:
 
     def count_match(self, rule: object) -> int:
         """Count one more request matched by ``rule``; the new count."""
-        entry = self._matches.get(id(rule))
-        count = 1 if entry is None else entry[1] + 1
-        self._matches[id(rule)] = (rule, count)
+        key = id(rule)
+        count = self._matches.get(key)
+        if count is None:
+            self._rules[key] = rule  # holds the rule, so its id is never another object's
+            count = 0
+        count += 1
+        self._matches[key] = count
         return count
 
     def take_sequence(self, rule: object) -> int:
