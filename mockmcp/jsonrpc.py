@@ -212,23 +212,23 @@ def classify(obj: Any) -> Message:
     has_id = "id" in obj
     rid = obj.get("id")
     id_ok = has_id and valid_id(rid)
-    kw: dict[str, Any] = {"request_id": rid} if id_ok else {}
+    answer_to = rid if id_ok else errors.ABSENT  # the id an error can be answered with
     if obj.get("jsonrpc") != p.JSONRPC_VERSION:
-        raise errors.InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"', **kw)
+        raise errors.InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"', request_id=answer_to)
     if "method" not in obj:
         if "result" in obj or "error" in obj:
             return ClientResponse(rid, obj)
-        raise errors.InvalidRequest('Invalid Request: missing "method"', **kw)
+        raise errors.InvalidRequest('Invalid Request: missing "method"', request_id=answer_to)
     method = obj["method"]
     if type(method) is not str:
-        raise errors.InvalidRequest('Invalid Request: "method" must be a string', **kw)
+        raise errors.InvalidRequest('Invalid Request: "method" must be a string', request_id=answer_to)
     if has_id and not id_ok:
         kind = "null" if rid is None else type(rid).__name__
         raise errors.InvalidRequest(f'Invalid Request: "id" must be a string or an integer, not {kind}')
     params = obj.get("params", _EMPTY)
     if type(params) is not dict:
         if has_id:
-            raise errors.InvalidParams('Invalid params: "params" must be an object', **kw)
+            raise errors.InvalidParams('Invalid params: "params" must be an object', request_id=answer_to)
         params = _EMPTY
     if has_id:
         return Request(rid, method, params, obj)

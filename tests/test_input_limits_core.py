@@ -49,16 +49,22 @@ JSON_TEXT = st.recursive(
 SPACE = st.text(alphabet=" \t\r\n\x0c\xa0", max_size=3)
 
 
+def _not_json(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
 @settings(max_examples=300, deadline=None)
-@given(before=SPACE, body=JSON_TEXT | st.text(max_size=12), after=SPACE | st.sampled_from(["x", "}", "1", " {}"]))
+@given(before=SPACE, body=JSON_TEXT | st.text(max_size=12) | st.sampled_from(["NaN", "Infinity", "-Infinity", "[NaN]"]), after=SPACE | st.sampled_from(["x", "}", "1", " {}"]))
 def test_parse_agrees_with_json_loads(before: str, body: str, after: str) -> None:
-    """jsonrpc.parse reads JSON exactly as json.loads does (within the input limits)."""
+    """jsonrpc.parse reads JSON exactly as json.loads does (within the input limits), except
+    that NaN and Infinity, which json.loads accepts and JSON does not have, are parse errors."""
     text = before + body + after
     try:
-        expected = json.loads(text)
+        expected = json.loads(text, parse_constant=_not_json)
     except ValueError as exc:
         with pytest.raises(errors.ParseError) as caught:
             jsonrpc.parse(text.encode("utf-8", "surrogatepass"))
-        assert str(exc) in caught.value.message
+        if isinstance(exc, json.JSONDecodeError):
+            assert str(exc) in caught.value.message
         return
     assert jsonrpc.parse(text.encode("utf-8", "surrogatepass")) == expected
