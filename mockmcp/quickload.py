@@ -195,6 +195,10 @@ def parse(text: str) -> Any:
         value, end = _Block(lines).node(0, 0, 0)
     except (_Unsupported, Refused, RecursionError):
         return None
+    finally:
+        # the per-line caches hold slices of this file: a served process need not keep them
+        _key.cache_clear()
+        _flow_json.cache_clear()
     return value if end == len(lines) else None
 
 
