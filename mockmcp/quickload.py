@@ -506,12 +506,20 @@ class _Structure:
 
     def _step(self) -> Structurer:
         kinds = {key: self.get(cls) for key, cls in model.STEP_KEYS.items()}
+        # a one-key step (``{text: hi}``, the usual one) whose class needs only that key:
+        # its class, the field's alias and structure function, without the class's checks
+        alone = {key: (cls, f.alias, self.get(_hints(cls)[f.name]))
+                 for key, cls in model.STEP_KEYS.items()
+                 for f in attrs.fields(cls) if f.metadata.get("key", f.name) == key and _required(cls) == {key}}
 
         def run(value: Any) -> Any:
             if type(value) is not dict:
                 raise _Bail
-            if len(value) == 1:  # the usual step, ``{text: hi}``: its one key names its kind
+            if len(value) == 1:
                 (key,) = value
+                spec = alone.get(key)
+                if spec is not None:
+                    return spec[0](**{spec[1]: spec[2](value[key])})
                 if key in kinds:
                     return kinds[key](value)
                 raise _Bail
@@ -523,9 +531,9 @@ class _Structure:
         return run
 
     def _class(self, cls: type) -> Structurer:
-        hints = typing.get_type_hints(cls)
+        hints = _hints(cls)
         table = {f.metadata.get("key", f.name): (f.alias, self.get(hints[f.name])) for f in attrs.fields(cls) if f.init}
-        required = frozenset(f.metadata.get("key", f.name) for f in attrs.fields(cls) if f.init and f.default is attrs.NOTHING)
+        required = _required(cls)
 
         def run(value: Any) -> Any:
             if type(value) is not dict or not required <= value.keys():
@@ -566,6 +574,17 @@ class _Structure:
             return found
 
         return run
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A model class's field types (evaluated once: the step dispatch and the class both need them)."""
+    return typing.get_type_hints(cls)
+
+
+def _required(cls: type) -> frozenset[str]:
+    """The scenario keys a model class cannot do without."""
+    return frozenset(f.metadata.get("key", f.name) for f in attrs.fields(cls) if f.init and f.default is attrs.NOTHING)
 
 
 def _passthrough(accepts: Callable[[Any], bool]) -> Structurer:

@@ -119,6 +119,7 @@ steps = st.sampled_from([
     "[{result: {content: 5}}]",
     "[{stopReading: forever}, {text: x}]",
     "[{sleep: {min: 1ms, max: 2ms}}, {text: x}]",
+    "[{text: 5}]", "[{text: hi, sleep: 1ms}]", "[{exit: {status: 3}}]", "[{exit: {}}]",
 ])
 whens = st.sampled_from(["", "{arguments: {n: 1}}", "{arguments: {n: {$regex: '^a'}}}", "{nth: 0}", "{nth: 2}",
                          "{probability: 1.5}", "{state: [a, b]}", "{arguments: {n: {$regexx: a}}}", "{round: x}",
