@@ -173,7 +173,9 @@ class _Unsupported(Exception):
 
 # Characters the subset refuses anywhere: tabs, carriage returns, YAML's other line
 # breaks, byte-order marks and every non-printable character.
-_OUTSIDE = re.compile("[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+# Written as the refused characters, not as the negation of the accepted ones: the same
+# set, but the negated class took 5 ms to compile, on every cold spawn.
+_OUTSIDE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]")
 _BLOCK_KEY = re.compile(r"([^\s\-?:,\[\]{}#&*!|>'\"%@`][^:#]*?) *:(?: +|$)")
 _SINGLE = re.compile(r"'((?:[^']|'')*)'")
 _DOUBLE = re.compile(r'"((?:[^"\\]|\\.)*)"')

@@ -205,3 +205,13 @@ def test_the_fast_path_serves_the_default_scenario():
 )
 def test_what_the_subset_declines(text):
     assert quickload.parse(text) is None
+
+
+def test_the_refused_characters_are_exactly_those_outside_yaml_printable_text():
+    """``_OUTSIDE`` lists what it refuses; over every code point it must be the complement
+    of what the subset accepts: newline, printable ASCII, and the printable BMP and
+    astral ranges (no C0/C1 controls, DEL, surrogates, BOM or noncharacters FFFE/FFFF)."""
+    accepted = [(0x0A, 0x0A), (0x20, 0x7E), (0xA0, 0xD7FF), (0xE000, 0xFEFE), (0xFF00, 0xFFFD), (0x10000, 0x10FFFF)]
+    refused = [c for c in range(0x110000) if not any(lo <= c <= hi for lo, hi in accepted)]
+    every = "".join(map(chr, range(0x110000)))
+    assert [ord(c) for c in quickload._OUTSIDE.findall(every)] == refused
