@@ -188,14 +188,16 @@ class Shell:
     async def _dispatch(self, outputs: list[Output], nursery: trio.Nursery) -> None:
         immediate: list[bytes] = []
         for out in outputs:
+            # The common case first, tested without a class pattern (this loop runs per message).
+            if isinstance(out, Plan) and out.immediate:
+                for action in out.actions:
+                    if isinstance(action, Send):  # always: an immediate plan only sends
+                        self._emitted(action)
+                        immediate.append(action.data)
+                continue
             match out:
                 case Cancel():
                     self._cancel(out)
-                case Plan(immediate=True):
-                    for action in out.actions:
-                        if isinstance(action, Send):  # always: an immediate plan only sends
-                            self._emitted(action)
-                            immediate.append(action.data)
                 case Plan() if _parks_at_once(out):
                     # A plain hang or a bare subscription: no task, no cancel scope (a
                     # task per hang costs memory, and cancelling 10k of them at EOF takes

@@ -253,8 +253,19 @@ def evaluate(expr: Expr, ctx: dict[str, Any]) -> Any:
     kind = expr[0]
     if kind == "lit":
         return expr[1]
-    if kind == "path":
-        return _lookup(expr[1], ctx)
+    if kind == "path":  # the common case, walked here (a call less per template)
+        cur: Any = ctx
+        for part in expr[1]:
+            if isinstance(cur, dict):
+                cur = cur.get(part if isinstance(part, str) else str(part))
+            elif isinstance(cur, list):
+                index = part if type(part) is int else _index(part)
+                if index is None or not -len(cur) <= index < len(cur):
+                    return None
+                cur = cur[index]
+            else:
+                return None
+        return cur
     name = expr[1]
     args = [evaluate(a, ctx) for a in expr[2]]
     try:
@@ -283,21 +294,6 @@ def _checked(name: str, result: Any) -> Any:
     except TemplateError as exc:
         raise TemplateError(f"{name}(): {exc}") from None
     return result
-
-
-def _lookup(parts: list[Any], ctx: dict[str, Any]) -> Any:
-    cur: Any = ctx
-    for part in parts:
-        if isinstance(cur, dict):
-            cur = cur.get(part if isinstance(part, str) else str(part))
-        elif isinstance(cur, list):
-            index = part if type(part) is int else _index(part)
-            if index is None or not -len(cur) <= index < len(cur):
-                return None
-            cur = cur[index]
-        else:
-            return None
-    return cur
 
 
 def _index(part: str) -> int | None:
