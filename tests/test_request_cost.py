@@ -80,7 +80,7 @@ def test_the_lazy_rest_continues_where_the_eager_part_stopped() -> None:
     assert json.loads(sends[-1].data)["result"]["content"][0]["text"] == "done"
 
 
-def test_a_template_error_in_the_lazy_part_ends_the_plan_with_the_error() -> None:
+def test_a_template_error_in_the_eager_part_replaces_the_plan() -> None:
     yaml = """
 mockmcp: 1
 tools:
@@ -94,14 +94,39 @@ tools:
           - text: done
 """
     conn = Connection(engine_for(yaml))
-    # The first evaluations are fine; "x" as a total only fails when the step is rendered,
-    # which for a progress step is every repetition: make it fail late by index.
     (plan,) = conn.receive_data(line(call(1, "t", total=5, meta={"progressToken": "p"})))
     assert isinstance(plan, Plan) and plan.rest is not None
     (bad,) = conn.receive_data(line(call(2, "t", total="x", meta={"progressToken": "p"})))
     # a bad value met in the eager part replaces the whole plan with -32602
     assert isinstance(bad, Plan) and bad.immediate
     assert json.loads(bad.actions[0].data)["error"]["code"] == -32602
+
+
+def test_a_template_error_in_the_lazy_part_ends_the_plan_with_the_error() -> None:
+    """Past the eager budget the request has started answering: the error is its last message."""
+    yaml = """
+mockmcp: 1
+tools:
+  - name: t
+    replies:
+      - steps:
+          - loop:
+              times: 1000
+              steps:
+                - progress: {progress: "{{ div(1, sub(arguments.at, index)) }}"}
+          - text: done
+"""
+    conn = Connection(engine_for(yaml))
+    at = EAGER_BUDGET + 100  # the division by zero comes in the lazy rest
+    (plan,) = conn.receive_data(line(call(1, "t", at=at, meta={"progressToken": "p"})))
+    assert isinstance(plan, Plan) and plan.rest is not None and not plan.immediate
+    sends = [a for a in plan.all_actions() if isinstance(a, Send)]
+    notes = [json.loads(s.data) for s in sends[:-1]]
+    assert all(n["method"] == "notifications/progress" for n in notes)
+    assert len(notes) == at - 1  # every repetition before the failing one was sent
+    last = json.loads(sends[-1].data)
+    assert last["id"] == 1 and last["error"]["code"] == -32602
+    assert "division by zero" in last["error"]["message"] and sends[-1].final
 
 
 def test_a_loop_that_sends_nothing_still_yields_to_the_event_loop() -> None:
