@@ -24,7 +24,8 @@ from mockmcp.run import new_engine
 from mockmcp.framing import LineFramer, Oversized
 from mockmcp.loader import load
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 60 examples each: tests/test_fuzz.py (grammar-based, core and process) carries the depth now.
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _DEFAULT = load("default", use_cache=False)[0]
 
