@@ -10,6 +10,7 @@ subscriptions are dropped at once, and the process exits.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import sys
@@ -94,11 +95,8 @@ class Shell:
         """
         with scope:
             try:
-                for action in plan.actions[first:]:
+                for action in itertools.islice(plan.all_actions(), first, None):
                     await self._perform(action, run)
-                if plan.rest is not None:
-                    for lazy in plan.rest:
-                        await self._perform(lazy, run)
             finally:
                 if run.slot:
                     self._slots.release()

@@ -16,7 +16,7 @@ from . import model
 from .actions import Plan
 from .context import RequestContext
 from .definitions import compile_uri_template
-from .envelope import Envelope
+from .envelope import NO_HINTS, CacheHints, Envelope
 from .rounds import Rounds
 from .select import Selector
 from .session import Session
@@ -67,7 +67,7 @@ class Services:
     def expand(self, ctx: RequestContext, steps: list[model.Step], rule: model.Rule | None, mode: Mode = Mode.REQUEST) -> Plan:
         return self.steps.expand(ctx, steps, None if rule is None else self.rule_label(rule), mode)
 
-    def final(self, ctx: RequestContext, result: dict[str, Any], hints: tuple[int | None, str | None] = (None, None)) -> Plan:
+    def final(self, ctx: RequestContext, result: dict[str, Any], hints: CacheHints = NO_HINTS) -> Plan:
         """A plan that answers at once with a complete result."""
         env = self.envelope
         return Plan(ctx.id, [env.final(ctx.id, env.complete(ctx.method, result, hints))], ctx.method, None, immediate=True)

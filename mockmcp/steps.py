@@ -201,16 +201,8 @@ class StepExpander:
         raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the model's steps are all above
 
 
-_FINAL_STEPS = (
-    model.ResultStep,
-    model.TextStep,
-    model.ErrorStep,
-    model.InputRequiredStep,
-    model.EndSubscriptionStep,
-    model.HangStep,
-    model.ExitStep,
-    model.HugeStep,
-)
+# The steps that answer (the model's terminal steps) and the end of a subscription stream.
+_FINAL_STEPS = (*model.TERMINAL_STEPS, model.EndSubscriptionStep)
 
 
 def _ends(step: model.Step) -> bool:

@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mockmcp import errors, jsonrpc
 from mockmcp.connection import Connection
-from mockmcp.engine import Engine
 from mockmcp.run import new_engine
 from mockmcp.framing import LineFramer, Oversized
 from mockmcp.loader import load
