@@ -109,7 +109,18 @@ class CloseStdout:
     """Close stdout for good; the process keeps running and reading."""
 
 
-Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout
+@attrs.frozen
+class WaitTasks:
+    """Wait until some request changed tasks, or ``seconds`` pass (``None``: only the former).
+
+    A listen stream that watches tasks waits so: time-driven changes are due at
+    known moments, the others come from requests the shell has just handled.
+    """
+
+    seconds: float | None
+
+
+Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout | WaitTasks
 
 
 @attrs.define

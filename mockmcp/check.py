@@ -214,6 +214,8 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
                 found.append(Found(sp + ("huge", "bytes"), f"huge is at most {MAX_HUGE_BYTES} bytes (64 MiB), got {step.huge.bytes}"))
         elif isinstance(step, model.ExitStep):
             _exit_status(sp + ("exit", "status"), step.exit.status, found)
+        elif isinstance(step, model.TaskStep):
+            _check_task(sp + ("task",), method, step.task, found, timeline=timeline)
         elif isinstance(step, model.RawBytesStep):
             try:
                 step.rawBytes.encode("latin-1")
@@ -224,6 +226,58 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
             break
     if not timeline and not (steps and isinstance(steps[-1], model.TERMINAL_STEPS)) and not any(isinstance(s, model.TERMINAL_STEPS) for s in steps):
         found.append(Found(path, "a reply must end with result, text, error, inputRequired, hang or exit"))
+
+
+_TASK_OUTCOMES = (model.TextStep, model.ResultStep, model.ErrorStep, model.HugeStep)
+
+
+def _check_task(path: Path_, method: str, spec: model.TaskSpec, found: list[Found], *, timeline: bool) -> None:
+    """A ``task:`` step: where it may answer, phases that can end, keys unique over the task's life."""
+    faults = spec.faults or model.TaskFaults()
+    if timeline:
+        found.append(Found(path, "a task answers a request; it cannot be part of a subscription timeline or a loop"))
+        return
+    if method not in p.TASK_AUGMENTABLE and not faults.anyMethod:
+        found.append(Found(path, f"a task can only answer {', '.join(sorted(p.TASK_AUGMENTABLE))} (not {method}); set faults.anyMethod: true to send one deliberately"))
+    if spec.ttlMs is not None and spec.ttlMs < 0:
+        found.append(Found(path + ("ttlMs",), "ttlMs must be at least 0 (or null: unlimited)"))
+    if spec.pollIntervalMs < 0:
+        found.append(Found(path + ("pollIntervalMs",), "pollIntervalMs must be at least 0"))
+    seen: dict[str, int] = {}
+    for i, phase in enumerate(spec.phases):
+        pp = path + ("phases", i)
+        ends = [k for k in ("after", "polls", "state") if getattr(phase, k) is not None]
+        if phase.status == "input_required":
+            if not phase.inputRequests:
+                found.append(Found(pp, "an input_required phase needs inputRequests (it ends when all are answered)"))
+            if ends:
+                found.append(Found(pp + (ends[0],), "an input_required phase ends when its inputs are answered; it takes no after/polls/state"))
+        else:
+            if phase.inputRequests:
+                found.append(Found(pp + ("inputRequests",), "inputRequests belong to an input_required phase"))
+            if len(ends) > 1:
+                found.append(Found(pp, f"a phase ends one way: give one of after, polls, state (not {', '.join(ends)})"))
+            if not ends and i < len(spec.phases) - 1:
+                found.append(Found(pp, "this phase never ends by itself (no after, polls or state): the phases after it run only if nothing cancels first", "warning"))
+        if phase.polls is not None and phase.polls < 1:
+            found.append(Found(pp + ("polls",), "polls must be at least 1"))
+        if phase.pollIntervalMs is not None and phase.pollIntervalMs < 0:
+            found.append(Found(pp + ("pollIntervalMs",), "pollIntervalMs must be at least 0"))
+        for key, req in (phase.inputRequests or {}).items():
+            problem = _input_request_problems(key, req)
+            if problem:
+                found.append(Found(pp + ("inputRequests", key), problem))
+            if key in seen and not faults.reuseInputKey:
+                found.append(Found(pp + ("inputRequests", key), f"input request key {key!r} is already used by phase {seen[key]}: keys are unique over a task's life (faults.reuseInputKey reuses them deliberately)"))
+            seen.setdefault(key, i)
+    if len(spec.outcome) > 1 or (spec.outcome and not isinstance(spec.outcome[0], _TASK_OUTCOMES)):
+        found.append(Found(path + ("outcome",), "a task's outcome is one text, result or huge step (completed) or one error step (failed)"))
+    elif spec.outcome:
+        _check_steps(path + ("outcome",), method, spec.outcome, found, timeline=False)
+    for name in ("vanishAfterPolls", "hangGetAfterPolls"):
+        value = getattr(faults, name)
+        if value is not None and value < 0:
+            found.append(Found(path + ("faults", name), f"{name} must be at least 0"))
 
 
 def _when_problems(w: model.Match) -> list[tuple[Path_, str]]:

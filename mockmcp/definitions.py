@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import model
+from . import model, protocol as p
 
 def _logs(steps: list[Any]) -> bool:
     for step in steps:
@@ -36,9 +36,31 @@ def scenario_logs(scenario: model.Scenario) -> bool:
     return _logs(scenario.subscriptions.timeline) or any(_rules_log(item.replies) for items in groups for item in items)
 
 
-def derive_capabilities(scenario: model.Scenario) -> dict[str, Any]:
-    """Server capabilities implied by what the scenario defines."""
+def task_specs(scenario: model.Scenario) -> list[model.TaskSpec]:
+    """Every ``task:`` step of the scenario, in file order (a stored task names its spec by index)."""
+    out: list[model.TaskSpec] = []
+
+    def walk(steps: Any) -> None:
+        for step in steps:
+            if type(step) is model.TaskStep:
+                out.append(step.task)
+            elif type(step) is model.LoopStep:
+                walk(step.loop.steps)
+
+    owners: list[Any] = [*scenario.tools, *scenario.prompts, *scenario.resources, *scenario.resourceTemplates, *scenario.methods]
+    for owner in owners:
+        for rule in owner.replies:
+            walk(rule.steps or ())
+            for alt in rule.sequence or ():
+                walk(alt)
+    return out
+
+
+def derive_capabilities(scenario: model.Scenario, specs: list[model.TaskSpec] | None = None) -> dict[str, Any]:
+    """Server capabilities implied by what the scenario defines (``specs``: its task steps, if known)."""
     caps: dict[str, Any] = {}
+    if specs if specs is not None else task_specs(scenario):
+        caps["extensions"] = {p.TASKS_EXTENSION: {}}
     if scenario_logs(scenario):
         caps["logging"] = {}
     if scenario.completions:

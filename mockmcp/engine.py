@@ -14,12 +14,12 @@ this stays plain synchronous code without I/O.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from . import errors, jsonrpc, model, mrtr, protocol as p, templates
 from .actions import Cancel, Emit, Exit, Output, Park, Plan, Send
 from .context import RequestContext
-from .definitions import derive_capabilities
+from .definitions import derive_capabilities, task_specs
 from .envelope import Envelope
 from .legacy import LegacyEra
 from .methods import CAPABILITY_FOR, HANDLERS
@@ -29,6 +29,7 @@ from .select import Random, Selector
 from .services import Services
 from .session import Session
 from .steps import Mode, StepExpander
+from .tasks import TaskTable
 
 
 class Engine:
@@ -42,16 +43,26 @@ class Engine:
         rng: Random,
         time_scale: float = 1.0,
         compile_replies: bool = True,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.scenario = scenario
         self.protocol = scenario.protocol
         self.session = Session(scenario.state.initial)
-        capabilities = scenario.capabilities if scenario.capabilities is not None else derive_capabilities(scenario)
+        specs = task_specs(scenario)
+        capabilities = scenario.capabilities if scenario.capabilities is not None else derive_capabilities(scenario, specs)
         envelope = Envelope(scenario)
         key = scenario.protocol.stateKey.encode() if scenario.protocol.stateKey else state_key
         rounds = Rounds(envelope, mrtr.StateCodec(key), check_capabilities=scenario.protocol.checkCapabilities)
-        steps = StepExpander(envelope, self.session, rounds, ReplyCache(envelope) if compile_replies else None, rng, time_scale)
+        # Tasks (the extension): a table only when the scenario scripts some, on the shell's clock.
+        tasks = None
+        if specs:
+            tasks = TaskTable(specs, envelope, clock or _no_time, time_scale, key)
+            session = self.session
+            tasks.state = lambda: session.state
+        self.tasks = tasks
+        steps = StepExpander(envelope, self.session, rounds, ReplyCache(envelope) if compile_replies else None, rng, time_scale, tasks)
         self.services = Services(scenario, capabilities, envelope, self.session, Selector(self.session, rng), steps, rounds)
+        self.services.tasks = tasks
         self.envelope = envelope
         self._legacy = LegacyEra(self.services, HANDLERS) if scenario.protocol.era != "modern" else None
         self._overrides: dict[str, list[model.Rule]] = {}
@@ -103,6 +114,16 @@ class Engine:
     def finished(self, request_id: Any) -> None:
         """The shell tells us a planned request ended (answered or cancelled)."""
         self.session.finished(request_id)
+        if self.tasks is not None:
+            self.tasks.unwatch(request_id)
+
+    def take_task_changes(self) -> bool:
+        """Did requests change tasks since the last call? (The shell then wakes task streams.)"""
+        tasks = self.tasks
+        if tasks is None or not tasks.changed:
+            return False
+        tasks.changed = False
+        return True
 
     def fan_out(self, emit: Emit) -> list[Send]:
         """Messages that deliver an emitted event to the open subscriptions that want it."""
@@ -194,6 +215,11 @@ class Engine:
             case "silent":
                 return Plan(req.id, [Park()], req.method, "protocol.discover: silent")
         return Plan(req.id, [Exit(1)], req.method, "protocol.discover: exit")
+
+
+def _no_time() -> float:
+    """The clock of an engine built without one: tasks then move on by polls, input and state only."""
+    return 0.0
 
 
 def _checked_meta(req: jsonrpc.Request, versions: list[str]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from typing import Any, Callable
 
-from . import errors, model, protocol as p, templates
+from . import errors, model, protocol as p, tasks, templates
 from .actions import Action, Emit, Park, Plan, Sleep
 from .context import RequestContext
 from .definitions import drop_none, prompt_definition, resource_definition, template_definition, tool_definition
@@ -205,6 +205,15 @@ def _listen(svc: Services, ctx: RequestContext) -> Plan:
             raise errors.InvalidParams("Invalid params: resourceSubscriptions must be a list of URIs", request_id=ctx.id)
         if (caps.get("resources") or {}).get("subscribe"):
             honored["resourceSubscriptions"] = list(uris)
+    task_ids = wanted.get("taskIds")
+    if task_ids is not None:
+        if type(task_ids) is not list or any(type(t) is not str for t in task_ids):
+            raise errors.InvalidParams("Invalid params: taskIds must be a list of task ids", request_id=ctx.id)
+        if not tasks.has_extension(ctx.meta):
+            raise tasks.missing_extension(ctx.id, "listening for task notifications (taskIds)")
+        table = svc.tasks
+        if table is not None and _offers_tasks(svc):
+            honored["taskIds"] = [t for t in task_ids if t in table.records]
     svc.session.subscribe(Subscription(ctx.id, honored))
     ack = svc.envelope.notification(
         p.SUBSCRIPTIONS_ACKNOWLEDGED, {"_meta": {p.META_SUBSCRIPTION_ID: ctx.id}, "notifications": honored}
@@ -218,9 +227,89 @@ def _listen(svc: Services, ctx: RequestContext) -> Plan:
     timers = svc.scenario.subscriptions.timers
     if timers:
         actions = _with_timers(actions, _timer_events(svc, ctx, timers))
+    watched = honored.get("taskIds")
+    if watched and actions and type(actions[-1]) is Park:
+        # The stream stays open for task changes: instead of parking, it waits on them.
+        session = svc.session
+        svc.tasks.watch(ctx.id, watched)
+        actions = actions[:-1]
+        plan.rest = svc.tasks.stream(ctx.id, watched, lambda sid: sid in session.subscriptions)
     plan.actions = [ack, *actions]
     plan.immediate = False
     return plan
+
+
+# ---------------------------------------------------------------- the Tasks extension
+
+
+def _offers_tasks(svc: Services) -> bool:
+    ext = svc.capabilities.get("extensions")
+    return type(ext) is dict and p.TASKS_EXTENSION in ext
+
+
+def _task_table(svc: Services, ctx: RequestContext) -> tasks.TaskTable:
+    """The table, once the server offers the extension and the client declared it."""
+    if not _offers_tasks(svc):
+        raise errors.MethodNotFound(f"Method not found: {ctx.method} (this server does not offer the {p.TASKS_EXTENSION} extension)", request_id=ctx.id)
+    if not tasks.has_extension(ctx.meta):
+        raise tasks.missing_extension(ctx.id, ctx.method)
+    table: tasks.TaskTable | None = svc.tasks
+    if table is None:  # the extension is declared by hand, but no reply makes tasks
+        raise errors.InvalidParams("Failed to retrieve task: Task not found", data={"taskId": ctx.params.get("taskId")}, request_id=ctx.id)
+    return table
+
+
+def _with_notifications(svc: Services, plan: Plan, rec: tasks.TaskRecord) -> Plan:
+    """The answer, then ``notifications/tasks`` to the streams watching a task that changed."""
+    session = svc.session
+    plan.actions.extend(svc.tasks.notifications(rec, lambda sid: sid in session.subscriptions))
+    return plan
+
+
+def _tasks_get(svc: Services, ctx: RequestContext) -> Plan:
+    table = _task_table(svc, ctx)
+    rec = table.find(ctx.params.get("taskId"), ctx.id)
+    faults = table.spec_of(rec).faults
+    if faults is not None:
+        if faults.hangGetAfterPolls is not None and rec.total_polls >= faults.hangGetAfterPolls:
+            return Plan(ctx.id, [Park()], ctx.method, "task fault: hangGetAfterPolls")
+        if faults.vanishAfterPolls is not None and rec.total_polls >= faults.vanishAfterPolls:
+            raise errors.InvalidParams("Failed to retrieve task: Task not found", data={"taskId": rec.id}, request_id=ctx.id)
+    rec = table.poll(rec.id, ctx.id)
+    body = table.detailed(rec)
+    if faults is not None:
+        body = _faulty_status(table, rec, body, faults)
+    table.after_poll(rec)
+    return _with_notifications(svc, svc.final(ctx, body), rec)
+
+
+def _faulty_status(table: tasks.TaskTable, rec: tasks.TaskRecord, body: dict[str, Any], faults: model.TaskFaults) -> dict[str, Any]:
+    """What a faulty server reports instead of the task's true state (once it has ended)."""
+    if rec.status not in tasks.TERMINAL:
+        return body
+    plain = {k: v for k, v in body.items() if k not in ("result", "error", "inputRequests")}
+    if faults.statusBackwards and rec.fault_step == 0:
+        rec.fault_step = 1
+        return {**plain, "status": "working"}
+    if faults.terminalChanges:
+        rec.fault_step += 1
+        if rec.fault_step > 1:  # the first look is true; every later one says otherwise
+            if rec.status == "completed":
+                return {**plain, "status": "failed", "error": {"code": p.INTERNAL_ERROR, "message": "mockmcp fault: a completed task failed later"}}
+            return {**plain, "status": "completed", "result": {"content": [{"type": "text", "text": "mockmcp fault: an ended task completed later"}]}}
+    return body
+
+
+def _tasks_update(svc: Services, ctx: RequestContext) -> Plan:
+    table = _task_table(svc, ctx)
+    rec = table.update(ctx.params.get("taskId"), ctx.params.get("inputResponses"), ctx.id)
+    return _with_notifications(svc, svc.final(ctx, {}), rec)
+
+
+def _tasks_cancel(svc: Services, ctx: RequestContext) -> Plan:
+    table = _task_table(svc, ctx)
+    rec = table.cancel(ctx.params.get("taskId"), ctx.id)
+    return _with_notifications(svc, svc.final(ctx, {}), rec)
 
 
 def _timer_events(svc: Services, ctx: RequestContext, timers: list[model.Timer]) -> list[tuple[float, Emit]]:
@@ -285,4 +374,7 @@ HANDLERS: dict[str, Handler] = {
     p.RESOURCE_TEMPLATES_LIST: _templates_list,
     p.COMPLETE: _complete_handler,
     p.SUBSCRIPTIONS_LISTEN: _listen,
+    p.TASKS_GET: _tasks_get,
+    p.TASKS_UPDATE: _tasks_update,
+    p.TASKS_CANCEL: _tasks_cancel,
 }

@@ -41,6 +41,15 @@ RESOURCE_TEMPLATES_LIST = "resources/templates/list"
 COMPLETE = "completion/complete"
 SUBSCRIPTIONS_LISTEN = "subscriptions/listen"
 INITIALIZE = "initialize"
+# The Tasks extension (io.modelcontextprotocol/tasks): its methods, notification and name.
+TASKS_GET = "tasks/get"
+TASKS_UPDATE = "tasks/update"
+TASKS_CANCEL = "tasks/cancel"
+TASKS_NOTIFICATION = "notifications/tasks"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+TASK_METHODS = frozenset({TASKS_GET, TASKS_UPDATE, TASKS_CANCEL})
+# Requests that may answer resultType "task" (the extension's supported methods).
+TASK_AUGMENTABLE = frozenset({TOOLS_CALL})
 
 CLIENT_REQUESTS = frozenset(
     {
@@ -54,6 +63,9 @@ CLIENT_REQUESTS = frozenset(
         RESOURCE_TEMPLATES_LIST,
         COMPLETE,
         SUBSCRIPTIONS_LISTEN,
+        TASKS_GET,
+        TASKS_UPDATE,
+        TASKS_CANCEL,
     }
 )
 

@@ -96,10 +96,13 @@ def new_engine(
     time_scale: float = 1.0,
     state_key: bytes | None = None,
     compile_replies: bool = True,
+    clock: Any = None,
 ) -> Any:
     """An engine with what the shell owns handed in: a random HMAC key for ``requestState``
-    (unless given) and a random generator seeded with ``seed`` (random delays, probabilities)."""
+    (unless given), a random generator seeded with ``seed`` (random delays, probabilities)
+    and the wall clock tasks are timed by (unless given: tests hand in trio's)."""
     import random
+    import time
 
     from .engine import Engine
 
@@ -109,6 +112,7 @@ def new_engine(
         rng=random.Random(seed),
         time_scale=time_scale,
         compile_replies=compile_replies,
+        clock=clock if clock is not None else time.time,
     )
 
 

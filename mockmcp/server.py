@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import trio
 
-from .actions import Action, Cancel, CloseStdout, Dribble, Emit, Exit, Output, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from .actions import Action, Cancel, CloseStdout, Dribble, Emit, Exit, Output, Park, Plan, Send, Sleep, Stderr, StopReading, WaitTasks, WriteRaw
 from .connection import Connection
 from .log import StderrLog
 from .writer import CloseJob, DribbleJob, ExitJob, StdoutWriter
@@ -76,6 +76,7 @@ class Shell:
         # slot, so a client that never reads stops being read (back-pressure for every step).
         self._slots = trio.Semaphore(max_tasks)
         self.idle = trio.Event()
+        self.tasks_changed = trio.Event()  # set (and renewed) when a request changed tasks
         self.writer = StdoutWriter(stdout, self.log, self.exit_process, exit_after=exit_after, close_stdout=close_stdout)
 
     def _emitted(self, send: Send) -> None:
@@ -146,6 +147,10 @@ class Shell:
             case CloseStdout():
                 self._event("closeStdout", {"id": run.rid})
                 await self.writer.send(CloseJob())
+            case WaitTasks():
+                changed = self.tasks_changed
+                with trio.move_on_after(math.inf if action.seconds is None else action.seconds):
+                    await changed.wait()
             case Stderr():
                 for _ in range(action.repeat):
                     self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
@@ -248,6 +253,9 @@ class Shell:
                         if not data:
                             break
                         await self._dispatch(self.conn.receive_data(bytes(data)), requests)
+                        if self.conn.engine.take_task_changes():
+                            self.tasks_changed.set()
+                            self.tasks_changed = trio.Event()
                     await self._dispatch(self.conn.receive_eof(), requests)
                     if self.ignore_eof:
                         self.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal)")

@@ -48,6 +48,7 @@ class Services:
         self.prompts = {pr.name: pr for pr in scenario.prompts}
         self.resources = {r.uri: r for r in scenario.resources}
         self.templates = [(compile_uri_template(t.uriTemplate), t) for t in scenario.resourceTemplates]
+        self.tasks: Any = None  # the engine's TaskTable when the scenario scripts tasks (tasks.py)
         self.track_unknown = False  # set by the verifier: record requests for undefined names
         # id(item) -> (item, definition): the entry holds the item, so the id stays its own
         self._definitions: dict[int, tuple[object, dict[str, Any]]] = {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Iterable, Iterator
 
-from . import errors, jsonrpc, model, protocol as p, templates
+from . import errors, jsonrpc, model, protocol as p, tasks as task_rules, templates
 from .actions import Action, CloseStdout, Dribble, Emit, Exit, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .context import RequestContext
 from .definitions import drop_none
@@ -40,7 +40,7 @@ class Mode(enum.Enum):
 
 
 class StepExpander:
-    __slots__ = ("envelope", "session", "rounds", "replies", "rng", "time_scale")
+    __slots__ = ("envelope", "session", "rounds", "replies", "rng", "time_scale", "tasks")
 
     def __init__(
         self,
@@ -50,7 +50,11 @@ class StepExpander:
         replies: ReplyCache | None,
         rng: Random,
         time_scale: float,
+        tasks: task_rules.TaskTable | None = None,
     ) -> None:
+        self.tasks = tasks
+        if tasks is not None:
+            tasks.render_outcome = self.outcome
         self.envelope = envelope
         self.session = session
         self.rounds = rounds
@@ -196,9 +200,43 @@ class StepExpander:
                 h = step.huge
                 text = h.char * max(0, h.bytes // max(1, len(h.char.encode())))
                 return env.final(ctx.id, env.complete(ctx.method, env.text_result(ctx.method, ctx.uri, text)))
+            case model.TaskStep():
+                return self._task(ctx, step.task, mode)
             case model.LoopStep():  # pragma: no cover - _unroll never yields a loop
                 raise AssertionError("loops are unrolled before this point")
         raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the model's steps are all above
+
+
+    def _task(self, ctx: RequestContext, spec: model.TaskSpec, mode: Mode) -> Action | None:
+        """A ``task:`` step: the ``CreateTaskResult``, or what a client without the extension gets."""
+        faults = spec.faults
+        if not task_rules.has_extension(ctx.meta) and not (faults is not None and faults.ignoreCapability):
+            if spec.withoutCapability == "answer":
+                if not spec.outcome:
+                    return self.envelope.final(ctx.id, self.envelope.complete(ctx.method, {"content": []}))
+                return self._action(ctx, spec.outcome[-1], mode)
+            raise task_rules.missing_extension(ctx.id, f"{ctx.method} of {ctx.name!r} (it answers with a task)")
+        assert self.tasks is not None  # the engine hands a table in whenever the scenario has task steps
+        rec = self.tasks.create(ctx, spec)
+        return self.envelope.final(ctx.id, self.tasks.created_result(rec))
+
+    def outcome(self, ctx: RequestContext, steps: list[model.Step]) -> dict[str, Any]:
+        """How a task ended, from its ``outcome`` steps: ``{"result": ...}`` or ``{"error": ...}``.
+
+        Built like the synchronous answer, so a task's result is exactly what
+        the request would have returned; a template the stored request cannot
+        render fails the task with -32602 (its request's mistake, found late).
+        """
+        try:
+            send = self._action(ctx, steps[-1], Mode.REQUEST)
+        except templates.TemplateError as exc:
+            return {"error": {"code": p.INVALID_PARAMS, "message": f"Invalid params: cannot render the scripted outcome: {exc}"}}
+        except errors.ClientError as exc:
+            return {"error": errors.error_response(None, exc.code, exc.message, exc.data)["error"]}
+        message = send.message if isinstance(send, Send) else {}
+        if "error" in message:
+            return {"error": message["error"]}
+        return {"result": message.get("result", {"content": []})}
 
 
 # The steps that answer (the model's terminal steps) and the end of a subscription stream.

@@ -1,0 +1,450 @@
+"""The Tasks extension on the engine's side: the task table and each task's scripted life.
+
+A ``task:`` step answers ``tools/call`` with a handle; the task then walks its
+``phases`` (``working``, ``input_required``) and ends with its ``outcome``
+(``completed`` or ``failed``) or, when the client cancels and the scenario
+honours it, ``cancelled``. What moves a task on is what the scenario says:
+time (``after``, measured on the clock the shell hands in, scaled by
+``--time-scale``), polls (``tasks/get`` answered in the phase), the scenario's
+named state, or every input request answered by ``tasks/update``.
+
+Nothing here runs on its own: a task is brought up to date (``advance``)
+whenever someone looks at it, from the clock value and its counters, so a
+task that nobody polls for an hour is exactly where the script says when it
+is next polled, in this process or (with a session directory) in the next.
+Each record is plain JSON (``TaskRecord.to_json``) for that reason; the
+shell's store keeps them, the core never touches a file. Sans-I/O.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import hmac
+from typing import Any, Callable, Iterable, Iterator
+
+from . import errors, jsonrpc, model, mrtr, protocol as p, templates
+from .actions import Action, Send, WaitTasks
+from .context import RequestContext
+from .envelope import Envelope
+
+Clock = Callable[[], float]  # seconds (wall time in the shell: tasks outlive processes)
+
+REQUIRED_CAPABILITY: dict[str, Any] = {"extensions": {p.TASKS_EXTENSION: {}}}
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+MAX_RECORDS = 100_000  # finished tasks beyond this are forgotten, oldest first (bounded memory and store)
+
+
+def has_extension(meta: dict[str, Any]) -> bool:
+    """Did this request declare the Tasks extension in its client capabilities?"""
+    caps = meta.get(p.META_CLIENT_CAPABILITIES)
+    if type(caps) is not dict:
+        return False
+    ext = caps.get("extensions")
+    return type(ext) is dict and type(ext.get(p.TASKS_EXTENSION)) is dict
+
+
+def missing_extension(request_id: Any, what: str) -> errors.MissingClientCapability:
+    return errors.MissingClientCapability(
+        f"Missing required client capability: {what} needs the {p.TASKS_EXTENSION} extension",
+        data={"requiredCapabilities": REQUIRED_CAPABILITY},
+        request_id=request_id,
+    )
+
+
+def iso(t: float) -> str:
+    """An ISO 8601 UTC timestamp (milliseconds) of a clock value."""
+    when = datetime.datetime.fromtimestamp(t, tz=datetime.timezone.utc)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
+class TaskRecord:
+    """One task's state: plain values only, so it can be kept as JSON between processes."""
+
+    __slots__ = (
+        "id", "spec", "params", "meta", "created", "updated", "phase", "phase_start", "polls",
+        "total_polls", "answers", "status", "message", "outcome", "version", "cancel_asked",
+        "fault_step",
+    )
+
+    def __init__(self, id: str, spec: int, params: dict[str, Any], meta: dict[str, Any], now: float) -> None:
+        self.id = id
+        self.spec = spec  # index in task_specs(scenario)
+        self.params = params  # the tools/call params (name, arguments): the outcome's templates read them
+        self.meta = meta
+        self.created = now
+        self.updated = now
+        self.phase = 0
+        self.phase_start = now
+        self.polls = 0  # tasks/get answered in the current phase
+        self.total_polls = 0
+        self.answers: dict[str, Any] = {}  # every input response accepted, by key
+        self.status = "working"
+        self.message: str | None = None
+        self.outcome: dict[str, Any] | None = None  # {"result": ...} or {"error": ...} once ended
+        self.version = 0  # bumped on every observable change (notifications are sent per version)
+        self.cancel_asked = False
+        self.fault_step = 0  # how far a scripted fault has gone
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TaskRecord:
+        rec = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(rec, name, data[name])
+        return rec
+
+
+class TaskTable:
+    """The tasks of one session, and the rules of the extension that need their state.
+
+    ``render_outcome`` is handed in by the engine (the step expander builds
+    an outcome like any reply). ``store`` (the shell's, with ``--session``)
+    is told of every change; without one the table lives as long as the
+    process.
+    """
+
+    def __init__(self, specs: list[model.TaskSpec], envelope: Envelope, clock: Clock, time_scale: float, key: bytes) -> None:
+        self.specs = specs
+        self._index = {id(s): i for i, s in enumerate(self.specs)}
+        self.envelope = envelope
+        self.clock = clock
+        self.time_scale = time_scale
+        self._key = hashlib.sha256(b"mockmcp task ids\0" + key).digest()
+        self.records: dict[str, TaskRecord] = {}
+        self.serial = 0
+        self.state: Callable[[], str] = lambda: "start"
+        self.render_outcome: Callable[[RequestContext, list[model.Step]], dict[str, Any]] | None = None
+        self.store: Any = None  # set by the shell: saved(record), sync() (see sessiondir.py)
+        self.changed = False  # set on every change; the shell wakes the streams that watch tasks
+        # task id -> {subscription id: version last sent}: the streams listening for it (this process)
+        self.watchers: dict[str, dict[Any, int]] = {}
+
+    # ------------------------------------------------------------ creating
+
+    def new_id(self) -> str:
+        """An unguessable id (HMAC of a serial under the shell's random key), UUID-shaped."""
+        self.serial += 1
+        h = hmac.new(self._key, str(self.serial).encode(), hashlib.sha256).hexdigest()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+    def create(self, ctx: RequestContext, spec: model.TaskSpec) -> TaskRecord:
+        self._sync()
+        now = self.clock()
+        params = {k: v for k, v in ctx.params.items() if k in ("name", "arguments")}
+        rec = TaskRecord(self.new_id(), self._index[id(spec)], params, ctx.meta, now)
+        self._enter(rec, spec)
+        self.advance(rec)
+        self.records[rec.id] = rec
+        self._prune()
+        self._saved(rec)
+        return rec
+
+    def created_result(self, rec: TaskRecord) -> dict[str, Any]:
+        """The ``CreateTaskResult``: the task, flat, with ``resultType: task``."""
+        result = {"resultType": "task", **self.wire(rec)}
+        return self.envelope.complete(p.TOOLS_CALL, result)
+
+    # ------------------------------------------------------------ the life of a task
+
+    def spec_of(self, rec: TaskRecord) -> model.TaskSpec:
+        return self.specs[rec.spec]
+
+    def _enter(self, rec: TaskRecord, spec: model.TaskSpec) -> None:
+        """Take the status and message of the phase the record is now in."""
+        if rec.phase < len(spec.phases):
+            phase = spec.phases[rec.phase]
+            rec.status = phase.status
+            rec.message = phase.statusMessage if phase.statusMessage is not None else spec.statusMessage
+        rec.version += 1
+        self.changed = True
+
+    def _phase_end(self, rec: TaskRecord, phase: model.TaskPhase, now: float) -> float | None:
+        """When the current phase ended (``None``: it has not)."""
+        if phase.status == "input_required":
+            keys = self.input_keys(rec, phase)
+            return now if all(k in rec.answers for k in keys) else None
+        if phase.after is not None:
+            end = rec.phase_start + phase.after.seconds * self.time_scale
+            return end if now >= end else None
+        if phase.polls is not None:
+            return now if rec.polls >= phase.polls else None
+        if phase.state is not None:
+            wanted = [phase.state] if isinstance(phase.state, str) else phase.state
+            return now if self.state() in wanted else None
+        return None  # works until cancelled
+
+    def advance(self, rec: TaskRecord) -> bool:
+        """Bring ``rec`` up to date with the clock, its counters and the named state; changed?"""
+        if rec.status in TERMINAL:
+            return False
+        spec = self.spec_of(rec)
+        now = self.clock()
+        before = rec.version
+        while rec.status not in TERMINAL:
+            if rec.phase >= len(spec.phases):
+                self._finish(rec, spec, max(rec.phase_start, rec.updated))
+                break
+            end = self._phase_end(rec, spec.phases[rec.phase], now)
+            if end is None:
+                break
+            rec.phase += 1
+            rec.phase_start = rec.updated = end
+            rec.polls = 0
+            self._enter(rec, spec)
+        return rec.version != before
+
+    def _finish(self, rec: TaskRecord, spec: model.TaskSpec, at: float) -> None:
+        outcome: dict[str, Any] = {"result": {"content": []}}
+        if spec.outcome and self.render_outcome is not None:
+            outcome = self.render_outcome(self.context(rec), spec.outcome)
+        rec.outcome = outcome
+        rec.status = "failed" if "error" in outcome else "completed"
+        rec.updated = at
+        rec.message = spec.statusMessage if rec.message is None else rec.message
+        rec.version += 1
+        self.changed = True
+
+    def next_deadline(self, rec: TaskRecord) -> float | None:
+        """The clock value at which time alone moves ``rec`` on (``None``: time alone never does).
+
+        Expiry is not such a moment: nothing is announced when a task expires."""
+        spec = self.spec_of(rec)
+        if rec.status in TERMINAL or rec.phase >= len(spec.phases):
+            return None
+        after = spec.phases[rec.phase].after
+        return None if after is None else rec.phase_start + after.seconds * self.time_scale
+
+    def expires(self, rec: TaskRecord, spec: model.TaskSpec) -> float:
+        assert spec.ttlMs is not None
+        return rec.created + spec.ttlMs / 1000 * self.time_scale
+
+    def input_keys(self, rec: TaskRecord, phase: model.TaskPhase) -> list[str]:
+        keys = list(phase.inputRequests or {})
+        faults = self.spec_of(rec).faults
+        if faults is not None and faults.reuseInputKey and keys:
+            first = self._first_input_key(self.spec_of(rec))
+            if first is not None:
+                keys = [f"{first}" if i == 0 else k for i, k in enumerate(keys)]
+        return keys
+
+    @staticmethod
+    def _first_input_key(spec: model.TaskSpec) -> str | None:
+        for phase in spec.phases:
+            for key in phase.inputRequests or {}:
+                return key
+        return None
+
+    def outstanding(self, rec: TaskRecord) -> dict[str, Any]:
+        """The input requests of an ``input_required`` task not answered yet, rendered."""
+        spec = self.spec_of(rec)
+        if rec.status != "input_required" or rec.phase >= len(spec.phases):
+            return {}
+        phase = spec.phases[rec.phase]
+        requests = templates.render(phase.inputRequests or {}, self.context(rec).scope())
+        keys = self.input_keys(rec, phase)
+        faulty = dict(zip(keys, requests.values()))
+        reuse = spec.faults is not None and spec.faults.reuseInputKey
+        return {k: v for k, v in faulty.items() if reuse or k not in rec.answers}
+
+    def context(self, rec: TaskRecord) -> RequestContext:
+        """The original request's context again, with the answers so far (templates read both)."""
+        req = jsonrpc.Request(None, p.TOOLS_CALL, rec.params, {})
+        ctx = RequestContext(req, rec.meta, self.state())
+        if rec.answers:
+            ctx.set_rounds(1, rec.answers)
+        return ctx
+
+    # ------------------------------------------------------------ the three methods
+
+    def find(self, task_id: Any, request_id: Any) -> TaskRecord:
+        """The task ``task_id`` brought up to date; -32602 when missing, unknown or expired."""
+        if task_id is None:
+            raise errors.InvalidParams("Invalid params: 'taskId' missing", request_id=request_id)
+        if type(task_id) is not str:
+            raise errors.InvalidParams("Invalid params: 'taskId' must be a string", request_id=request_id)
+        self._sync()
+        rec = self.records.get(task_id)
+        if rec is None:
+            raise errors.InvalidParams("Failed to retrieve task: Task not found", data={"taskId": task_id}, request_id=request_id)
+        spec = self.spec_of(rec)
+        if spec.ttlMs is not None and self.clock() >= self.expires(rec, spec):
+            raise errors.InvalidParams("Failed to retrieve task: Task has expired", data={"taskId": task_id}, request_id=request_id)
+        if self.advance(rec):
+            self._saved(rec)
+        return rec
+
+    def poll(self, task_id: Any, request_id: Any) -> TaskRecord:
+        """``tasks/get``: the task as it is now; the poll counts for the phase it is in."""
+        rec = self.find(task_id, request_id)
+        rec.polls += 1
+        rec.total_polls += 1
+        self._saved(rec)
+        return rec
+
+    def after_poll(self, rec: TaskRecord) -> None:
+        """A poll may end a ``polls:`` phase: the next look at the task sees the next phase."""
+        if self.advance(rec):
+            self._saved(rec)
+
+    def update(self, task_id: Any, responses: Any, request_id: Any) -> TaskRecord:
+        """``tasks/update``: accept answers to outstanding input requests, ignore the rest."""
+        rec = self.find(task_id, request_id)
+        if type(responses) is not dict:
+            what = "missing" if responses is None else "must be an object"
+            raise errors.InvalidParams(f"Invalid params: 'inputResponses' {what}", request_id=request_id)
+        if rec.status != "input_required":
+            raise errors.InvalidParams(
+                f"Invalid params: task {task_id} is not waiting for input (status {rec.status})",
+                data={"taskId": task_id, "status": rec.status},
+                request_id=request_id,
+            )
+        outstanding = self.outstanding(rec)
+        for key, value in responses.items():
+            req = outstanding.get(key)
+            if req is None:
+                continue  # not outstanding: ignored, as the extension says
+            kind = req.get("method") if type(req) is dict else None
+            problem = mrtr.check_response(kind, value) if type(kind) is str else None
+            if problem is None and type(value) is not dict:
+                problem = "it must be an object"
+            if problem:
+                raise errors.InvalidParams(
+                    f"Invalid params: inputResponses[{key!r}] is not a valid answer to {kind}: {problem}",
+                    request_id=request_id,
+                )
+        accepted = {k: v for k, v in responses.items() if k in outstanding}
+        if accepted:
+            rec.answers.update(accepted)
+            rec.updated = self.clock()
+            rec.version += 1
+            self.changed = True
+            self.advance(rec)
+        self._saved(rec)
+        return rec
+
+    def cancel(self, task_id: Any, request_id: Any) -> TaskRecord:
+        """``tasks/cancel``: acknowledged always; honoured if the scenario says so and not ended."""
+        rec = self.find(task_id, request_id)
+        rec.cancel_asked = True
+        if rec.status not in TERMINAL and self.spec_of(rec).cancel == "honour":
+            rec.status = "cancelled"
+            rec.message = "cancelled at the client's request"
+            rec.updated = self.clock()
+            rec.version += 1
+            self.changed = True
+        self._saved(rec)
+        return rec
+
+    # ------------------------------------------------------------ wire shapes
+
+    def wire(self, rec: TaskRecord) -> dict[str, Any]:
+        """The ``Task`` fields (as in ``CreateTaskResult``)."""
+        spec = self.spec_of(rec)
+        interval = spec.pollIntervalMs
+        if rec.phase < len(spec.phases) and (pi := spec.phases[rec.phase].pollIntervalMs) is not None:
+            interval = pi
+        out: dict[str, Any] = {"taskId": rec.id, "status": rec.status}
+        if rec.message is not None:
+            out["statusMessage"] = rec.message
+        out["createdAt"] = iso(rec.created)
+        out["lastUpdatedAt"] = iso(rec.updated)
+        out["ttlMs"] = spec.ttlMs
+        out["pollIntervalMs"] = interval
+        return out
+
+    def detailed(self, rec: TaskRecord) -> dict[str, Any]:
+        """The ``DetailedTask``: the task with its status's payload (result, error, inputRequests)."""
+        out = self.wire(rec)
+        if rec.status == "input_required":
+            out["inputRequests"] = self.outstanding(rec)
+        elif rec.outcome is not None and rec.status in ("completed", "failed"):
+            out.update(rec.outcome)
+        return out
+
+    # ------------------------------------------------------------ notifications/tasks
+
+    def watch(self, subscription_id: Any, task_ids: list[str]) -> None:
+        for tid in task_ids:
+            rec = self.records.get(tid)
+            self.watchers.setdefault(tid, {})[subscription_id] = -1 if rec is None else rec.version
+
+    def unwatch(self, subscription_id: Any) -> None:
+        for tid in list(self.watchers):
+            subs = self.watchers[tid]
+            subs.pop(subscription_id, None)
+            if not subs:
+                del self.watchers[tid]
+
+    def notifications(self, rec: TaskRecord, live: Callable[[Any], bool]) -> list[Send]:
+        """``notifications/tasks`` for every stream watching ``rec`` that has not seen this version."""
+        subs = self.watchers.get(rec.id)
+        if not subs:
+            return []
+        out = []
+        for sid, seen in list(subs.items()):
+            if not live(sid):
+                del subs[sid]
+                continue
+            if seen != rec.version:
+                subs[sid] = rec.version
+                params = {**self.detailed(rec), "_meta": {p.META_SUBSCRIPTION_ID: sid}}
+                out.append(self.envelope.notification(p.TASKS_NOTIFICATION, params))
+        return out
+
+    def stream(self, subscription_id: Any, task_ids: list[str], live: Callable[[Any], bool]) -> Iterator[Action | None]:
+        """The rest of a listen stream that watches tasks: a notification whenever one changes.
+
+        It waits (``WaitTasks``) until the next moment time alone changes a
+        watched task, or until the shell says some request changed tasks,
+        brings the watched tasks up to date and sends what changed.
+        """
+        try:
+            while live(subscription_id):
+                deadlines = []
+                for tid in task_ids:
+                    rec = self.records.get(tid)
+                    if rec is None:
+                        continue
+                    if self.advance(rec):
+                        self._saved(rec)
+                    yield from self.notifications_for(rec, subscription_id, live)
+                    due = self.next_deadline(rec)
+                    if due is not None:
+                        deadlines.append(due)
+                wait = None if not deadlines else max(0.0, min(deadlines) - self.clock())
+                yield WaitTasks(wait)
+        finally:
+            self.unwatch(subscription_id)
+
+    def notifications_for(self, rec: TaskRecord, sid: Any, live: Callable[[Any], bool]) -> list[Send]:
+        subs = self.watchers.get(rec.id)
+        if subs is None or sid not in subs or subs[sid] == rec.version:
+            return []
+        subs[sid] = rec.version
+        params = {**self.detailed(rec), "_meta": {p.META_SUBSCRIPTION_ID: sid}}
+        return [self.envelope.notification(p.TASKS_NOTIFICATION, params)]
+
+    # ------------------------------------------------------------ bounds and the store
+
+    def _prune(self) -> None:
+        """Forget the oldest ended tasks past ``MAX_RECORDS`` (a session stays bounded)."""
+        if len(self.records) <= MAX_RECORDS:
+            return
+        for tid in [t for t, r in self.records.items() if r.status in TERMINAL][: len(self.records) - MAX_RECORDS]:
+            del self.records[tid]
+            if self.store is not None:
+                self.store.forget(tid)
+
+    def _saved(self, rec: TaskRecord) -> None:
+        if self.store is not None:
+            self.store.saved(rec)
+
+    def _sync(self) -> None:
+        if self.store is not None:
+            self.store.sync(self)
+
+
+__all__ = ["REQUIRED_CAPABILITY", "TERMINAL", "TaskRecord", "TaskTable", "has_extension", "iso", "missing_extension"]
