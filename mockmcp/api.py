@@ -33,10 +33,13 @@ class MockServer:
     def __init__(self, scenario: str, directory: Path, *, strict: bool = False, extra: tuple[str, ...] = ()) -> None:
         self.scenario = scenario
         self.directory = directory
-        self.journal_path = directory / "journal.jsonl"
+        # A session directory per mock: a client that restarts the mock, or spawns it twice (the
+        # TypeScript client's discover probe), is one session with one journal and one verdict.
+        self.session_path = directory / "session"
+        self.journal_path = self.session_path / "journal.jsonl"
         self.report_path = directory / "report.json"
         self.command = sys.executable
-        self.args = ["-m", "mockmcp", "run", scenario, "--journal", str(self.journal_path), "--report", str(self.report_path)]
+        self.args = ["-m", "mockmcp", "run", scenario, "--session", str(self.session_path), "--report", str(self.report_path)]
         if strict:
             self.args.append("--strict")
         self.args += list(extra)

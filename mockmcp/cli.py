@@ -96,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--report", metavar="FILE", help="write the verification report (JSON) to FILE at exit")
     run.add_argument("--strict", action="store_true",
                      help="exit non-zero if an expectation failed or the client broke a rule")
+    run.add_argument("--session", metavar="DIR",
+                     help="keep tasks, named state, counters and the journal in DIR, shared by every process "
+                          "started with it (one after another or at once); --report/--strict then judge the whole session")
     run.add_argument("--allow-absolute-paths", action="store_true",
                      help="let the scenario reference files outside its folder by absolute path")
     run.add_argument("--no-cache", action="store_true", help="do not use or write the scenario load cache")
@@ -133,6 +136,14 @@ def _parser() -> argparse.ArgumentParser:
     journal.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                          help="color the transcript: auto (only on a terminal, not with NO_COLOR), always or never")
     journal.add_argument("--html", metavar="OUT", help="write the exchange as one self-contained HTML timeline to OUT instead")
+    report = _command(
+        sub, "report", "judge a session directory: one verdict over all its processes",
+        "  mockmcp run tasks --session s/   # the client may restart it, or spawn it twice\n"
+        "  mockmcp report s/\n  mockmcp report s/ --per-process --json\n",
+    )
+    report.add_argument("directory", metavar="DIR", help="a session directory written by `mockmcp run --session DIR`")
+    report.add_argument("--per-process", action="store_true", help="also give each process's own verdict")
+    report.add_argument("--json", action="store_true", help="print the report as JSON (the shape `run --report` writes)")
     return ap
 
 
@@ -160,6 +171,8 @@ def _silence_stdout() -> None:
 def _dispatch(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "run" and args.session and args.journal:
+        parser.error("--journal cannot be combined with --session (the session keeps its journal in DIR/journal.jsonl)")
     match args.command:
         case "run":
             from .run import run
@@ -182,6 +195,10 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return 0
         case "journal":
             return _journal(args)
+        case "report":
+            from .sessionreport import report_command
+
+            return report_command(args.directory, per_process=args.per_process, as_json=args.json)
     parser.print_help(sys.stderr)  # bare `mockmcp`: the command list, then argparse's usage-error status
     return 2
 

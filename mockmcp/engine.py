@@ -65,6 +65,7 @@ class Engine:
         self.services.tasks = tasks
         self.envelope = envelope
         self._legacy = LegacyEra(self.services, HANDLERS) if scenario.protocol.era != "modern" else None
+        self._rules_in_order: list[object] | None = None
         self._overrides: dict[str, list[model.Rule]] = {}
         for o in scenario.methods:
             self._overrides.setdefault(o.method, []).extend(o.replies)
@@ -116,6 +117,32 @@ class Engine:
         self.session.finished(request_id)
         if self.tasks is not None:
             self.tasks.unwatch(request_id)
+
+    # ------------------------------------------------------------ a session kept across processes
+
+    def export_state(self) -> dict[str, Any]:
+        """What a session directory keeps besides task records: named state, rule counters, the
+        task serial (plain JSON; ``sessiondir`` writes it, and another process imports it)."""
+        out: dict[str, Any] = {"state": self.session.state, "counters": self.session.export_counters(self._rule_order())}
+        if self.tasks is not None:
+            out["serial"] = self.tasks.serial
+        return out
+
+    def import_state(self, data: dict[str, Any]) -> None:
+        if "state" in data:
+            self.session.set_state(data["state"])
+        if "counters" in data:
+            self.session.import_counters(self._rule_order(), data["counters"])
+        if self.tasks is not None and "serial" in data:
+            self.tasks.serial = max(self.tasks.serial, data["serial"])
+
+    def _rule_order(self) -> list[object]:
+        """Every rule in file order: counters are kept by place, since objects do not outlive a process."""
+        if self._rules_in_order is None:
+            from .check import iter_rules
+
+            self._rules_in_order = [rule for _, _, rule in iter_rules(self.scenario)]
+        return self._rules_in_order
 
     def take_task_changes(self) -> bool:
         """Did requests change tasks since the last call? (The shell then wakes task streams.)"""

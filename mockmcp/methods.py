@@ -213,7 +213,7 @@ def _listen(svc: Services, ctx: RequestContext) -> Plan:
             raise tasks.missing_extension(ctx.id, "listening for task notifications (taskIds)")
         table = svc.tasks
         if table is not None and _offers_tasks(svc):
-            honored["taskIds"] = [t for t in task_ids if t in table.records]
+            honored["taskIds"] = [t for t in task_ids if table.known(t)]
     svc.session.subscribe(Subscription(ctx.id, honored))
     ack = svc.envelope.notification(
         p.SUBSCRIPTIONS_ACKNOWLEDGED, {"_meta": {p.META_SUBSCRIPTION_ID: ctx.id}, "notifications": honored}

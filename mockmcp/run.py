@@ -42,7 +42,19 @@ def run(args: argparse.Namespace) -> int:
     if scenario.protocol.ignoreSigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     engine = new_engine(scenario, seed=args.seed, time_scale=args.time_scale)
-    conn = Connection(engine, max_line=args.max_line_bytes or DEFAULT_MAX_LINE)
+    conn: Any = Connection(engine, max_line=args.max_line_bytes or DEFAULT_MAX_LINE)
+    session = getattr(args, "session", None)
+    if session:
+        from .sessiondir import SessionConnection, SessionError, SessionStore, scenario_ref
+
+        try:
+            store = SessionStore(session, scenario_ref(args.scenario))
+            store.check(engine)
+        except SessionError as exc:
+            print(f"mockmcp: {exc}", file=sys.stderr)
+            return 2
+        conn = SessionConnection(conn, store)
+        args.journal = store.journal  # the session's journal: `mockmcp report DIR` judges it
     gc.freeze()
     # Young collections every 10,000 allocations, not 700: a busy mock allocates many
     # short-lived objects per message and thousands of tasks (streams, timers) live long;
@@ -129,4 +141,5 @@ def _observers(args: argparse.Namespace, engine: Any, conn: Any, log: Any) -> di
         return {}
     from .verify import attach
 
-    return attach(engine, conn, log, journal=args.journal, report=args.report, strict=args.strict)
+    return attach(engine, conn, log, journal=args.journal, report=args.report, strict=args.strict,
+                  session=getattr(args, "session", None))

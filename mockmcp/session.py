@@ -111,3 +111,22 @@ class Session:
 
     def set_state(self, state: str) -> None:
         self.state = state
+
+    # ------------------------------------------------------------ kept across processes (--session)
+
+    def export_counters(self, rules: list[object]) -> dict[str, list[int]]:
+        """Rule counters by the rule's place in ``rules``: {index: [matched, sequence answers]}."""
+        out = {}
+        for i, rule in enumerate(rules):
+            matched = self._matches.get(id(rule), 0)
+            used = self._sequence_use.get(id(rule), (rule, 0))[1]
+            if matched or used:
+                out[str(i)] = [matched, used]
+        return out
+
+    def import_counters(self, rules: list[object], counters: dict[str, list[int]]) -> None:
+        for key, (matched, used) in counters.items():
+            rule = rules[int(key)]
+            self._rules[id(rule)] = rule
+            self._matches[id(rule)] = matched
+            self._sequence_use[id(rule)] = (rule, used)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import hmac
+import json
 from typing import Any, Callable, Iterable, Iterator
 
 from . import errors, jsonrpc, model, mrtr, protocol as p, templates
@@ -114,10 +115,14 @@ class TaskTable:
         self.time_scale = time_scale
         self._key = hashlib.sha256(b"mockmcp task ids\0" + key).digest()
         self.records: dict[str, TaskRecord] = {}
+        # Records another process wrote, as the JSON text the session store read: parsed when
+        # first looked at (a session of 10,000 ended tasks starts without parsing them).
+        self.raw: dict[str, str] = {}
+        self.dirty: dict[str, None] = {}  # ids changed since the store last took them
+        self.forgotten: dict[str, None] = {}  # ids pruned (the store compacts them away)
         self.serial = 0
         self.state: Callable[[], str] = lambda: "start"
         self.render_outcome: Callable[[RequestContext, list[model.Step]], dict[str, Any]] | None = None
-        self.store: Any = None  # set by the shell: saved(record), sync() (see sessiondir.py)
         self.changed = False  # set on every change; the shell wakes the streams that watch tasks
         # task id -> {subscription id: version last sent}: the streams listening for it (this process)
         self.watchers: dict[str, dict[Any, int]] = {}
@@ -131,7 +136,6 @@ class TaskTable:
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
     def create(self, ctx: RequestContext, spec: model.TaskSpec) -> TaskRecord:
-        self._sync()
         now = self.clock()
         params = {k: v for k, v in ctx.params.items() if k in ("name", "arguments")}
         rec = TaskRecord(self.new_id(), self._index[id(spec)], params, ctx.meta, now)
@@ -265,8 +269,7 @@ class TaskTable:
             raise errors.InvalidParams("Invalid params: 'taskId' missing", request_id=request_id)
         if type(task_id) is not str:
             raise errors.InvalidParams("Invalid params: 'taskId' must be a string", request_id=request_id)
-        self._sync()
-        rec = self.records.get(task_id)
+        rec = self.get(task_id)
         if rec is None:
             raise errors.InvalidParams("Failed to retrieve task: Task not found", data={"taskId": task_id}, request_id=request_id)
         spec = self.spec_of(rec)
@@ -366,9 +369,26 @@ class TaskTable:
 
     # ------------------------------------------------------------ notifications/tasks
 
+    def get(self, task_id: str) -> TaskRecord | None:
+        """The record of ``task_id`` (parsed now if the store read it as text)."""
+        rec = self.records.get(task_id)
+        if rec is None:
+            text = self.raw.pop(task_id, None)
+            if text is not None:
+                rec = self.records[task_id] = TaskRecord.from_json(json.loads(text))
+        return rec
+
+    def known(self, task_id: str) -> bool:
+        return task_id in self.records or task_id in self.raw
+
+    def load(self, task_id: str, text: str) -> None:
+        """The store read a newer version of a record (another process changed it)."""
+        self.records.pop(task_id, None)
+        self.raw[task_id] = text
+
     def watch(self, subscription_id: Any, task_ids: list[str]) -> None:
         for tid in task_ids:
-            rec = self.records.get(tid)
+            rec = self.get(tid)
             self.watchers.setdefault(tid, {})[subscription_id] = -1 if rec is None else rec.version
 
     def unwatch(self, subscription_id: Any) -> None:
@@ -405,7 +425,7 @@ class TaskTable:
             while live(subscription_id):
                 deadlines = []
                 for tid in task_ids:
-                    rec = self.records.get(tid)
+                    rec = self.get(tid)
                     if rec is None:
                         continue
                     if self.advance(rec):
@@ -430,21 +450,25 @@ class TaskTable:
     # ------------------------------------------------------------ bounds and the store
 
     def _prune(self) -> None:
-        """Forget the oldest ended tasks past ``MAX_RECORDS`` (a session stays bounded)."""
-        if len(self.records) <= MAX_RECORDS:
+        """Forget the oldest ended tasks past ``MAX_RECORDS`` (memory, and a session's store, stay bounded)."""
+        excess = len(self.records) + len(self.raw) - MAX_RECORDS
+        if excess <= 0:
             return
-        for tid in [t for t, r in self.records.items() if r.status in TERMINAL][: len(self.records) - MAX_RECORDS]:
+        for tid in list(self.raw):  # rare: past the bound, what other processes wrote is read too
+            self.get(tid)
+        for tid in [t for t, r in self.records.items() if r.status in TERMINAL][:excess]:
             del self.records[tid]
-            if self.store is not None:
-                self.store.forget(tid)
+            self.dirty.pop(tid, None)
+            self.forgotten[tid] = None
 
     def _saved(self, rec: TaskRecord) -> None:
-        if self.store is not None:
-            self.store.saved(rec)
+        self.dirty[rec.id] = None
 
-    def _sync(self) -> None:
-        if self.store is not None:
-            self.store.sync(self)
+    def take_dirty(self) -> list[TaskRecord]:
+        """The records changed since the last call (the session store writes them)."""
+        out = [self.records[t] for t in self.dirty if t in self.records]
+        self.dirty.clear()
+        return out
 
 
 __all__ = ["REQUIRED_CAPABILITY", "TERMINAL", "TaskRecord", "TaskTable", "has_extension", "iso", "missing_extension"]

@@ -29,8 +29,9 @@ MAX_PER_CHECK = 100  # findings kept per check id (the rest are only counted)
 
 
 class Verifier:
-    def __init__(self, engine: Any, log: Any, *, journal: str | None, report: str | None, strict: bool) -> None:
+    def __init__(self, engine: Any, log: Any, *, journal: str | None, report: str | None, strict: bool, session: str | None = None) -> None:
         self.engine = engine
+        self.session = session  # a session directory: the report judges all its processes
         self.log = log
         self.strict = strict
         self.report_path = report.replace("{pid}", str(os.getpid())) if report else None
@@ -160,6 +161,13 @@ class Verifier:
 
     def finish(self, status: int) -> int:
         report = self.report()
+        if self.session is not None:
+            from .sessionreport import session_report
+
+            own = report
+            report = session_report(self.session, self.engine.scenario.expectations)
+            report["pid"] = own["pid"]
+            report["counts"] = {**own["counts"], **report["counts"]}
         if self.report_path:
             tmp = f"{self.report_path}.{os.getpid()}.tmp"
             try:
@@ -200,8 +208,9 @@ class Verifier:
         self.log.raw("\n".join(lines) + "\n")
 
 
-def attach(engine: Any, conn: Any, log: Any, *, journal: str | None = None, report: str | None = None, strict: bool = False) -> dict[str, Any]:
-    v = Verifier(engine, log, journal=journal, report=report, strict=strict)
+def attach(engine: Any, conn: Any, log: Any, *, journal: str | None = None, report: str | None = None, strict: bool = False,
+           session: str | None = None) -> dict[str, Any]:
+    v = Verifier(engine, log, journal=journal, report=report, strict=strict, session=session)
     engine.services.track_unknown = True
     conn.observers.append(v.inbound)
     plan_observers = getattr(conn, "plan_observers", None)
