@@ -49,6 +49,12 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "removed.logging.setLevel": ("error", "changelog#major-changes", "logging/setLevel (use _meta io.modelcontextprotocol/logLevel)"),
     "removed.resources.subscribe": ("error", "basic/patterns/subscriptions", "resources/subscribe or resources/unsubscribe (use subscriptions/listen)"),
     "expect.unmatched": ("error", "docs/verification.md#unmatched-requests", "a request no scenario rule matched (with the closest rule)"),
+    # The Tasks extension (io.modelcontextprotocol/tasks), checked by taskchecks.py.
+    "tasks.capability.missing": ("error", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#protocol-errors", "tasks/get, tasks/update or tasks/cancel without the extension in the request's client capabilities (the server MUST refuse it)"),
+    "tasks.poll.tooFast": ("warning", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#task-polling", "tasks/get sooner than the task's pollIntervalMs after the last look (clients SHOULD respect it)"),
+    "tasks.poll.afterTerminal": ("note", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#task-polling", "tasks/get for a task already completed, failed or cancelled (poll until a terminal status, then stop)"),
+    "tasks.update.notOutstanding": ("error", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#task-update-requests", "tasks/update answering keys that are not outstanding: never asked, or answered already (each key MUST be outstanding)"),
+    "tasks.result.unsupported": ("error", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#capability-negotiation", "following a task the server returned to a request the extension does not augment (the client MUST treat it as an invalid response)"),
 }
 
 _REMOVED = {
@@ -62,7 +68,7 @@ _REMOVED = {
 
 def spec_url(section: str) -> str:
     """The spec address of a check's section (our own docs for mock-specific checks)."""
-    return section if section.startswith("docs/") else _SPEC + section
+    return section if section.startswith(("docs/", "https://")) else _SPEC + section
 
 
 class Finding:

@@ -162,6 +162,9 @@ class TaskTable:
             phase = spec.phases[rec.phase]
             rec.status = phase.status
             rec.message = phase.statusMessage if phase.statusMessage is not None else spec.statusMessage
+            if phase.status == "input_required" and spec.faults is not None and spec.faults.reuseInputKey:
+                for key in self.input_keys(rec, phase):  # the fault: a key answered before is asked again
+                    rec.answers.pop(key, None)
         rec.version += 1
         self.changed = True
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from typing import Any
 
 from . import jsonrpc
@@ -38,6 +39,11 @@ class Verifier:
         self.journal = JournalWriter(journal) if journal else None
         self.checker = ClientChecker(modern_only=engine.protocol.era == "modern")
         self.tracker = ExpectationTracker(engine.scenario.expectations)
+        self.tasks = None
+        if engine.tasks is not None or any(e.method.startswith("tasks/") for e in engine.scenario.expectations):
+            from .taskchecks import TaskChecker
+
+            self.tasks = TaskChecker(engine.services.steps.time_scale)
         self.findings: list[Finding] = []
         self.per_check: dict[str, int] = {}
         self.counts = {"requests": 0, "notifications": 0, "clientResponses": 0, "invalid": 0, "sent": 0, "rawWrites": 0, "cancelled": 0}
@@ -68,6 +74,8 @@ class Verifier:
             self.counts["requests"] += 1
             self.tracker.observe(msg.id, msg.method, msg.params)
             self._found(self.checker.request(msg.id, msg.method, msg.params, msg.message))
+            if self.tasks is not None:
+                self._found(self.tasks.request(msg.id, msg.method, msg.params, msg.message, time.monotonic()))
         elif type(msg) is jsonrpc.Notification:
             self.counts["notifications"] += 1
             # expectations can ask for notifications too (e.g. notifications/cancelled after a timeout)
@@ -98,6 +106,8 @@ class Verifier:
             else:
                 self.journal.write("out", message=message)
         self.checker.server_message(message)
+        if self.tasks is not None:
+            self.tasks.server_message(message, time.monotonic())
 
     def event(self, kind: str, info: dict[str, Any]) -> None:
         if kind == "cancelled":

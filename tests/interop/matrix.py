@@ -174,8 +174,10 @@ def generic_plan(scenario: Any, command: list[str], timeout_ms: int = DEFAULT_TI
 
 
 def mock_command(scenario_path: Path, workdir: Path) -> list[str]:
+    # One session directory per cell: every process the client spawns (the TypeScript probe, a
+    # restart) shares the journal, and each report judges the whole session so far.
     return [sys.executable, "-m", "mockmcp", "run", str(scenario_path),
-            "--journal", str(workdir / "journal.jsonl"), "--report", str(workdir / "report-{pid}.json")]
+            "--session", str(workdir / "session"), "--report", str(workdir / "report-{pid}.json")]
 
 
 # ------------------------------------------------------------------ one cell
@@ -186,10 +188,11 @@ def session_report(workdir: Path) -> dict[str, Any] | None:
 
     The session process is the one that received the most requests, per the journal;
     if it wrote no report (it died, or was killed), there is none, even if the probe wrote one.
+    Its report judges every process of the session directory (the probe's discover too).
     """
     from mockmcp.journal import read_journal
 
-    journal = workdir / "journal.jsonl"
+    journal = journal_path(workdir)
     requests: dict[int, int] = {}
     if journal.exists():
         for rec in read_journal(journal):
@@ -201,6 +204,11 @@ def session_report(workdir: Path) -> dict[str, Any] | None:
     pid = max(requests, key=lambda p: (requests[p], p))
     path = workdir / f"report-{pid}.json"
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def journal_path(workdir: Path) -> Path:
+    """The cell's journal: the session directory's, shared by every process of the cell."""
+    return workdir / "session" / "journal.jsonl"
 
 
 def inbound_methods(journal: Path) -> dict[str, int]:
@@ -294,7 +302,7 @@ class CellRun:
     def take(self, result: dict[str, Any]) -> None:
         """Merge one session's result; decide whether another session is needed."""
         got = result.get("ops", [])
-        for method, n in inbound_methods(self.work / "journal.jsonl").items():
+        for method, n in inbound_methods(journal_path(self.work)).items():
             self.inbound[method] = self.inbound.get(method, 0) + n
         merged = self.merged
         if self.session == 1:
@@ -359,7 +367,7 @@ def _run_sessions(scenario_path: Path, client: str, ops: list[dict[str, Any]], t
         except ClientUnavailable as exc:
             result = {"client": client, "crash": f"client unavailable: {exc}"}
         got = result.get("ops", [])
-        for method, n in inbound_methods(work / "journal.jsonl").items():
+        for method, n in inbound_methods(journal_path(work)).items():
             inbound[method] = inbound.get(method, 0) + n
         if session == 1:
             merged = result
