@@ -53,7 +53,7 @@ def label(index: int, e: model.Expectation) -> str:
 def request_matches(e: model.Expectation, method: str, params: dict[str, Any]) -> bool:
     if method != e.method:
         return False
-    if not e.retries and ("requestState" in params or "inputResponses" in params):
+    if not e.retries and method in p.INPUT_REQUIRED_METHODS and ("requestState" in params or "inputResponses" in params):
         return False
     if e.name is not None and params.get("name") != e.name:
         return False

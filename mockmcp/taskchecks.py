@@ -112,6 +112,8 @@ class TaskChecker:
             self.tasks[tid] = _Task(method, result.get("pollIntervalMs"), now)
             del_old(self.tasks)
         elif method == p.TASKS_GET:
+            if tid not in self.tasks:  # created by an earlier process of the session: follow it from here
+                self.tasks[tid] = _Task(p.TOOLS_CALL, result.get("pollIntervalMs"), now)
             self._observe(result)
 
     def _observe(self, task_state: dict[str, Any]) -> None:

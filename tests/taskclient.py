@@ -47,7 +47,13 @@ class TaskClient:
         return rid
 
     def read(self, timeout: float = 20.0) -> dict[str, Any]:
-        """The next message the mock wrote (fails after ``timeout`` seconds)."""
+        """The next message the mock wrote (fails after ``timeout`` seconds, or if it closed stdout)."""
+        msg = self.read_or_eof(timeout)
+        assert msg is not None, f"the mock closed stdout; stderr: {self.proc.stderr.read().decode() if self.proc.stderr else ''}"
+        return msg
+
+    def read_or_eof(self, timeout: float = 20.0) -> dict[str, Any] | None:
+        """The next message, or ``None`` when the mock closed stdout (it exited)."""
         assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout
         while b"\n" not in self._buffer:
@@ -56,15 +62,21 @@ class TaskClient:
             ready, _, _ = select.select([self.proc.stdout], [], [], left)
             if ready:
                 chunk = self.proc.stdout.read1(65536)  # type: ignore[union-attr]
-                assert chunk, f"the mock closed stdout; stderr: {self.proc.stderr.read().decode() if self.proc.stderr else ''}"
+                if not chunk:
+                    return None
                 self._buffer += chunk
         raw, self._buffer = self._buffer.split(b"\n", 1)
         return json.loads(raw)  # type: ignore[no-any-return]
 
     def answer(self, rid: int, timeout: float = 20.0) -> dict[str, Any]:
+        msg = self.answer_or_eof(rid, timeout)
+        assert msg is not None, f"the mock exited before answering {rid}"
+        return msg
+
+    def answer_or_eof(self, rid: int, timeout: float = 20.0) -> dict[str, Any] | None:
         while True:
-            msg = self.read(timeout)
-            if msg.get("id") == rid and "method" not in msg:
+            msg = self.read_or_eof(timeout)
+            if msg is None or (msg.get("id") == rid and "method" not in msg):
                 return msg
             self.notifications.append(msg)
 
