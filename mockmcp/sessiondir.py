@@ -14,7 +14,7 @@ What is in ``DIR``:
   (a task record), ``E JSON`` (named state, counters, the task serial), ``F ID``
   (a task forgotten past the bound). A process reads what others appended
   since it last looked, so no process ever rewrites what it has not read.
-  When the log grows past four times what is live in it (and 1 MiB), it is
+  When the log grows past one and a half times what is live in it (and 1 MiB), it is
   compacted to the live lines: written aside, then renamed over, so a reader
   sees the old file or the new one (it notices the new one by its inode).
 - ``lock``: every input chunk is handled under ``fcntl.flock`` on it: read the
@@ -59,7 +59,7 @@ class SessionStore:
         self._log_fd: int | None = None
         self._inode: int | None = None
         self._offset = 0
-        self._live: dict[str, str] = {}  # key (T:id, E) -> its latest line, for compaction
+        self._live: dict[str, str] = {}  # task id (or "E") -> its latest line, for compaction
         self._live_bytes = 0
         self._last_state: str | None = None
         self.corrupt_lines = 0
@@ -162,34 +162,50 @@ class SessionStore:
             raise SessionError(f"{self._path(LOG)}: cannot read: {exc.strerror}") from None
         end = data.rfind(b"\n") + 1  # a line still being written is read next time
         self._offset += end
+        try:
+            text = data[:end].decode("utf-8")
+        except UnicodeDecodeError:
+            self.corrupt_lines += 1
+            return
         tasks = engine.tasks
+        live = self._live
+        raw = tasks.raw if tasks is not None else None
+        records = tasks.records if tasks is not None else {}
         state: str | None = None
-        for raw in data[:end].split(b"\n")[:-1]:
-            try:
-                line = raw.decode("utf-8")
-                kind, _, rest = line.partition(" ")
-                if kind == "T":
-                    tid, _, text = rest.partition(" ")
-                    if not text.startswith("{") or tasks is None:
-                        raise ValueError("not a task record")
-                    tasks.load(tid, text)
-                    self._remember("T:" + tid, line)
-                elif kind == "E":
-                    json.loads(rest)  # checked here, applied once (the last one wins)
-                    state = rest
-                    self._remember("E", line)
-                elif kind == "F":
-                    if tasks is not None:
-                        tasks.records.pop(rest, None)
-                        tasks.raw.pop(rest, None)
-                    self._forget("T:" + rest)
-                else:
-                    raise ValueError(f"unknown record kind {kind!r}")
-            except ValueError:  # (UnicodeDecodeError is one) counted: refused at start-up, skipped later
+        # One pass, no JSON: a task record stays text until the task is looked at (a
+        # session of 10,000 ended tasks starts without parsing one of them).
+        for line in text.split("\n")[:-1]:
+            kind = line[:2]
+            if kind == "T " and raw is not None:
+                tid, _, body = line[2:].partition(" ")
+                if not body.startswith("{"):
+                    self.corrupt_lines += 1
+                    continue
+                records.pop(tid, None)
+                raw[tid] = body
+                old = live.get(tid)
+                self._live_bytes += len(line) + 1 - (len(old) + 1 if old is not None else 0)
+                live[tid] = line
+            elif kind == "E ":
+                if not (line.startswith("E {") and line.endswith("}")):
+                    self.corrupt_lines += 1
+                    continue
+                state = line[2:]
+                self._remember("E", line)
+            elif kind == "F ":
+                tid = line[2:]
+                records.pop(tid, None)
+                if raw is not None:
+                    raw.pop(tid, None)
+                self._forget(tid)
+            else:
                 self.corrupt_lines += 1
         if state is not None:
             self._last_state = state
-            engine.import_state(json.loads(state))
+            try:
+                engine.import_state(json.loads(state))
+            except (ValueError, KeyError, IndexError, TypeError):  # a state record that does not fit
+                self.corrupt_lines += 1
 
     def check(self, engine: Any) -> None:
         """At start-up: read the whole log, so a corrupt directory is refused before serving."""
@@ -208,10 +224,10 @@ class SessionStore:
             for rec in tasks.take_dirty():
                 line = f"T {rec.id} {_encode(rec.to_json())}"
                 lines.append(line)
-                self._remember("T:" + rec.id, line)
+                self._remember(rec.id, line)
             for tid in tasks.forgotten:
                 lines.append(f"F {tid}")
-                self._forget("T:" + tid)
+                self._forget(tid)
             tasks.forgotten.clear()
         state = _encode(engine.export_state())
         if state != self._last_state:
@@ -227,7 +243,7 @@ class SessionStore:
         while written < len(data):
             written += os.write(fd, data[written:])
         self._offset += len(data)
-        if self._offset > COMPACT_MIN and self._offset > 4 * self._live_bytes:
+        if self._offset > COMPACT_MIN and self._offset > 1.5 * self._live_bytes:
             self._compact()
 
     def _log(self) -> int:

@@ -121,6 +121,7 @@ class TaskTable:
         self.dirty: dict[str, None] = {}  # ids changed since the store last took them
         self.forgotten: dict[str, None] = {}  # ids pruned (the store compacts them away)
         self.serial = 0
+        self._texts: dict[str, tuple[int, str]] = {}  # task id -> (version, tasks/get result text)
         self.state: Callable[[], str] = lambda: "start"
         self.render_outcome: Callable[[RequestContext, list[model.Step]], dict[str, Any]] | None = None
         self.changed = False  # set on every change; the shell wakes the streams that watch tasks
@@ -282,13 +283,26 @@ class TaskTable:
             self._saved(rec)
         return rec
 
-    def poll(self, task_id: Any, request_id: Any) -> TaskRecord:
-        """``tasks/get``: the task as it is now; the poll counts for the phase it is in."""
-        rec = self.find(task_id, request_id)
+    def count_poll(self, rec: TaskRecord) -> None:
+        """A ``tasks/get`` answered: the poll counts for the phase the task is in."""
         rec.polls += 1
         rec.total_polls += 1
         self._saved(rec)
-        return rec
+
+    def get_result_text(self, rec: TaskRecord) -> str:
+        """The ``tasks/get`` result as JSON text, encoded once per version of the task.
+
+        Polling is what clients of the extension do most: a task that has not
+        changed is answered from this text (the request id is the only hole),
+        so a poll costs little more than a compiled reply."""
+        cached = self._texts.get(rec.id)
+        if cached is not None and cached[0] == rec.version:
+            return cached[1]
+        text = jsonrpc.encode_text(self.envelope.complete(p.TASKS_GET, self.detailed(rec)))
+        if len(self._texts) >= MAX_RECORDS:
+            self._texts.clear()
+        self._texts[rec.id] = (rec.version, text)
+        return text
 
     def after_poll(self, rec: TaskRecord) -> None:
         """A poll may end a ``polls:`` phase: the next look at the task sees the next phase."""
