@@ -316,6 +316,9 @@ STEP_CASES: list[tuple[model.Step, dict[str, Any], Any]] = [
     (model.StopReadingStep(stopReading="forever"), {}, lambda a: a[0] == StopReading(None)),
     (model.CloseStdoutStep(closeStdout=True), {}, lambda a: a[0] == CloseStdout()),
     (model.HugeStep(huge=model.HugeSpec(bytes=7, char="é")), {}, lambda a: result_of(a[0])["content"][0]["text"] == "ééé"),
+    # a task for a client without the extension: the outcome at once, as scripted (tasks: tests/test_tasks.py)
+    (model.TaskStep(task=model.TaskSpec(withoutCapability="answer", outcome=[model.TextStep(text="later {{ name }}")])), {},
+     lambda a: result_of(a[0])["content"] == [{"type": "text", "text": "later t"}] and len(a) == 1),
 ]
 
 

@@ -207,8 +207,10 @@ def session_report(workdir: Path) -> dict[str, Any] | None:
 
 
 def journal_path(workdir: Path) -> Path:
-    """The cell's journal: the session directory's, shared by every process of the cell."""
-    return workdir / "session" / "journal.jsonl"
+    """The cell's journal: the session directory's, shared by every process of the cell
+    (a workdir whose mock ran with ``--journal`` instead keeps it at the top)."""
+    session = workdir / "session" / "journal.jsonl"
+    return session if session.exists() else workdir / "journal.jsonl"
 
 
 def inbound_methods(journal: Path) -> dict[str, int]:
