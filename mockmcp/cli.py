@@ -99,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-absolute-paths", action="store_true",
                      help="let the scenario reference files outside its folder by absolute path")
     run.add_argument("--no-cache", action="store_true", help="do not use or write the scenario load cache")
+    run.add_argument("--control", metavar="PATH",
+                     help="listen for control requests on a Unix socket at PATH, mode 0600 (see docs/control.md)")
 
     check = _command(sub, "check", "validate scenario files", "  mockmcp check weather.yaml\n  mockmcp check scenarios/*.yaml\n")
     check.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="a scenario file or the name of a bundled scenario")

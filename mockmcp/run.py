@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
     observers = _observers(args, engine, conn, log)
+    control = _control(args, engine, conn, observers)
 
     async def main() -> int:
         stdin = trio.lowlevel.FdStream(os.dup(0))
@@ -78,6 +79,16 @@ def run(args: argparse.Namespace) -> int:
                         return
 
             nursery.start_soon(watch_signals)
+            if control is not None:
+                from .controlshell import ControlPathError, ControlServer
+
+                server = ControlServer(args.control, control, shell, log=log)
+                try:
+                    sock = await server.bind()
+                except ControlPathError as exc:
+                    log("error", f"--control: {exc}")
+                    return 2
+                await nursery.start(server.serve, sock)
             status = await shell.serve()
             nursery.cancel_scope.cancel()
         return status
@@ -117,6 +128,28 @@ def _close_stdout() -> None:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.close(null)
+
+
+def _control(args: argparse.Namespace, engine: Any, conn: Any, observers: dict[str, Any]) -> Any:
+    """With ``--control PATH``: the control core, hooked to what the connection reads and the shell writes."""
+    if not getattr(args, "control", None):
+        return None
+    from . import fragments
+    from .control import Control
+
+    control = Control(engine, fragments)
+    conn.observers.append(control.inbound)
+    seen = observers.get("output")
+    if seen is None:
+        observers["output"] = control.outbound
+    else:
+
+        def both(message: Any, data: bytes) -> None:
+            seen(message, data)
+            control.outbound(message, data)
+
+        observers["output"] = both
+    return control
 
 
 def _observers(args: argparse.Namespace, engine: Any, conn: Any, log: Any) -> dict[str, Any]:
