@@ -68,6 +68,16 @@ def run(args: argparse.Namespace) -> int:
             close_stdout=_close_stdout,
         )
         status = 0
+        listening = None
+        if control is not None:
+            from .controlshell import ControlPathError, ControlServer
+
+            server = ControlServer(args.control, control, shell, log=log)
+            try:
+                listening = server, await server.bind()
+            except ControlPathError as exc:
+                log("error", f"--control: {exc}")
+                return 2
         async with trio.open_nursery() as nursery:
 
             async def watch_signals() -> None:
@@ -79,16 +89,8 @@ def run(args: argparse.Namespace) -> int:
                         return
 
             nursery.start_soon(watch_signals)
-            if control is not None:
-                from .controlshell import ControlPathError, ControlServer
-
-                server = ControlServer(args.control, control, shell, log=log)
-                try:
-                    sock = await server.bind()
-                except ControlPathError as exc:
-                    log("error", f"--control: {exc}")
-                    return 2
-                await nursery.start(server.serve, sock)
+            if listening is not None:
+                await nursery.start(listening[0].serve, listening[1])
             status = await shell.serve()
             nursery.cancel_scope.cancel()
         return status

@@ -43,6 +43,8 @@ CORE = [
     "rounds",
     "services",
     "quickload",
+    "armed",
+    "control",
 ]
 FORBIDDEN = ("trio", "yaml", "cattrs")
 FORBIDDEN_STDLIB = ("os", "pathlib", "time", "random", "socket", "subprocess", "shutil", "tempfile", "io", "secrets")
