@@ -198,24 +198,27 @@ class SyncControl(_Operations):
         self.connect_timeout = connect_timeout
         self._ids = itertools.count(1)
 
-    def _connect(self) -> socket.socket:
-        deadline = time.monotonic() + self.connect_timeout
-        while True:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                sock.connect(self.path)
-                return sock
-            except (FileNotFoundError, ConnectionRefusedError):
-                sock.close()
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.01)
-
     def _call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
-        with self._connect() as sock:
-            sock.sendall(_request(next(self._ids), op, params))
-            with sock.makefile("rb") as f:
-                return _result(f.readline(), pick)
+        return _result(exchange(self.path, _request(next(self._ids), op, params), self.connect_timeout), pick)
+
+
+def exchange(path: str, data: bytes, connect_timeout: float = CONNECT_TIMEOUT) -> bytes:
+    """Send one request line over a new connection and read its response line (blocking)."""
+    deadline = time.monotonic() + connect_timeout
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            break
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+    with sock:
+        sock.sendall(data)
+        with sock.makefile("rb") as f:
+            return f.readline()
 
 
 class AsyncControl(_Operations):

@@ -217,3 +217,20 @@ def test_an_existing_path_is_refused_unless_a_stale_socket(tmp_path):
         assert m.ctl.position() >= 0
     finally:
         m.close()
+
+
+def test_the_ctl_command_prints_the_response_and_exits_non_zero_on_an_error(mock, tmp_path):
+    def ctl(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(mockmcp_cmd("ctl", *args), capture_output=True, timeout=30)
+
+    mock.send(listen(1, toolsListChanged=True))
+    assert mock.read()["method"] == "notifications/subscriptions/acknowledged"
+    done = ctl(mock.path, "emit", "event=tools/list_changed")
+    assert done.returncode == 0 and json.loads(done.stdout) == {"jsonrpc": "2.0", "id": 1, "result": {"delivered": 1}}
+    assert mock.read()["method"] == "notifications/tools/list_changed"
+    done = ctl(mock.path, "add", "kind=tool", 'definition={"name": "w", "inputSchema": {"type": "array"}}')
+    assert done.returncode == 1 and json.loads(done.stdout)["error"]["data"]["problems"][0]["path"] == "$.params.definition.inputSchema"
+    done = ctl(mock.path, "setState", "state=ready")  # a value that is not JSON is a string
+    assert done.returncode == 0 and json.loads(done.stdout)["result"]["state"] == "ready"
+    done = ctl(str(tmp_path / "nowhere.sock"), "ping")
+    assert done.returncode == 2 and b"cannot reach" in done.stderr
