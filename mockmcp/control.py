@@ -252,7 +252,7 @@ class Control:
                     if waiter.on_done is not None:
                         waiter.on_done()
 
-    def outbound(self, message: Any, data: bytes) -> None:
+    def outbound(self, data: bytes) -> None:
         """The shell's output observer: record a line written to stdout (decoded only when read)."""
         pos = self._position
         self._position = pos + 1

@@ -86,6 +86,7 @@ class ControlServer:
         self.log = log if log is not None else shell.log
         self.clients = 0
         shell.controllable = True
+        shell.on_data = control.outbound
 
     async def bind(self) -> trio.socket.SocketType:
         """Create the socket at PATH, mode 0600 from its first instant (raises ``ControlPathError``)."""

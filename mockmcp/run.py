@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
     observers = _observers(args, engine, conn, log)
-    control = _control(args, engine, conn, observers)
+    control = _control(args, engine, conn)
 
     async def main() -> int:
         stdin = trio.lowlevel.FdStream(os.dup(0))
@@ -132,7 +132,7 @@ def _close_stdout() -> None:
     os.close(null)
 
 
-def _control(args: argparse.Namespace, engine: Any, conn: Any, observers: dict[str, Any]) -> Any:
+def _control(args: argparse.Namespace, engine: Any, conn: Any) -> Any:
     """With ``--control PATH``: the control core, hooked to what the connection reads and the shell writes."""
     if not getattr(args, "control", None):
         return None
@@ -140,17 +140,7 @@ def _control(args: argparse.Namespace, engine: Any, conn: Any, observers: dict[s
     from .control import Control
 
     control = Control(engine, fragments)
-    conn.observers.append(control.inbound)
-    seen = observers.get("output")
-    if seen is None:
-        observers["output"] = control.outbound
-    else:
-
-        def both(message: Any, data: bytes) -> None:
-            seen(message, data)
-            control.outbound(message, data)
-
-        observers["output"] = both
+    conn.observers.append(control.inbound)  # (what the shell writes: ControlServer hooks Shell.on_data)
     return control
 
 

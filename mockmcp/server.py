@@ -79,6 +79,7 @@ class Shell:
         # The control channel (controlshell) pauses, resumes and stops the reader: it then
         # reads in a cancel scope of its own (plain runs skip that cost: ``controllable``).
         self.controllable = False
+        self.on_data: Callable[[bytes], None] | None = None  # every line written, undecoded (the control journal)
         self._read_scope: trio.CancelScope | None = None
         self._reading_changed = trio.Event()
         self._stopped = False
@@ -87,6 +88,8 @@ class Shell:
     def _emitted(self, send: Send) -> None:
         if self.on_output is not None:
             self.on_output(send.message, send.data)
+        if self.on_data is not None:
+            self.on_data(send.data)
 
     # ---------------------------------------------------------- control (controlshell)
 

@@ -63,7 +63,7 @@ class Rig:
             assert isinstance(plan, Plan)
             for action in plan.actions:
                 if isinstance(action, Send):
-                    self.control.outbound(action.message, action.data)
+                    self.control.outbound(action.data)
                     out.append(json.loads(action.data))
         return out
 
