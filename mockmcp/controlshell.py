@@ -7,9 +7,9 @@ existing PATH is refused unless it is a stale socket of ours (a socket owned
 by us that nobody accepts on, as a crashed mock leaves behind); the socket is
 removed at exit.
 
-Each client gets a reader (lines framed with a bound) and one writer task fed
-by a small channel: a client that stops reading its answers fills the
-channel and is then no longer read, and nothing it does can block the MCP
+Each client gets a reader (lines framed with a bound) whose answers are written
+in turn (``_Answers``): a client that stops reading its answers fills its
+socket buffer and is then no longer read, and nothing it does can block the MCP
 stream (the core's work per line is synchronous and bounded; MCP lines go
 through the shell's own writer). ``waitFor`` parks in a task of its own, at
 most ``MAX_WAITS`` per client, so a client may wait and operate at once.
@@ -36,7 +36,6 @@ from .writer import ExitJob
 MAX_CONTROL_LINE = 4 * 1024 * 1024  # like an MCP line: a definition may carry a large resource text
 MAX_CLIENTS = 64  # control clients at once; more are answered with an error and closed
 MAX_WAITS = 64  # parked waitFor requests per client (the reader waits for a free one)
-OUT_BUFFER = 16  # responses queued for a client that does not read them
 
 
 class ControlPathError(Exception):
@@ -74,6 +73,26 @@ def _peer_uid(sock: trio.socket.SocketType) -> int | None:
     creds = sock.getsockopt(stdsocket.SOL_SOCKET, option, struct.calcsize("3i"))
     _, uid, _ = struct.unpack("3i", creds)
     return int(uid)
+
+
+class _Answers:
+    """The one way answers go to one client: written in turn (a lock, no extra task per line).
+
+    A client that does not read fills the socket's buffer; the reader then waits in
+    ``send`` and stops reading it (bounded, and only that client waits). A client
+    that went away ends its reader and parked waits (``scope``)."""
+
+    def __init__(self, stream: trio.SocketStream, scope: trio.CancelScope) -> None:
+        self.stream = stream
+        self.scope = scope
+        self.lock = trio.Lock()
+
+    async def send(self, data: bytes) -> None:
+        async with self.lock:
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.scope.cancel()
 
 
 class ControlServer:
@@ -134,65 +153,53 @@ class ControlServer:
             if self.clients >= MAX_CLIENTS:
                 msg = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": f"too many control clients (at most {MAX_CLIENTS})"}}
                 with trio.move_on_after(1):
-                    await stream.send_all(jsonrpc.encode(msg))
+                    try:
+                        await stream.send_all(jsonrpc.encode(msg))
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        pass
                 return
             self.clients += 1
             waiters: set[Waiter] = set()
             try:
-                send, receive = trio.open_memory_channel[bytes | trio.Event | None](OUT_BUFFER)
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._writer, stream, receive, nursery.cancel_scope)
-                    await self._reader(stream, send, nursery, waiters)
-                    await send.send(None)  # the writer ends once every answer is out
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass  # the client went away; its waits are forgotten below
+                    out = _Answers(stream, nursery.cancel_scope)
+                    await self._reader(stream, out, nursery, waiters)
+                    nursery.cancel_scope.cancel()  # its end: the client's parked waits go with it
             finally:
                 self.clients -= 1
                 for waiter in waiters:
                     self.control.forget(waiter)
 
-    async def _writer(self, stream: trio.SocketStream, receive: Any, scope: trio.CancelScope) -> None:
-        try:
-            async for data in receive:
-                if data is None:
-                    break
-                if isinstance(data, trio.Event):
-                    data.set()
-                    continue
-                await stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        scope.cancel()  # nothing more can be answered: the reader and the waits end too
-
-    async def _reader(self, stream: trio.SocketStream, send: Any, nursery: trio.Nursery, waiters: set[Waiter]) -> None:
+    async def _reader(self, stream: trio.SocketStream, out: _Answers, nursery: trio.Nursery, waiters: set[Waiter]) -> None:
+        """Read and answer lines in order; a ``waitFor`` parks in a task (the client goes on)."""
         framer = LineFramer(MAX_CONTROL_LINE)
         slots = trio.Semaphore(MAX_WAITS)
         while True:
-            data = await stream.receive_some(65536)
+            try:
+                data = await stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
             lines = framer.feed(data) if data else framer.close()
             for line in lines:
                 if isinstance(line, bytes) and not line.strip():
                     continue  # a blank line
                 outcome = self.control.handle_line(line)
-                await self._perform(outcome, send)
+                await self._perform(outcome, out)
                 if outcome.waiter is not None:
                     await slots.acquire()
                     waiters.add(outcome.waiter)
-                    nursery.start_soon(self._wait, outcome.waiter, send, slots, waiters)
+                    nursery.start_soon(self._wait, outcome.waiter, out, slots, waiters)
             if not data:
                 return
 
-    async def _perform(self, outcome: Outcome, send: Any) -> None:
+    async def _perform(self, outcome: Outcome, out: _Answers) -> None:
         if outcome.sends:
             await self.shell.deliver(outcome.sends)
         effect = outcome.effect
         if isinstance(effect, Shutdown) and effect.crash:
             if outcome.response is not None:
-                await send.send(jsonrpc.encode(outcome.response))
-            answered = trio.Event()
-            await send.send(answered)  # the writer sets it once the answer is on the socket
-            with trio.move_on_after(1):
-                await answered.wait()
+                with trio.move_on_after(1):  # the answer first (a client that does not read gets a second)
+                    await out.send(jsonrpc.encode(outcome.response))
             self.log("info", f"control: crash with status {effect.status}")
             self.unlink()
             await self.shell.writer.send(ExitJob(effect.status))
@@ -206,16 +213,16 @@ class ControlServer:
                 self.log("info", "control: graceful shutdown")
                 self.shell.stop()
         if outcome.response is not None:
-            await send.send(jsonrpc.encode(outcome.response))
+            await out.send(jsonrpc.encode(outcome.response))
 
-    async def _wait(self, waiter: Waiter, send: Any, slots: trio.Semaphore, waiters: set[Waiter]) -> None:
+    async def _wait(self, waiter: Waiter, out: _Answers, slots: trio.Semaphore, waiters: set[Waiter]) -> None:
         done = trio.Event()
         waiter.on_done = done.set
         try:
             with trio.move_on_after(waiter.timeout):
                 await done.wait()
             response = self.control.wait_response(waiter) if waiter.found is not None else self.control.timed_out(waiter)
-            await send.send(jsonrpc.encode(response))
+            await out.send(jsonrpc.encode(response))
         finally:
             waiters.discard(waiter)
             self.control.forget(waiter)
