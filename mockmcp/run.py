@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
             server = ControlServer(args.control, control, shell, log=log)
             try:
-                listening = server, await server.bind()
+                listening = server, server.bind()
             except ControlPathError as exc:
                 log("error", f"--control: {exc}")
                 return 2

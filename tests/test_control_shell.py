@@ -234,3 +234,21 @@ def test_the_ctl_command_prints_the_response_and_exits_non_zero_on_an_error(mock
     assert done.returncode == 0 and json.loads(done.stdout)["result"]["state"] == "ready"
     done = ctl(str(tmp_path / "nowhere.sock"), "ping")
     assert done.returncode == 2 and b"cannot reach" in done.stderr
+
+
+def test_a_wait_is_answered_for_a_request_read_before_its_task_runs(mock):
+    """A match may arrive right after the waitFor line, before the wait's task first runs."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(mock.path)
+        f = s.makefile("rwb")
+        for i in range(30):
+            wait = {"jsonrpc": "2.0", "id": i, "method": "waitFor", "params": {"when": {"method": "tools/call", "arguments": {"who": str(i)}}, "timeout": 5}}
+            f.write(json.dumps(wait).encode() + b'\n{"jsonrpc":"2.0","id":"p","method":"ping"}\n')
+            f.flush()
+            assert b'"p"' in f.readline()
+            mock.send(call(i, "greet", who=str(i)))
+            started = time.monotonic()
+            answer = json.loads(f.readline())
+            assert answer["id"] == i and answer["result"]["message"]["id"] == i
+            assert time.monotonic() - started < 2.5, "answered only at the wait's timeout"
+            assert mock.read()["id"] == i

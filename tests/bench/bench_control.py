@@ -151,18 +151,20 @@ def _round_trips(s: Server, seconds: float) -> float:
 def bench() -> list[dict]:
     s, path = _spawn()
     emits = _emit_latency(s, path)
+    print("  (emit latency measured)", file=sys.stderr, flush=True)
     waits = _wait_latency(s, path)
+    print("  (waitFor latency measured)", file=sys.stderr, flush=True)
     quiet, loaded, floor, rates = [], [], [], []
     for _ in range(ROUNDS):
         quiet.append(_round_trips(s, ROUND_SECONDS))
         load = subprocess.Popen([PY, "-c", LOAD, path, "1000", str(ROUND_SECONDS + 0.3)], stdout=subprocess.PIPE)
         time.sleep(0.15)
         loaded.append(_round_trips(s, ROUND_SECONDS))
-        rates.append(float(load.communicate()[0]))
+        rates.append(float(load.communicate(timeout=30)[0]))
         echo, other = _echo_load(ROUND_SECONDS + 0.3)
         time.sleep(0.15)
         floor.append(_round_trips(s, ROUND_SECONDS))
-        other.communicate()
+        other.communicate(timeout=30)
         echo.kill()
         echo.wait()
     s.close()
