@@ -6,7 +6,9 @@
 - waitFor: a parked ``waitFor`` for ``tools/call``; the driver writes the call on
   stdin and times the ``waitFor`` answer on the socket (so the figure includes
   the pipe, an upper bound of "after the request is read"). Target: median < 5 ms.
-- load: ping-pong ``tools/call`` round trips of the same ``--control`` mock with
+- load: ping-pong ``tools/call`` round trips (the median of each one-second round) of
+  the same mock without ``--control`` (what the option costs by itself), and of the
+  ``--control`` mock with
   and without a second process sending 1,000 control operations per second
   (``getState``, ``counters``, ``journal``, an ``emit`` nobody listens to), in
   interleaved one-second rounds; the ratio of the medians. Target: <= 1.10x.
@@ -154,8 +156,11 @@ def bench() -> list[dict]:
     print("  (emit latency measured)", file=sys.stderr, flush=True)
     waits = _wait_latency(s, path)
     print("  (waitFor latency measured)", file=sys.stderr, flush=True)
-    quiet, loaded, floor, rates = [], [], [], []
+    plain = Server(mock_cmd(scenario_file("control.yaml", SCENARIO)))  # the same mock without --control
+    plain.ask(request("first", "server/discover"))
+    quiet, loaded, floor, rates, without = [], [], [], [], []
     for _ in range(ROUNDS):
+        without.append(_round_trips(plain, ROUND_SECONDS))
         quiet.append(_round_trips(s, ROUND_SECONDS))
         load = subprocess.Popen([PY, "-c", LOAD, path, "1000", str(ROUND_SECONDS + 0.3)], stdout=subprocess.PIPE)
         time.sleep(0.15)
@@ -168,13 +173,15 @@ def bench() -> list[dict]:
         echo.kill()
         echo.wait()
     s.close()
+    plain.close()
     ratio = median(loaded) / median(quiet)
     return [
         dict(name="control emit -> listener's stdout, median", value=median(emits), unit="ms", target="< 5 ms", ok=median(emits) < 5),
         dict(name="control emit -> listener's stdout, p99", value=_pct(emits, 0.99), unit="ms", target="< 20 ms", ok=_pct(emits, 0.99) < 20),
         dict(name="waitFor answered after the request is written, median", value=median(waits), unit="ms", target="< 5 ms", ok=median(waits) < 5),
         dict(name="waitFor answered after the request is written, p99", value=_pct(waits, 0.99), unit="ms"),
-        dict(name="tools/call round trip, quiet control socket", value=median(quiet), unit="us"),
+        dict(name="tools/call round trip, without --control", value=median(without), unit="us"),
+        dict(name="tools/call round trip, quiet control socket", value=median(quiet), unit="us", ratio=median(quiet) / median(without)),
         dict(name=f"tools/call round trip, {median(rates):,.0f} control ops/s", value=median(loaded), unit="us",
              ratio=ratio, target="<= 1.10x", ok=ratio <= 1.10),
         dict(name="tools/call round trip, 1,000 ops/s to an echo process (floor)", value=median(floor), unit="us",
