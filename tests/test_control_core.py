@@ -298,3 +298,38 @@ def test_mcp_requests_with_meta_still_checked_under_an_armed_reply():
     bad = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greet"}}
     assert rig.mcp(bad)[0]["error"]["code"] == -32602  # no _meta: the request's own mistake comes first
     assert rig.mcp(call(2, "greet", meta=dict(META)))[0]["result"]["content"][0]["text"] == "armed"
+
+
+# ---------------------------------------------------------------- robustness
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(["", "x", "greet", "{{ arguments.who }}", "tools/call", "1s"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["name", "text", "steps", "replies", "error", "code", "when", "method", "arguments", "sleep",
+                         "inputSchema", "type", "uri", "uriTemplate", "result", "hang", "exit", "status", "nth"]),
+        inner, max_size=4),
+    max_leaves=12,
+)
+_ops = st.sampled_from(["add", "replace", "remove", "arm", "waitFor", "emit", "setState", "journal", "disarm", "pause", "shutdown"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_ops, st.dictionaries(st.sampled_from(["kind", "definition", "key", "when", "steps", "times", "event", "uri", "state", "since", "timeout", "id", "mode", "status"]),
+                                                 _json | st.sampled_from(["tool", "prompt", "resource", "template"]), max_size=5)), max_size=6))
+def test_any_control_input_gets_an_answer_and_the_mcp_side_still_answers(ops):
+    """Whatever a control client sends is answered (result or error), never raised; and whatever
+    it managed to add or arm, the MCP side still answers every request (a check-approved
+    definition never crashes the engine, as for a scenario file)."""
+    rig = Rig()
+    for op, params in ops:
+        out = rig.ctl(op, **params)
+        assert out.response is not None or out.waiter is not None
+        if out.response is not None:
+            assert ("result" in out.response) != ("error" in out.response)
+    names = [t.name for t in rig.engine.scenario.tools] + ["greet", "x"]
+    for i, name in enumerate(names):
+        answers = rig.conn.receive_data(line(call(i, name, who="a")))
+        assert len(answers) == 1  # a plan (its error or result), never an exception
+    assert rig.mcp(discover("last"))[0]["result"]["resultType"] == "complete"
