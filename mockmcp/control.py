@@ -22,6 +22,7 @@ the control request.
 from __future__ import annotations
 
 import collections
+import itertools
 
 import attrs
 from typing import Any, Callable, Iterator, Protocol
@@ -496,8 +497,7 @@ class Control:
         records = self._records
         if not records or since >= self._position:
             return iter(())
-        skip = max(0, since - records[0][0])
-        return (records[i] for i in range(skip, len(records)))
+        return itertools.islice(records, max(0, since - records[0][0]), None)
 
     def _wait_for(self, rid: Any, params: dict[str, Any]) -> Outcome:
         when, method, name, uri = self._when(params, rid, method_required=False)
