@@ -204,10 +204,6 @@ class Control:
             "shutdown": self._shutdown,
         }
 
-    @property
-    def operations(self) -> list[str]:
-        return list(self._ops)
-
     # ------------------------------------------------------------ the boundary
 
     def handle_line(self, line: bytes | Oversized) -> Outcome:
