@@ -93,15 +93,18 @@ class _Client:
 
     async def receive(self) -> bytes:
         """The next chunk (``b""`` at the end); yields to other tasks at least once."""
+        waited = False
         while True:
             try:
                 data = self.sock.recv(65536)
             except BlockingIOError:
                 await trio.lowlevel.wait_readable(self.sock)
+                waited = True
                 continue
             except OSError:
                 return b""
-            await trio.lowlevel.checkpoint()  # a client that always has input must not starve the rest
+            if not waited:
+                await trio.lowlevel.checkpoint()  # a client that always has input must not starve the rest
             return data
 
     async def send(self, data: bytes) -> None:
