@@ -252,3 +252,36 @@ def test_a_wait_is_answered_for_a_request_read_before_its_task_runs(mock):
             assert answer["id"] == i and answer["result"]["message"]["id"] == i
             assert time.monotonic() - started < 2.5, "answered only at the wait's timeout"
             assert mock.read()["id"] == i
+
+
+def test_the_peer_uid_is_read_and_clients_are_bounded(mock):
+    from mockmcp.controlshell import MAX_CLIENTS, _peer_uid
+
+    a, b = socket.socketpair(socket.AF_UNIX)
+    with a, b:
+        assert _peer_uid(a) == os.getuid()  # what the shell compares with its own uid
+    held = []
+    try:
+        for _ in range(MAX_CLIENTS):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(mock.path)
+            s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+            assert b'"result"' in s.makefile("rb").readline()  # each one is being served
+            held.append(s)
+        extra = socket.socket(socket.AF_UNIX)
+        extra.connect(mock.path)
+        held.append(extra)
+        refused = json.loads(extra.makefile("rb").readline())
+        assert refused["error"]["code"] == -32000 and "too many control clients" in refused["error"]["message"]
+    finally:
+        for s in held:
+            s.close()
+    assert mock.round_trip(1)["id"] == 1
+    deadline = time.monotonic() + 10
+    while True:  # room again once the mock has seen them leave
+        try:
+            assert mock.ctl.position() > 0
+            break
+        except ControlError:
+            assert time.monotonic() < deadline, "the slots of clients that left were not freed"
+            time.sleep(0.05)
