@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import errors, jsonrpc, model, mrtr, protocol as p, templates
+from . import armed, errors, jsonrpc, model, mrtr, protocol as p, templates
 from .actions import Cancel, Emit, Exit, Output, Park, Plan, Send
 from .context import RequestContext
 from .definitions import derive_capabilities, task_specs
@@ -54,11 +54,10 @@ class Engine:
         key = scenario.protocol.stateKey.encode() if scenario.protocol.stateKey else state_key
         rounds = Rounds(envelope, mrtr.StateCodec(key), check_capabilities=scenario.protocol.checkCapabilities)
         # Tasks (the extension): a table only when the scenario scripts some, on the shell's clock.
-        tasks = None
-        if specs:
-            tasks = TaskTable(specs, envelope, clock or _no_time, time_scale, key)
-            session = self.session
-            tasks.state = lambda: session.state
+        # Always a table (empty for most scenarios): the control channel may add a tool that makes tasks.
+        tasks = TaskTable(specs, envelope, clock or _no_time, time_scale, key)
+        session = self.session
+        tasks.state = lambda: session.state
         self.tasks = tasks
         steps = StepExpander(envelope, self.session, rounds, ReplyCache(envelope) if compile_replies else None, rng, time_scale, tasks)
         self.services = Services(scenario, capabilities, envelope, self.session, Selector(self.session, rng), steps, rounds)
@@ -115,7 +114,7 @@ class Engine:
     def finished(self, request_id: Any) -> None:
         """The shell tells us a planned request ended (answered or cancelled)."""
         self.session.finished(request_id)
-        if self.tasks is not None:
+        if self.tasks.watchers:
             self.tasks.unwatch(request_id)
 
     # ------------------------------------------------------------ a session kept across processes
@@ -123,17 +122,14 @@ class Engine:
     def export_state(self) -> dict[str, Any]:
         """What a session directory keeps besides task records: named state, rule counters, the
         task serial (plain JSON; ``sessiondir`` writes it, and another process imports it)."""
-        out: dict[str, Any] = {"state": self.session.state, "counters": self.session.export_counters(self._rule_order())}
-        if self.tasks is not None:
-            out["serial"] = self.tasks.serial
-        return out
+        return {"state": self.session.state, "counters": self.session.export_counters(self._rule_order()), "serial": self.tasks.serial}
 
     def import_state(self, data: dict[str, Any]) -> None:
         if "state" in data:
             self.session.set_state(data["state"])
         if "counters" in data:
             self.session.import_counters(self._rule_order(), data["counters"])
-        if self.tasks is not None and "serial" in data:
+        if "serial" in data:
             self.tasks.serial = max(self.tasks.serial, data["serial"])
 
     def _rule_order(self) -> list[object]:
@@ -147,7 +143,7 @@ class Engine:
     def take_task_changes(self) -> bool:
         """Did requests change tasks since the last call? (The shell then wakes task streams.)"""
         tasks = self.tasks
-        if tasks is None or not tasks.changed:
+        if not tasks.changed:
             return False
         tasks.changed = False
         return True
@@ -162,6 +158,15 @@ class Engine:
                 params["uri"] = emit.uri
             out.append(self.envelope.notification(method, params))
         return out
+
+    def replace_scenario(self, scenario: model.Scenario) -> None:
+        """Serve ``scenario``'s primitives from now on (the control channel added, replaced or
+        removed one); derived capabilities grow with what it defines, and never shrink."""
+        self.scenario = scenario
+        caps = scenario.capabilities
+        if caps is None:  # what it defines now, and whatever was offered before (a client may rely on it)
+            caps = {**derive_capabilities(scenario), **self.services.capabilities}
+        self.services.replace_primitives(scenario, caps)
 
     @property
     def unmatched(self) -> list[dict[str, Any]]:
@@ -196,6 +201,10 @@ class Engine:
             )
         ctx = RequestContext(req, meta, self.session.state)
         svc = self.services
+        if self.session.armed:  # one-shot overrides from the control channel win over every rule
+            taken = armed.take(self.session.armed, ctx, svc.selector)
+            if taken is not None:
+                return svc.expand(ctx, taken.steps, taken.rule)
         overrides = self._overrides.get(method)
         if overrides:
             chosen = svc.selector.select(overrides, ctx)

@@ -215,7 +215,8 @@ def _listen(svc: Services, ctx: RequestContext) -> Plan:
         table = svc.tasks
         if table is not None and _offers_tasks(svc):
             honored["taskIds"] = [t for t in task_ids if table.known(t)]
-    svc.session.subscribe(Subscription(ctx.id, honored))
+    level = ctx.meta.get(p.META_LOG_LEVEL)
+    svc.session.subscribe(Subscription(ctx.id, honored, level if type(level) is str else None))
     ack = svc.envelope.notification(
         p.SUBSCRIPTIONS_ACKNOWLEDGED, {"_meta": {p.META_SUBSCRIPTION_ID: ctx.id}, "notifications": honored}
     )

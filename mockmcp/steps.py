@@ -216,7 +216,7 @@ class StepExpander:
                     return self.envelope.final(ctx.id, self.envelope.complete(ctx.method, {"content": []}))
                 return self._action(ctx, spec.outcome[-1], mode)
             raise task_rules.missing_extension(ctx.id, f"{ctx.method} of {ctx.name!r} (it answers with a task)")
-        assert self.tasks is not None  # the engine hands a table in whenever the scenario has task steps
+        assert self.tasks is not None  # the engine always hands a table in
         rec = self.tasks.create(ctx, spec)
         return self.envelope.final(ctx.id, self.tasks.created_result(rec))
 

@@ -139,7 +139,11 @@ class TaskTable:
     def create(self, ctx: RequestContext, spec: model.TaskSpec) -> TaskRecord:
         now = self.clock()
         params = {k: v for k, v in ctx.params.items() if k in ("name", "arguments")}
-        rec = TaskRecord(self.new_id(), self._index[id(spec)], params, ctx.meta, now)
+        index = self._index.get(id(spec))
+        if index is None:  # a tool added while the mock runs (the control channel): its spec joins the table
+            index = self._index[id(spec)] = len(self.specs)
+            self.specs.append(spec)
+        rec = TaskRecord(self.new_id(), index, params, ctx.meta, now)
         self._enter(rec, spec)
         self.advance(rec)
         self.records[rec.id] = rec

@@ -40,7 +40,7 @@ class Verifier:
         self.checker = ClientChecker(modern_only=engine.protocol.era == "modern")
         self.tracker = ExpectationTracker(engine.scenario.expectations)
         self.tasks = None
-        if engine.tasks is not None or any(e.method.startswith("tasks/") for e in engine.scenario.expectations):
+        if engine.tasks.specs or any(e.method.startswith("tasks/") for e in engine.scenario.expectations):
             from .taskchecks import TaskChecker
 
             self.tasks = TaskChecker(engine.services.steps.time_scale)

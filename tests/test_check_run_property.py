@@ -206,7 +206,7 @@ def test_a_scenario_check_accepts_is_served_without_a_crash(data):
     except LoadError:
         return  # check refused it, with located problems: nothing to run
     probe = new_engine(scenario, state_key=b"k")
-    task_ids = [probe.tasks.new_id() for _ in range(6 * len(data["tools"]))] if probe.tasks is not None else []
+    task_ids = [probe.tasks.new_id() for _ in range(6 * len(data["tools"]))] if probe.tasks.specs else []
     messages = requests_for(data, task_ids)
     engine = new_engine(scenario, state_key=b"k", clock=trio.current_time)
     answered, harness = trio.run(serve, engine, messages, clock=trio.testing.MockClock(autojump_threshold=0))

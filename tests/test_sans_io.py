@@ -44,6 +44,8 @@ CORE = [
     "services",
     "quickload",
     "tasks",
+    "armed",
+    "control",
 ]
 FORBIDDEN = ("trio", "yaml", "cattrs")
 FORBIDDEN_STDLIB = ("os", "pathlib", "time", "random", "socket", "subprocess", "shutil", "tempfile", "io", "secrets")
