@@ -24,7 +24,7 @@ import json
 import re
 from typing import Any, Iterator
 
-from . import protocol as p
+from . import model, protocol as p
 from .definitions import compile_uri_template
 from .redact import PLACEHOLDER, Redactor
 
@@ -44,7 +44,7 @@ _LISTS = {
 }
 _CACHE_BLOCK = {p.TOOLS_LIST: "tools", p.PROMPTS_LIST: "prompts", p.RESOURCES_LIST: "resources",
                 p.RESOURCE_TEMPLATES_LIST: "resourceTemplates", p.RESOURCES_READ: "read"}
-_NOT_RECORDED = frozenset({p.DISCOVER, p.INITIALIZE, "ping", p.SUBSCRIPTIONS_LISTEN, *_LISTS})
+NOT_RECORDED = frozenset({p.DISCOVER, p.INITIALIZE, "ping", p.SUBSCRIPTIONS_LISTEN, *_LISTS})
 _LOG_LEVELS = frozenset(p.LOG_LEVELS)
 _MODERN_RESULT_KEYS = ("resultType", "ttlMs", "cacheScope")
 MAX_RAW = 64 * 1024  # a garbage line is kept up to this many characters
@@ -135,7 +135,8 @@ class Recorder:
     def server_line(self, line: bytes, t: float) -> None:
         msg = _decode(line)
         if type(msg) is not dict:
-            text = line.decode("utf-8", "replace").rstrip("\r\n")[:MAX_RAW]
+            # byte for byte: a rawBytes step holds one byte per character
+            text = line.rstrip(b"\r\n")[:MAX_RAW].decode("latin-1")
             ex = self._current()
             if ex is None:
                 self.stray.append(text)
@@ -173,6 +174,11 @@ class Recorder:
             ex = self._current(latest=True)
             if ex is not None:
                 ex.events.append((t, "log", params))
+
+    @property
+    def in_flight(self) -> int:
+        """Requests not answered yet (subscription streams aside): what a disconnect would cut off."""
+        return sum(1 for ex in self._open.values() if ex.method != p.SUBSCRIPTIONS_LISTEN and not ex.cancelled)
 
     def _current(self, latest: bool = False) -> Exchange | None:
         """The request in flight that an unattributed line belongs to (subscription streams aside)."""
@@ -263,7 +269,7 @@ class _Builder:
         self.modern_seen = False
         self.legacy_seen = False
         for ex in rec.exchanges:  # every secret is known before anything is built
-            if ex.method in _NOT_RECORDED:
+            if ex.method in NOT_RECORDED:
                 continue  # definitions (a schema's "password" property is no secret)
             self.red.learn(ex.params)
             if ex.final is not None:
@@ -288,6 +294,8 @@ class _Builder:
             info = meta.get(p.META_SERVER_INFO) if type(meta) is dict else None
         if info is None and initialize is not None:
             info = initialize.get("serverInfo")
+        if info is None:  # no discovery seen: results carry the identity too
+            info = self._result_server_info()
         if type(info) is dict:
             server.update((k, v) for k, v in (_pick(info, _SERVER_KEYS) or {}).items() if k != "icons" or v)
         source_result = discover if discover is not None else initialize
@@ -317,8 +325,10 @@ class _Builder:
         methods: dict[str, list[dict[str, Any]]] = {}
         seen: set[str] = set()
         for ex in rec.exchanges:
-            if ex.method in _NOT_RECORDED or ex.method.startswith("notifications/"):
+            if ex.method in NOT_RECORDED or ex.method.startswith("notifications/"):
                 continue
+            if ex.final is None and not ex.cancelled:
+                continue  # cut off by the end of the session: nothing was seen to replay
             for rule in self._rules(ex):
                 key = _canonical([ex.method, ex.params.get("name"), ex.params.get("uri"), rule["when"]])
                 if key in seen:
@@ -339,6 +349,14 @@ class _Builder:
         for ex in self.rec.exchanges:
             if ex.method == method and ex.final is not None and ex.final[1] == "result" and type(ex.final[2]) is dict:
                 return ex.final[2]
+        return None
+
+    def _result_server_info(self) -> Any:
+        for ex in self.rec.exchanges:
+            if ex.final is not None and type(ex.final[2]) is dict and type(ex.final[2].get("_meta")) is dict:
+                info = ex.final[2]["_meta"].get(p.META_SERVER_INFO)
+                if type(info) is dict:
+                    return info
         return None
 
     def _cache(self, discover: dict[str, Any] | None) -> dict[str, Any]:
@@ -572,8 +590,44 @@ def merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 
 
 def request_key(method: str, params: dict[str, Any]) -> str:
-    """What identifies a recorded request when deciding whether a cassette answers it."""
-    return _canonical([method, _without_meta(params)])
+    """What identifies a request when deciding whether a cassette has it (its first round)."""
+    if method in (p.TOOLS_CALL, p.PROMPTS_GET):
+        args = params.get("arguments")
+        core: Any = {"name": params.get("name"), "arguments": args if type(args) is dict else {}}
+    elif method == p.RESOURCES_READ:
+        core = {"uri": params.get("uri")}
+    else:
+        core = {k: v for k, v in params.items() if k not in ("_meta", "requestState", "inputResponses")}
+    return _canonical([method, core])
 
 
-__all__ = ["Recorder", "Options", "build", "merge", "request_key", "PLACEHOLDER", "MAX_RAW"]
+def recorded_keys(scenario: model.Scenario) -> set[str]:
+    """The ``request_key`` of every request a cassette answers (rules on exact values only)."""
+    keys: set[str] = set()
+
+    def first_rounds(rules: list[model.Rule]) -> Iterator[model.Match]:
+        for rule in rules:
+            if rule.when.round in (None, 1) and rule.when.inputResponses is None:
+                yield rule.when
+
+    for tool in scenario.tools:
+        for when in first_rounds(tool.replies):
+            if when.arguments is not None and when.exactArguments:
+                keys.add(request_key(p.TOOLS_CALL, {"name": tool.name, "arguments": when.arguments}))
+    for prompt in scenario.prompts:
+        for when in first_rounds(prompt.replies):
+            if when.arguments is not None and when.exactArguments:
+                keys.add(request_key(p.PROMPTS_GET, {"name": prompt.name, "arguments": when.arguments}))
+    for res in scenario.resources:
+        keys.add(request_key(p.RESOURCES_READ, {"uri": res.uri}))
+    for tmpl in scenario.resourceTemplates:
+        for when in first_rounds(tmpl.replies):
+            if when.params is not None and type(when.params.get("uri")) is str:
+                keys.add(request_key(p.RESOURCES_READ, {"uri": when.params["uri"]}))
+    for override in scenario.methods:
+        for when in first_rounds(override.replies):
+            keys.add(request_key(override.method, when.params or {}))
+    return keys
+
+
+__all__ = ["Recorder", "Options", "build", "merge", "request_key", "recorded_keys", "NOT_RECORDED", "PLACEHOLDER", "MAX_RAW"]

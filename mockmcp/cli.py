@@ -143,8 +143,8 @@ def _parser() -> argparse.ArgumentParser:
     record.add_argument("--keep-timing", action="store_true", help="write the observed delays as sleep steps")
     record.add_argument("--as", dest="as_version", choices=["2026-07-28"], default=None,
                         help="write a legacy-era recording as a modern-era scenario")
-    record.add_argument("--grace", type=_non_negative_float, default=1.0, metavar="S",
-                        help="seconds the server may take to finish after the client disconnects (default: 1)")
+    record.add_argument("--grace", type=_non_negative_float, default=10.0, metavar="S",
+                        help="after the client disconnects, seconds to wait for the answers still due (default: 10)")
     record.add_argument("--startup-wait", type=_non_negative_float, default=0.2, metavar="S",
                         help="a server that exits within S seconds of starting is an error (default: 0.2)")
     record.add_argument("--strict", action="store_true", help="in replay: exit non-zero on an unrecorded request")

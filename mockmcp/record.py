@@ -152,8 +152,7 @@ async def _record(cmd: list[str], rec: cassette.Recorder, startup: float, grace:
         async def to_server() -> None:
             await relay.drain(to_server_recv, proc.stdin)  # type: ignore[arg-type]
             # The client disconnected: give the server time to answer what is in flight.
-            with trio.move_on_after(grace):
-                await proc.wait()
+            await relay.settle(proc, lambda: rec.in_flight, grace)
             nursery.cancel_scope.cancel()
 
         async def signals() -> None:

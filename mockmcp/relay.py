@@ -94,6 +94,8 @@ async def pump(source: trio.abc.ReceiveStream, send: trio.MemorySendChannel[byte
                 data = await source.receive_some(READ_SIZE)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 data = b""
+            if type(data) is not bytes:
+                data = bytes(data)
             lines = splitter.feed(data) if data else splitter.close()
             for line in lines:
                 if observe is not None:
@@ -127,6 +129,16 @@ async def drain(receive: trio.MemoryReceiveChannel[bytes], sink: trio.abc.SendSt
             pass
 
 
+async def settle(proc: trio.Process, in_flight: Callable[[], int], grace: float) -> None:
+    """After the client left: wait up to ``grace`` seconds for the requests in flight to be answered
+    (or the server to exit), not longer than they need."""
+    with trio.move_on_after(grace):
+        while in_flight() and proc.returncode is None:
+            await trio.sleep(0.01)
+        # the answers are out of the server: give the pump a moment to pass them on
+        await trio.sleep(0.01)
+
+
 async def stop(proc: trio.Process, grace: float) -> None:
     """Let the server exit by itself for ``grace`` seconds (its stdin is closed), then terminate, then kill."""
     with trio.move_on_after(grace):
@@ -140,4 +152,43 @@ async def stop(proc: trio.Process, grace: float) -> None:
     await proc.wait()
 
 
-__all__ = ["CommandError", "LineSplitter", "check_command", "start_server", "pump", "drain", "stop", "CHANNEL_SIZE"]
+class ChannelReceiveStream(trio.abc.ReceiveStream):
+    """A receive stream over a channel of byte strings (the engine's stdin in ``new_episodes``)."""
+
+    def __init__(self, receive: trio.MemoryReceiveChannel[bytes]) -> None:
+        self.receive = receive
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        try:
+            return await self.receive.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return b""
+
+    async def aclose(self) -> None:
+        await self.receive.aclose()
+
+
+class ChannelSendStream(trio.abc.SendStream):
+    """A send stream into a channel of byte strings, shown to ``observe`` first."""
+
+    def __init__(self, send: trio.MemorySendChannel[bytes], observe: Callable[[bytes], None] | None = None) -> None:
+        self.send = send
+        self.observe = observe
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        chunk = bytes(data)
+        if self.observe is not None:
+            self.observe(chunk)
+        try:
+            await self.send.send(chunk)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise trio.BrokenResourceError from None
+
+    async def wait_send_all_might_not_block(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        await self.send.aclose()
+
+
+__all__ = ["ChannelReceiveStream", "ChannelSendStream", "CommandError", "LineSplitter", "check_command", "start_server", "pump", "drain", "stop", "CHANNEL_SIZE"]

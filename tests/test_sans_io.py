@@ -43,6 +43,9 @@ CORE = [
     "rounds",
     "services",
     "quickload",
+    "cassette",
+    "redact",
+    "yamlemit",
 ]
 FORBIDDEN = ("trio", "yaml", "cattrs")
 FORBIDDEN_STDLIB = ("os", "pathlib", "time", "random", "socket", "subprocess", "shutil", "tempfile", "io", "secrets")
