@@ -109,7 +109,14 @@ class CloseStdout:
     """Close stdout for good; the process keeps running and reading."""
 
 
-Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout
+@attrs.frozen
+class Forward:
+    """Pass the request to the real server (``mockmcp proxy``); ``how`` its answer is delivered."""
+
+    how: str  # pass | drop | duplicate | wrong-id
+
+
+Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout | Forward
 
 
 @attrs.define

@@ -154,6 +154,26 @@ def _parser() -> argparse.ArgumentParser:
                         help="how much to log on stderr in replay (default: warning)")
     record.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the real server to run")
 
+    prox = _command(
+        sub, "proxy", "pass a real server's traffic through, with the faults of a scenario in front of it",
+        "  mockmcp proxy -- python my_server.py\n"
+        "  mockmcp proxy --faults flaky.yaml --seed 7 -- python my_server.py\n"
+        "  mockmcp proxy --faults slow.yaml --journal j.jsonl --strict -- node server.js\n",
+    )
+    prox.add_argument("--faults", metavar="FAULTS", help="a scenario whose rules aim faults at the traffic (see docs/cookbook.md)")
+    prox.add_argument("--seed", type=int, default=None, metavar="N", help="seed for random delays and probabilistic rules")
+    prox.add_argument("--time-scale", type=_non_negative_float, default=1.0, metavar="F", help="multiply every scripted delay by F")
+    prox.add_argument("--grace", type=_non_negative_float, default=5.0, metavar="S",
+                      help="after stdin closes, seconds to wait for the answers still due (default: 5)")
+    prox.add_argument("--startup-wait", type=_non_negative_float, default=0.2, metavar="S",
+                      help="a server that exits within S seconds of starting is an error (default: 0.2)")
+    prox.add_argument("--journal", metavar="FILE", help="append every message in both directions to FILE (JSON Lines)")
+    prox.add_argument("--report", metavar="FILE", help="write the verification report (JSON) to FILE at exit")
+    prox.add_argument("--strict", action="store_true", help="exit non-zero if an expectation failed or the client broke a rule")
+    prox.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error", "quiet"],
+                      help="how much to log on stderr (default: warning)")
+    prox.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the real server to run")
+
     journal = _command(
         sub, "journal", "print a journal file as a readable transcript",
         "  mockmcp run default --journal j.jsonl\n  mockmcp journal j.jsonl\n"
@@ -216,6 +236,10 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             from .record import record
 
             return record(args)
+        case "proxy":
+            from .proxy import proxy
+
+            return proxy(args)
     parser.print_help(sys.stderr)  # bare `mockmcp`: the command list, then argparse's usage-error status
     return 2
 

@@ -31,6 +31,7 @@ async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, scenario: A
                              finish: Callable[[], None]) -> int:
     proc = await relay.start_server(cmd, args.startup_wait)
     assert proc.stdin is not None and proc.stdout is not None
+    server_stdin, server_stdout = proc.stdin, proc.stdout
     keys = cassette.recorded_keys(scenario)
     engine_states: set[str] = set()
 
@@ -80,7 +81,7 @@ async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, scenario: A
                         except ValueError:
                             msg = None
                         is_request = type(msg) is dict and type(msg.get("method")) is str and "id" in msg
-                        if is_request and replayed(msg):  # type: ignore[arg-type]
+                        if is_request and replayed(msg):
                             await eng_send.send(line)
                             continue
                         rec.client_line(line, trio.current_time())
@@ -94,10 +95,10 @@ async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, scenario: A
             await shell.serve()
 
         async def server_side() -> None:
-            await relay.pump(proc.stdout, server_out, rec.server_line)  # type: ignore[arg-type]
+            await relay.pump(server_stdout, server_out, rec.server_line)
 
         async def to_server() -> None:
-            await relay.drain(srv_recv, proc.stdin)  # type: ignore[arg-type]
+            await relay.drain(srv_recv, server_stdin)
             await relay.settle(proc, lambda: rec.in_flight + shell.busy, args.grace)
             nursery.cancel_scope.cancel()
 

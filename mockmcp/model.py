@@ -298,6 +298,19 @@ class HugeStep(_Model):
     huge: HugeSpec
 
 
+@frozen(repr=False, eq=False)
+class ForwardStep(_Model):
+    """``mockmcp proxy``: pass the request to the real server now; its answer is the final one.
+
+    ``pass`` delivers the answer (after the steps before, e.g. a sleep or a dribble);
+    ``drop`` swallows it; ``duplicate`` delivers it twice; ``wrong-id`` delivers it with
+    an id the client never used. Outside the proxy there is no real server: the request
+    gets an internal error saying so.
+    """
+
+    forward: Literal["pass", "drop", "duplicate", "wrong-id"]
+
+
 Step = Union[
     ResultStep,
     TextStep,
@@ -319,11 +332,12 @@ Step = Union[
     StopReadingStep,
     CloseStdoutStep,
     HugeStep,
+    ForwardStep,
 ]
 STEP_TYPES: tuple[type, ...] = Step.__args__  # type: ignore[attr-defined]
 # The key that identifies each step type (its first field).
 STEP_KEYS: dict[str, type] = {attrs.fields(t)[0].name: t for t in STEP_TYPES}
-TERMINAL_STEPS = (ResultStep, TextStep, ErrorStep, InputRequiredStep, HangStep, ExitStep, HugeStep)
+TERMINAL_STEPS = (ResultStep, TextStep, ErrorStep, InputRequiredStep, HangStep, ExitStep, HugeStep, ForwardStep)
 
 
 # ---------------------------------------------------------------- rules

@@ -18,9 +18,10 @@ from typing import Callable, Sequence
 
 import trio
 
+from .framing import LineSplitter
+
 CHANNEL_SIZE = 16
 READ_SIZE = 65536
-MAX_LINE = 16 * 1024 * 1024  # a longer unterminated line is passed on in pieces (never held whole)
 STARTUP_WAIT = 0.2  # seconds a server must stay up before its client is read
 
 Observer = Callable[[bytes, float], None]
@@ -49,40 +50,6 @@ async def start_server(cmd: Sequence[str], startup: float = STARTUP_WAIT) -> tri
         status = await proc.wait()
         raise CommandError(f"the server command exited at once with status {status}: {' '.join(cmd)}")
     return proc
-
-
-class LineSplitter:
-    """Bytes in, complete lines out (newline kept); an over-long line is let through in pieces."""
-
-    __slots__ = ("buf", "max_line")
-
-    def __init__(self, max_line: int = MAX_LINE) -> None:
-        self.buf = b""
-        self.max_line = max_line
-
-    def feed(self, data: bytes) -> list[bytes]:
-        buf = self.buf + data if self.buf else data
-        end = buf.rfind(b"\n")
-        if end < 0:
-            if len(buf) > self.max_line:
-                self.buf = b""
-                return [buf]
-            self.buf = buf
-            return []
-        self.buf = buf[end + 1 :]
-        if len(self.buf) > self.max_line:
-            rest, self.buf = self.buf, b""
-            return [*_split(buf[: end + 1]), rest]
-        return _split(buf[: end + 1])
-
-    def close(self) -> list[bytes]:
-        rest, self.buf = self.buf, b""
-        return [rest] if rest else []
-
-
-def _split(data: bytes) -> list[bytes]:
-    """``data`` (ending in a newline) cut after each newline (a lone ``\\r`` does not cut)."""
-    return [part + b"\n" for part in data[:-1].split(b"\n")]
 
 
 async def pump(source: trio.abc.ReceiveStream, send: trio.MemorySendChannel[bytes], observe: Observer | None) -> None:

@@ -18,7 +18,9 @@ from typing import Any, Callable
 
 import trio
 
-from .actions import Action, Cancel, CloseStdout, Dribble, Emit, Exit, Output, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from . import errors, jsonrpc
+from .actions import (Action, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, Output, Park, Plan, Send, Sleep, Stderr,
+                      StopReading, WriteRaw)
 from .connection import Connection
 from .log import StderrLog
 from .writer import CloseJob, DribbleJob, ExitJob, StdoutWriter
@@ -146,10 +148,19 @@ class Shell:
             case CloseStdout():
                 self._event("closeStdout", {"id": run.rid})
                 await self.writer.send(CloseJob())
+            case Forward():
+                await self.forward(action, run.rid, run.dribble)
             case Stderr():
                 for _ in range(action.repeat):
                     self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
                     await trio.lowlevel.checkpoint()
+
+    async def forward(self, action: Forward, rid: Any, dribble: Dribble | None) -> None:
+        """A ``forward`` step outside ``mockmcp proxy`` (which overrides this): there is no real server."""
+        msg = errors.error_response(rid, -32603, "mockmcp: a forward step needs a real server (mockmcp proxy)")
+        send = Send(msg, jsonrpc.encode(msg), True)
+        self._emitted(send)
+        await self.writer.send(send.data)
 
     def _stop_reading(self, action: StopReading, rid: Any) -> None:
         seconds = action.seconds

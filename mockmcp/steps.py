@@ -18,7 +18,7 @@ import enum
 from typing import Any, Iterable, Iterator
 
 from . import errors, jsonrpc, model, protocol as p, templates
-from .actions import Action, CloseStdout, Dribble, Emit, Exit, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from .actions import Action, CloseStdout, Dribble, Emit, Exit, Forward, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .context import RequestContext
 from .definitions import drop_none
 from .envelope import Envelope
@@ -196,6 +196,8 @@ class StepExpander:
                 h = step.huge
                 text = h.char * max(0, h.bytes // max(1, len(h.char.encode())))
                 return env.final(ctx.id, env.complete(ctx.method, env.text_result(ctx.method, ctx.uri, text)))
+            case model.ForwardStep():
+                return Forward(step.forward)
             case model.LoopStep():  # pragma: no cover - _unroll never yields a loop
                 raise AssertionError("loops are unrolled before this point")
         raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the model's steps are all above
