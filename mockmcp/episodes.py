@@ -60,7 +60,11 @@ async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, scenario: A
     out_send, out_recv = trio.open_memory_channel[bytes](relay.CHANNEL_SIZE)
     srv_send, srv_recv = trio.open_memory_channel[bytes](relay.CHANNEL_SIZE)
     eng_send, eng_recv = trio.open_memory_channel[bytes](relay.CHANNEL_SIZE)
-    shell = Shell(Connection(new_engine(scenario)), relay.ChannelReceiveStream(eng_recv),
+    engine = new_engine(scenario)
+    # The handshake (legacy era) is the real server's: it answers initialize, and the engine
+    # serves recorded calls as the same, initialized, session.
+    engine.session.legacy_initialized = True
+    shell = Shell(Connection(engine), relay.ChannelReceiveStream(eng_recv),
                   relay.ChannelSendStream(out_send.clone(), engine_wrote), grace=args.grace, log=StderrLog(args.log_level))
     server_out = out_send.clone()
     out_send.close()
