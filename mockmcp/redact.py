@@ -36,8 +36,10 @@ class Redactor:
         self.patterns = [re.compile(p) for p in patterns]
         self.redacted = 0
         self._learned: set[str] = set()
-        self._known: re.Pattern[str] | None = None
+        self._index: dict[str, list[str]] = {}  # first MIN_LEARNED characters -> learned secrets
+        self._prefixes: list[str] | None = None  # the index's keys, when few enough to test each
         self._dirty = False
+        self._keys: dict[str, bool] = {}  # key -> secret? (a cassette has few distinct keys, many times)
 
     def learn(self, value: Any) -> None:
         """Remember the strings found right under secret keys, so that they are replaced wherever else
@@ -60,12 +62,11 @@ class Redactor:
                 self._dirty = True
 
     def secret_key(self, key: str) -> bool:
-        n = _norm(key)
-        if n in self.exact:
-            return True
-        if n in _NOT_SECRETS:
-            return False
-        return any(w in n for w in self.words)
+        known = self._keys.get(key)
+        if known is None:
+            n = _norm(key)
+            known = self._keys[key] = n in self.exact or (n not in _NOT_SECRETS and any(w in n for w in self.words))
+        return known
 
     def value(self, value: Any) -> Any:
         """``value`` with every secret replaced (a new object where something changed)."""
@@ -86,17 +87,55 @@ class Redactor:
         return value
 
     def text(self, text: str) -> str:
-        if self._dirty:  # longest first, so a secret that contains another is replaced whole
-            ordered = sorted(self._learned, key=len, reverse=True)
-            self._known = re.compile("|".join(re.escape(s) for s in ordered))
-            self._dirty = False
-        if self._known is not None:
-            text, n = self._known.subn(PLACEHOLDER, text)
-            self.redacted += n
+        if self._learned and len(text) >= MIN_LEARNED:
+            text = self._replace_learned(text)
         for pattern in self.patterns:
             text, n = pattern.subn(PLACEHOLDER, text)
             self.redacted += n
         return text
+
+    def _replace_learned(self, text: str) -> str:
+        """Every occurrence of a learned secret in ``text`` replaced, longest first where two start
+        at one place. Secrets are indexed by their first characters, so the cost is the text's
+        length whatever the number of secrets (a regular expression alternation costs their number
+        at every position)."""
+        if self._dirty:
+            index: dict[str, list[str]] = {}
+            for secret in sorted(self._learned, key=len, reverse=True):
+                index.setdefault(secret[:MIN_LEARNED], []).append(secret)
+            self._index = index
+            self._prefixes = list(index) if len(index) <= 64 else None
+            self._dirty = False
+        if text in self._learned:
+            self.redacted += 1
+            return PLACEHOLDER
+        prefixes = self._prefixes
+        if prefixes is not None and not any(prefix in text for prefix in prefixes):
+            return text  # the common case, decided at C speed
+        index = self._index
+        get = index.get
+        parts: list[str] = []
+        last = i = 0
+        end = len(text) - MIN_LEARNED + 1
+        while i < end:
+            found = get(text[i : i + MIN_LEARNED])
+            if found is not None:
+                for secret in found:
+                    if text.startswith(secret, i):
+                        parts.append(text[last:i])
+                        parts.append(PLACEHOLDER)
+                        self.redacted += 1
+                        i += len(secret)
+                        last = i
+                        break
+                else:
+                    i += 1
+                continue
+            i += 1
+        if not parts:
+            return text
+        parts.append(text[last:])
+        return "".join(parts)
 
 
 __all__ = ["PLACEHOLDER", "DEFAULT_SECRET_WORDS", "Redactor"]

@@ -13,6 +13,7 @@ lone surrogates) are always escaped. Sans-I/O: no yaml import, so recording neve
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -36,6 +37,8 @@ def quote(text: str) -> str:
 
 def scalar(value: Any) -> str:
     """One scalar in YAML 1.2 core schema form."""
+    if type(value) is str:
+        return _string(value)
     if value is None:
         return "null"
     if value is True:
@@ -49,11 +52,16 @@ def scalar(value: Any) -> str:
             raise ValueError(f"not a JSON number: {value!r}")
         text = repr(value)
         return text if ("." in text or "e" in text) else text + ".0"
-    if type(value) is str:
-        if _PLAIN.match(value) and value.lower() not in _RESERVED and len(value) < 200:
-            return value
-        return quote(value)
     raise TypeError(f"not a JSON scalar: {type(value).__name__}")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _string(value: str) -> str:
+    """A string, plain where YAML reads it back as this string, else quoted (keys and
+    values repeat a lot in a cassette: each is worked out once)."""
+    if len(value) < 200 and _PLAIN.match(value) and value.lower() not in _RESERVED:
+        return value
+    return quote(value)
 
 
 def _key(key: Any) -> str:
@@ -73,26 +81,30 @@ def flow(value: Any) -> str:
     return scalar(value)
 
 
-def _block(value: Any, indent: int, out: list[str]) -> None:
-    """Append the lines of a non-empty mapping or sequence at ``indent`` spaces."""
+def _block(value: Any, indent: int, out: list[str], first: str | None = None) -> None:
+    """Append the lines of a non-empty mapping or sequence at ``indent`` spaces; ``first``
+    replaces the indentation of the first line (``- `` of the sequence item it is in)."""
     pad = " " * indent
     if type(value) is dict:
         for k, v in value.items():
-            head = f"{pad}{_key(k)}:"
-            if type(v) in (dict, list) and v:
+            if type(k) is not str:
+                raise TypeError(f"mapping keys must be strings, got {type(k).__name__}")
+            head = (pad if first is None else first) + _string(k) + ":"
+            first = None
+            tv = type(v)
+            if (tv is dict or tv is list) and v:
                 out.append(head)
                 _block(v, indent + 2, out)
             else:
-                out.append(f"{head} {_inline(v)}")
+                out.append(head + " " + _inline(v))
         return
     for item in value:
+        lead = (pad if first is None else first) + "- "
+        first = None
         if type(item) is dict and item:
-            inner: list[str] = []
-            _block(item, indent + 2, inner)
-            out.append(f"{pad}- {inner[0][indent + 2:]}")
-            out.extend(inner[1:])
+            _block(item, indent + 2, out, lead)
         else:
-            out.append(f"{pad}- {_inline(item)}")
+            out.append(lead + _inline(item))
 
 
 def _inline(value: Any) -> str:

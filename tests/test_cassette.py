@@ -161,3 +161,22 @@ def test_merge_keeps_what_was_recorded_and_adds_new_requests() -> None:
     rules = merged["tools"][0]["replies"]
     assert [r["when"]["arguments"] for r in rules] == [{"a": 1}, {"a": 2}]
     assert len(merged["methods"][0]["replies"]) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text("abcxy-", min_size=1, max_size=8), max_size=80),
+       st.lists(st.text("abcxy-", min_size=4, max_size=7), min_size=1, max_size=90))
+def test_learned_secrets_are_replaced_like_a_longest_first_alternation(texts: list[str], secrets: list[str]) -> None:
+    """The prefix index (cost: the text's length) against the obvious regular expression."""
+    import re
+
+    red = Redactor(defaults=False)
+    for secret in secrets:
+        red.learn({"k": secret})  # not a secret key: nothing learned
+    assert red.value("".join(secrets)) == "".join(secrets)
+    red = Redactor(keys=["k"], defaults=False)
+    for secret in secrets:
+        red.learn({"k": secret})
+    reference = re.compile("|".join(re.escape(s) for s in sorted(set(secrets), key=len, reverse=True)))
+    for text in texts + ["".join(secrets), "-".join(secrets[::-1])]:
+        assert red.text(text) == reference.sub(PLACEHOLDER, text), text
