@@ -46,6 +46,7 @@ CORE = [
     "cassette",
     "redact",
     "yamlemit",
+    "proxycore",
 ]
 FORBIDDEN = ("trio", "yaml", "cattrs")
 FORBIDDEN_STDLIB = ("os", "pathlib", "time", "random", "socket", "subprocess", "shutil", "tempfile", "io", "secrets")
