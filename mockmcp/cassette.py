@@ -330,7 +330,8 @@ class _Builder:
             if ex.final is None and not ex.cancelled:
                 continue  # cut off by the end of the session: nothing was seen to replay
             for rule in self._rules(ex):
-                key = _canonical([ex.method, ex.params.get("name"), ex.params.get("uri"), rule["when"]])
+                # a request's own key order (clients keep theirs): the C encoder, no sorting
+                key = json.dumps([ex.method, ex.params.get("name"), ex.params.get("uri"), rule["when"]])
                 if key in seen:
                     continue
                 seen.add(key)

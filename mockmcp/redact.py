@@ -47,13 +47,17 @@ class Redactor:
         t = type(value)
         if t is dict:
             for k, v in value.items():
-                if type(v) is str and type(k) is str and self.secret_key(k):
-                    self._remember(v)
-                else:
+                tv = type(v)
+                if tv is str:
+                    if type(k) is str and self.secret_key(k):
+                        self._remember(v)
+                elif tv is dict or tv is list:
                     self.learn(v)
         elif t is list:
             for v in value:
-                self.learn(v)
+                tv = type(v)
+                if tv is dict or tv is list:
+                    self.learn(v)
 
     def _remember(self, value: str) -> None:
         if len(value) >= MIN_LEARNED and value != PLACEHOLDER:
@@ -73,12 +77,19 @@ class Redactor:
         t = type(value)
         if t is dict:
             out = {}
+            strings = bool(self.patterns or self._learned)
             for k, v in value.items():
-                if type(k) is str and self.secret_key(k) and v is not None:
+                if type(k) is str and v is not None and self.secret_key(k):
                     self.redacted += 1
                     out[k] = PLACEHOLDER
-                else:
+                    continue
+                tv = type(v)
+                if tv is dict or tv is list:
                     out[k] = self.value(v)
+                elif tv is str and strings:
+                    out[k] = self.text(v)
+                else:
+                    out[k] = v
             return out
         if t is list:
             return [self.value(v) for v in value]
