@@ -186,3 +186,28 @@ def test_dropped_answers_do_not_hold_up_the_exit(tmp_path: Path, text: str) -> N
     t0 = time.monotonic()
     _, status, _ = converse(proxy_cmd("--faults", str(faults), "--grace", "20"), [echo(1, text), echo(2, "x")], {2})
     assert status == 0 and time.monotonic() - t0 < 15  # the server did answer: nothing was still owed
+
+
+GARBAGE_SERVER = r"""
+import json, sys
+for raw in sys.stdin:
+    msg = json.loads(raw)
+    sys.stdout.write("garbage \x01 not json\n")
+    sys.stdout.buffer.write(b"\xff\xfe\n")
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"resultType": "complete", "content": []}}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+def test_garbage_from_the_server_is_passed_through_unchanged(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    cmd = [sys.executable, "-m", "mockmcp", "proxy", "--journal", str(journal), "--", sys.executable, "-c", GARBAGE_SERVER]
+    lines, status, err = converse(cmd, [echo(1, "x"), echo(2, "y")], {1, 2})
+    assert status == 0, err
+    assert b"".join(lines) == (b"garbage \x01 not json\n\xff\xfe\n" + line_of_id(lines, 1)) + (
+        b"garbage \x01 not json\n\xff\xfe\n" + line_of_id(lines, 2))
+    assert any(json.loads(r).get("fault") for r in journal.read_text().splitlines())
+
+
+def line_of_id(lines: list[bytes], rid: int) -> bytes:
+    return next(raw for raw in lines if raw.startswith(b"{") and json.loads(raw)["id"] == rid)

@@ -153,3 +153,21 @@ def test_recording_never_loses_the_old_cassette_half_way(tmp_path: Path) -> None
 def test_bad_options_are_usage_errors(tmp_path: Path, args: list[str]) -> None:
     proc = record(tmp_path / "c.yaml", *args)
     assert proc.returncode == 2 and proc.stderr
+
+
+def test_a_cassette_edited_into_an_invalid_scenario_gets_located_errors(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    proc = record(cassette, input=line(request(1, "tools/call", {"name": "t", "arguments": {}})),
+                  server=[sys.executable, "-c", GARBAGE_SERVER])
+    assert proc.returncode == 0, proc.stderr
+    text = cassette.read_text()
+    broken = text.replace("- hang: true", "- hang: maybe") if "hang: true" in text else text.replace(
+        "exactArguments: true", "exactArguments: sometimes")
+    cassette.write_text(broken)
+    line_no = next(i for i, ln in enumerate(broken.splitlines(), 1) if "sometimes" in ln or "maybe" in ln)
+    for mode in ("once", "new_episodes"):
+        proc = record(cassette, "--mode", mode, input=line(request(1, "tools/call", {"name": "t", "arguments": {}})),
+                      server=[sys.executable, "-c", GARBAGE_SERVER])
+        assert proc.returncode == 2 and not proc.stdout, (mode, proc.stdout)
+        assert f"c.yaml:{line_no}:".encode() in proc.stderr, (mode, proc.stderr)
+    assert cassette.read_text() == broken  # an invalid cassette is never overwritten by new_episodes
