@@ -36,6 +36,7 @@ OPS: list[dict[str, Any]] = [
     {"op": "callTool", "name": "count", "arguments": {"n": 3}},
     {"op": "callTool", "name": "greet", "arguments": {}},
     {"op": "callTool", "name": "fail", "arguments": {"reason": "boom"}},
+    {"op": "callTool", "name": "login", "arguments": {"user": "ada", "password": "hunter2-client-secret"}},
     {"op": "listPrompts"},
     {"op": "getPrompt", "name": "review", "arguments": {"code": "x = 1"}},
     {"op": "listResources"},
@@ -53,12 +54,26 @@ def replay_cmd(cassette: Path) -> list[str]:
     return [sys.executable, "-m", "mockmcp", "run", str(cassette)]
 
 
+SECRETS = ("hunter2-client-secret", "srv-secret-token-9f8e7d")  # sent by the client, returned by the server
+
+
 def outcomes(result: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """What a client got per operation: status, result (or error code) and progress count."""
+    """What a client got per operation: status, result (or error code) and progress count.
+
+    ``login``'s secrets are redacted in the cassette, so its replayed answer differs on
+    purpose: it is compared with the secrets replaced by the placeholder."""
     assert "crash" not in result, result
     assert result["connect"]["status"] == "ok", result
-    return [(op["op"], op.get("name", op.get("uri")), op["status"], op.get("result"), op.get("code"),
-             op.get("progress")) for op in result["ops"]]
+    out = []
+    for op in result["ops"]:
+        value = op.get("result")
+        if op.get("name") == "login":
+            text = json.dumps(value)
+            for secret in SECRETS:
+                text = text.replace(secret, "[REDACTED]")
+            value = json.loads(text)
+        out.append((op["op"], op.get("name", op.get("uri")), op["status"], value, op.get("code"), op.get("progress")))
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +106,18 @@ def test_recording_passes_everything_through(recorded: dict[str, Any]) -> None:
     assert by_name[("callTool", "greet")][0]["content"][0]["text"] == "Hello, example!"
     assert recorded["modern_result"]["callbacks"]["elicitation"] == ["form"]
     assert outcomes(recorded["legacy_result"])[1][3]["content"][0]["text"] == "echo: hi"
+
+
+def test_no_secret_of_either_side_reaches_a_cassette(recorded: dict[str, Any]) -> None:
+    login = next(op for op in recorded["modern_result"]["ops"] if op.get("name") == "login")
+    assert "srv-secret-token-9f8e7d" in json.dumps(login["result"])  # the client did get it
+    for era in ("modern", "legacy", "as-modern"):
+        text = recorded[era].read_text()
+        assert "[REDACTED]" in text
+        for secret in SECRETS:
+            assert secret not in text, (era, secret)
+    replayed = next(op for op in recorded["replays"][0]["ops"] if op.get("name") == "login")
+    assert replayed["status"] == "ok" and replayed["result"]["structuredContent"]["token"] == "[REDACTED]"
 
 
 def test_cassettes_are_scenarios(recorded: dict[str, Any]) -> None:
