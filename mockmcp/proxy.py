@@ -171,9 +171,10 @@ def proxy(args: argparse.Namespace) -> int:
                 print(problem, file=sys.stderr)
             return 2
     else:
-        from .model import Scenario
+        from .model import Protocol, Scenario
 
-        scenario, warnings = Scenario(mockmcp=1), []
+        # No faults file: a pass-through for either era (the client checks accept both).
+        scenario, warnings = Scenario(mockmcp=1, protocol=Protocol(era="dual")), []
     from .run import _observers, new_engine
 
     log = StderrLog(args.log_level)
