@@ -244,6 +244,17 @@ def _clean_result(result: Any, drop_cache: bool) -> Any:
     return out
 
 
+def _not_recorded() -> dict[str, Any]:
+    """The rule of a primitive that was listed but never called: it matches no request (clients
+    send no such param), so a call of it fails with the near miss "not recorded" like any other
+    unrecorded request, instead of getting the mock's default answer."""
+    return {"name": "not recorded", "when": {"params": {NOT_RECORDED_PARAM: True}},
+            "steps": [{"error": {"code": p.INTERNAL_ERROR, "message": "mockmcp: not recorded"}}]}
+
+
+NOT_RECORDED_PARAM = "recordedCall"
+
+
 def _duration(seconds: float) -> str:
     return f"{max(0, round(seconds * 1000))}ms"
 
@@ -338,6 +349,9 @@ class _Builder:
                 self._place(ex, rule, primitives, methods)
         for section in ("tools", "prompts", "resources", "resourceTemplates"):
             items = list(primitives[section].values())
+            for item in items:
+                if not item.get("replies"):  # listed, never called: a call of it is unrecorded, loudly
+                    item["replies"] = [_not_recorded()]
             if items:
                 out[section] = items
         if methods:
@@ -619,10 +633,8 @@ def recorded_keys(scenario: model.Scenario) -> set[str]:
         for when in first_rounds(prompt.replies):
             if when.arguments is not None and when.exactArguments:
                 keys.add(request_key(p.PROMPTS_GET, {"name": prompt.name, "arguments": when.arguments}))
-    for res in scenario.resources:
-        keys.add(request_key(p.RESOURCES_READ, {"uri": res.uri}))
-    for tmpl in scenario.resourceTemplates:
-        for when in first_rounds(tmpl.replies):
+    for reads in (*(r.replies for r in scenario.resources), *(t.replies for t in scenario.resourceTemplates)):
+        for when in first_rounds(reads):
             if when.params is not None and type(when.params.get("uri")) is str:
                 keys.add(request_key(p.RESOURCES_READ, {"uri": when.params["uri"]}))
     for override in scenario.methods:

@@ -180,3 +180,18 @@ def test_learned_secrets_are_replaced_like_a_longest_first_alternation(texts: li
     reference = re.compile("|".join(re.escape(s) for s in sorted(set(secrets), key=len, reverse=True)))
     for text in texts + ["".join(secrets), "-".join(secrets[::-1])]:
         assert red.text(text) == reference.sub(PLACEHOLDER, text), text
+
+
+def test_a_listed_tool_never_called_fails_loudly_in_replay(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    rec = _session(("c", _req(1, "server/discover")), ("s", DISCOVER), ("c", _req(2, "tools/list")), ("s", TOOLS))
+    path = tmp_path / "c.yaml"
+    path.write_text(yamlemit.dump(cassette.build(rec)))
+    call = _req(3, "tools/call", name="t", arguments={})
+    proc = subprocess.run([sys.executable, "-m", "mockmcp", "run", str(path), "--strict"],
+                          input=(json.dumps(call) + "\n").encode(), capture_output=True, timeout=30)
+    (answer,) = map(json.loads, proc.stdout.splitlines())
+    assert answer["error"]["code"] == -32603 and answer["error"]["data"]["nearMiss"]["rule"] == "not recorded"
+    assert proc.returncode == 1  # --strict: an unrecorded request
