@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 from typing import Any
@@ -42,7 +43,7 @@ def record(args: argparse.Namespace) -> int:
         cmd = cmd[1:]
     try:
         redactor = Redactor(args.redact_key or (), args.redact or (), defaults=not args.no_default_redaction)
-    except Exception as exc:  # re.error: a bad --redact pattern is the user's, said plainly
+    except re.error as exc:  # a bad --redact pattern is the user's mistake, said plainly
         print(f"mockmcp record: bad --redact pattern: {exc}", file=sys.stderr)
         return 2
     try:

@@ -61,10 +61,13 @@ def test_cassette_fixture_records_replays_and_obeys_the_option(pytester: pytest.
     # replay: the real server cannot even start now
     run(pytester, monkeypatch, "replay", "/nonexistent/server.py").assert_outcomes(passed=1)
     assert cassette.read_text() == recorded
-    # the option wins over the test's mode: re-recorded from the real server
-    cassette.write_text(recorded.replace('"echo: hi"', '"stale"'))
-    run(pytester, monkeypatch, "record", SERVER, "--mockmcp-record-mode", "all").assert_outcomes(passed=1)
-    assert "stale" not in cassette.read_text()
+    # the option wins over the test's mode: `all` records, so the unusable server now fails the test
+    result = run(pytester, monkeypatch, "record", "/nonexistent/server.py", "--mockmcp-record-mode", "all")
+    result.assert_outcomes(failed=1)
+    assert cassette.read_text() == recorded  # a recording that never started leaves the cassette alone
+    # and `none` replays whatever the test asks for
+    run(pytester, monkeypatch, "replay", "/nonexistent/server.py", "--mockmcp-record-mode", "none",
+        mode="all").assert_outcomes(passed=1)
 
 
 def test_option_rejects_unknown_modes(pytester: pytest.Pytester) -> None:
@@ -72,4 +75,3 @@ def test_option_rejects_unknown_modes(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mockmcp-record-mode", "sometimes")
     assert result.ret != 0
     assert "sometimes" in result.stderr.str()
-

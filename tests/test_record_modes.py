@@ -171,3 +171,25 @@ def test_a_cassette_edited_into_an_invalid_scenario_gets_located_errors(tmp_path
         assert proc.returncode == 2 and not proc.stdout, (mode, proc.stdout)
         assert f"c.yaml:{line_no}:".encode() in proc.stderr, (mode, proc.stderr)
     assert cassette.read_text() == broken  # an invalid cassette is never overwritten by new_episodes
+
+
+SLOW_SERVER = r"""
+import json, sys, time
+for raw in sys.stdin:
+    msg = json.loads(raw)
+    time.sleep(0.15)
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"resultType": "complete", "content": []}}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+def test_keep_timing_writes_the_observed_delay(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    proc = record(cassette, "--keep-timing", input=line(request(1, "tools/call", {"name": "t", "arguments": {}})),
+                  server=[sys.executable, "-c", SLOW_SERVER])
+    assert proc.returncode == 0, proc.stderr
+    from mockmcp import loader
+
+    scenario, _ = loader.load(str(cassette), use_cache=False)
+    sleep, result = scenario.tools[0].replies[0].steps or []
+    assert 0.14 <= sleep.sleep.seconds < 5 and type(result).__name__ == "ResultStep"
