@@ -489,6 +489,8 @@ class _Builder:
             elif kind == "raw":
                 step = {"rawBytes": red.text(value) + "\n"}
             elif kind == "request":
+                if self.opts.as_modern:
+                    continue  # the modern era has no server-to-client requests (only rounds, above)
                 step = {"raw": red.value(value)}
             if step is None:
                 continue
