@@ -195,3 +195,48 @@ def test_a_listed_tool_never_called_fails_loudly_in_replay(tmp_path: Any) -> Non
     (answer,) = map(json.loads, proc.stdout.splitlines())
     assert answer["error"]["code"] == -32603 and answer["error"]["data"]["nearMiss"]["rule"] == "not recorded"
     assert proc.returncode == 1  # --strict: an unrecorded request
+
+
+ARGS = st.dictionaries(st.sampled_from(["a", "b", "q"]), st.one_of(st.integers(0, 3), st.sampled_from(["x", "y"])),
+                       max_size=2)
+CALLS = st.tuples(st.sampled_from(["tools/call", "prompts/get", "resources/read", "completion/complete"]),
+                  st.sampled_from(["one", "two"]), ARGS)
+
+
+def _params(method: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    if method == "resources/read":
+        return {"uri": f"test://{name}/{sorted(args.items())}"}
+    if method == "completion/complete":
+        return {"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": "a", "value": str(args)}}
+    if method == "prompts/get":
+        return {"name": name, "arguments": {k: str(v) for k, v in args.items()}}
+    return {"name": name, "arguments": args}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(CALLS, min_size=1, max_size=6), st.lists(CALLS, max_size=6))
+def test_new_episodes_routing_agrees_with_what_the_engine_answers(recorded: list[Any], asked: list[Any]) -> None:
+    """``recorded_keys`` (which requests new_episodes hands the cassette) is a second answer to "does the
+    cassette have this request?": it must agree with the engine's own selection, request by request."""
+    from helpers import plan_for
+
+    from mockmcp.run import new_engine
+
+    pairs: list[tuple[str, Any]] = [("c", _req(0, "server/discover")), ("s", DISCOVER)]
+    for i, (method, name, args) in enumerate(recorded, 1):
+        pairs += [("c", _req(i, method, **_params(method, name, args))),
+                  ("s", _res(i, {"content": [], "messages": [], "contents": [], "completion": {"values": []}}))]
+    data = cassette.build(_session(*pairs))
+    data["capabilities"] = {"tools": {}, "prompts": {}, "resources": {}, "completions": {}}
+    from mockmcp.loader import load_text
+
+    scenario, _ = load_text(yamlemit.dump(data), "c.yaml")
+    keys = cassette.recorded_keys(scenario)
+    engine = new_engine(scenario)
+    for n, (method, name, args) in enumerate(recorded + asked, 100):
+        params = _params(method, name, args)
+        plan = plan_for(engine, _req(n, method, **params))
+        sent = [a.message for a in plan.actions if hasattr(a, "message")]
+        # answered by a recorded rule (plan.rule names it), not by a built-in handler or an error
+        answered = plan.rule is not None and any("result" in m for m in sent)
+        assert (cassette.request_key(method, params) in keys) == answered, (method, params, sent, plan.rule)
