@@ -75,6 +75,11 @@ def record(args: argparse.Namespace) -> int:
 
 def _finisher(path: str, rec: cassette.Recorder, opts: cassette.Options, old: dict[str, Any] | None) -> Any:
     def finish() -> None:
+        if not any(ex.method not in _PROBE_ONLY for ex in rec.exchanges):
+            # A version probe (the TS client spawns one process for server/discover alone, then
+            # the session's): writing it would make the session's process replay a probe.
+            print(f"mockmcp record: the session only probed the server; {path} not written", file=sys.stderr)
+            return
         data = cassette.build(rec, opts)
         if old is not None:
             data = cassette.merge(old, data)
@@ -85,6 +90,7 @@ def _finisher(path: str, rec: cassette.Recorder, opts: cassette.Options, old: di
     return finish
 
 
+_PROBE_ONLY = frozenset({"server/discover", "initialize", "ping"})
 HEADER = "A cassette written by `mockmcp record`: an ordinary scenario (mockmcp check / mockmcp run)."
 
 

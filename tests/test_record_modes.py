@@ -193,3 +193,16 @@ def test_keep_timing_writes_the_observed_delay(tmp_path: Path) -> None:
     scenario, _ = loader.load(str(cassette), use_cache=False)
     sleep, result = scenario.tools[0].replies[0].steps or []
     assert 0.14 <= sleep.sleep.seconds < 5 and type(result).__name__ == "ResultStep"
+
+
+def test_a_probe_only_session_writes_no_cassette(tmp_path: Path) -> None:
+    """The TS client probes with server/discover in a process of its own, then opens the session in
+    a second one: the probe must not leave a cassette the session's process would then replay."""
+    cassette = tmp_path / "c.yaml"
+    probe = request("server-discover-probe-1", "server/discover")
+    proc = record(cassette, input=line(probe), server=[sys.executable, "-c", GARBAGE_SERVER])
+    assert proc.returncode == 0 and not cassette.exists(), proc.stderr
+    assert b"only probed" in proc.stderr
+    proc = record(cassette, input=line(probe) + line(request(1, "tools/call", {"name": "t", "arguments": {}})),
+                  server=[sys.executable, "-c", GARBAGE_SERVER])
+    assert cassette.exists()
