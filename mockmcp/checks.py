@@ -137,6 +137,8 @@ class ClientChecker:
         # What the last server/discover said: "modern" (a DiscoverResult or -32022), "legacy" (any other
         # error: falling back to initialize is then right), or None (no answer yet, or no probe).
         self.probe: str | None = None
+        # Requests a real server sent the client (mockmcp proxy, legacy era): their answers are due.
+        self.server_requests: set[Any] = set()
 
     # ------------------------------------------------------------ inbound
 
@@ -160,6 +162,9 @@ class ClientChecker:
 
     def response(self, message: dict[str, Any]) -> list[Finding]:
         rid = message.get("id")
+        if type(rid) in (int, str) and rid in self.server_requests:
+            self.server_requests.discard(rid)
+            return []  # the answer to a request a real server sent (mockmcp proxy)
         return [Finding("jsonrpc.response", f"the client sent a response (id {rid!r}); the server never sends requests", message, rid)]
 
     def notification(self, method: str, params: dict[str, Any], message: dict[str, Any]) -> list[Finding]:
@@ -288,6 +293,8 @@ class ClientChecker:
             self.ended(message["params"].get("requestId"))  # the server ended a subscription stream
             return
         if "method" in message or "id" not in message:
+            if "method" in message and type(message.get("id")) in (int, str):
+                self.server_requests.add(message["id"])  # only a real server's (the mock's own are raw)
             return
         rid = message["id"]
         dup = self.duplicates.get(rid)

@@ -158,3 +158,35 @@ def test_new_episodes_appends_an_unrecorded_call(session: dict[str, Any]) -> Non
     scenario, _ = loader.load(str(cassette), use_cache=False)
     tool = next(t for t in scenario.tools if t.name == new["name"])
     assert [r.when.arguments for r in tool.replies] == [recorded_one["arguments"], new["arguments"]]
+
+
+LEGACY_FAULTS = """\
+mockmcp: 1
+protocol: {era: dual}
+tools:
+  - name: echo
+    replies:
+      - when: {arguments: {message: slow}}
+        steps: [{sleep: 300ms}, {forward: pass}]
+      - when: {arguments: {message: fail}}
+        steps: [{error: {code: -32603, message: injected by the proxy}}]
+expectations:
+  - {method: tools/call, name: echo, atLeast: 2}
+"""
+
+
+def test_proxy_in_front_of_the_legacy_everything_server(tmp_path: Path) -> None:
+    tsclient.ensure(EVERYTHING_DIR, "@modelcontextprotocol/server-everything")
+    faults = tmp_path / "faults.yaml"
+    faults.write_text(LEGACY_FAULTS)
+    report = tmp_path / "report.json"
+    cmd = [sys.executable, "-m", "mockmcp", "proxy", "--faults", str(faults), "--report", str(report), "--strict",
+           "--", *SERVERS["everything"]["command"]]
+    ops = [{"op": "callTool", "name": "echo", "arguments": {"message": m}} for m in ("hi", "slow", "fail")]
+    (result,) = run_batch("python-asyncio", [{"command": cmd, "ops": ops, "timeoutMs": 20000}], 1)
+    assert result["connect"] == {**result["connect"], "status": "ok", "protocolVersion": "2025-11-25"}
+    hi, slow, fail = result["ops"]
+    assert hi["result"]["content"][0]["text"] == "Echo: hi" and slow["result"]["content"][0]["text"] == "Echo: slow"
+    assert fail["status"] == "error" and fail["message"] == "injected by the proxy"
+    verdict = json.loads(report.read_text())
+    assert verdict["ok"] is True, verdict  # the Python client broke no rule of either era; echo was called
