@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mockmcp import errors, jsonrpc, model, mrtr, protocol as p
-from mockmcp.actions import CloseStdout, Dribble, Emit, Exit, Park, Send, Sleep, Stderr, StopReading, WriteRaw
+from mockmcp.actions import CloseStdout, Dribble, Emit, Exit, Forward, Park, Send, Sleep, Stderr, StopReading, WriteRaw
 from mockmcp.context import RequestContext
 from mockmcp.envelope import Envelope
 from mockmcp.replies import ReplyCache
@@ -315,6 +315,7 @@ STEP_CASES: list[tuple[model.Step, dict[str, Any], Any]] = [
     (model.StopReadingStep(stopReading=SECOND), {}, lambda a: a[0] == StopReading(2.0)),
     (model.StopReadingStep(stopReading="forever"), {}, lambda a: a[0] == StopReading(None)),
     (model.CloseStdoutStep(closeStdout=True), {}, lambda a: a[0] == CloseStdout()),
+    (model.ForwardStep(forward="drop"), {}, lambda a: a == [Forward("drop")]),  # the proxy hands it on
     (model.HugeStep(huge=model.HugeSpec(bytes=7, char="é")), {}, lambda a: result_of(a[0])["content"][0]["text"] == "ééé"),
 ]
 
