@@ -47,6 +47,8 @@ CORE = [
     "redact",
     "yamlemit",
     "proxycore",
+    "armed",
+    "control",
 ]
 FORBIDDEN = ("trio", "yaml", "cattrs")
 FORBIDDEN_STDLIB = ("os", "pathlib", "time", "random", "socket", "subprocess", "shutil", "tempfile", "io", "secrets")
