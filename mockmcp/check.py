@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import attrs
 
 from . import matching, model, protocol as p, templates
-from .definitions import compile_uri_template
+from .definitions import compile_uri_template, validates_input
 
 # The most steps one reply may run once its loops are unrolled, counting loops with
 # a literal ``times`` (a template-given count is capped when the reply runs).
@@ -313,6 +313,13 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
     for i, t in enumerate(s.tools):
         if t.inputSchema.get("type") != "object":
             found.append(Found(("tools", i, "inputSchema"), "a tool's inputSchema must have type: object"))
+        elif validates_input(t, s.protocol.validateInput):
+            from .validator import SchemaError, validator_for  # only for schemas that need it
+
+            try:
+                validator_for(t.inputSchema)
+            except SchemaError as exc:  # the documented way a schema is refused
+                found.append(Found(("tools", i, "inputSchema"), f"{exc} (arguments are validated against it; set validateInput: false on the tool to serve it unvalidated)"))
     for i, tm in enumerate(s.resourceTemplates):
         try:
             compile_uri_template(tm.uriTemplate)

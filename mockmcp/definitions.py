@@ -85,6 +85,18 @@ def tool_definition(t: model.Tool) -> dict[str, Any]:
     return _definition(t, _TOOL_FIELDS)
 
 
+# Keywords that assert nothing about an instance (annotations, the dialect).
+_ANNOTATIONS = frozenset({"title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly", "$schema"})
+
+
+def validates_input(tool: model.Tool, scenario_default: bool) -> bool:
+    """Are this tool's call arguments validated? Only when switched on and its schema
+    asks more of them than being an object (the default ``{type: object}`` needs no
+    validator, so a scenario of such tools never imports one)."""
+    on = scenario_default if tool.validateInput is None else tool.validateInput
+    return on and not (tool.inputSchema.get("type") == "object" and all(k == "type" or k in _ANNOTATIONS for k in tool.inputSchema))
+
+
 def prompt_definition(pr: model.Prompt) -> dict[str, Any]:
     out = _definition(pr, _PROMPT_FIELDS)
     if pr.arguments is not None:

@@ -392,6 +392,8 @@ class Tool(_Model):
     icons: list[Icon] | None = None
     meta: dict[str, JSON] | None = _meta_field()
     states: list[str] | None = None
+    # validate tools/call arguments against inputSchema (None: the scenario's protocol.validateInput)
+    validateInput: bool | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -552,6 +554,8 @@ class Protocol(_Model):
     ignoreEof: bool = False
     ignoreSigterm: bool = False
     exitAfter: ExitAfter | None = None  # die after N lines written, whatever they were
+    # tools/call arguments that break the tool's inputSchema get a tool error (isError) before any rule
+    validateInput: bool = True
 
 
 @frozen(repr=False, eq=False)

@@ -43,6 +43,7 @@ CORE = [
     "rounds",
     "services",
     "quickload",
+    "validator",
 ]
 FORBIDDEN = ("trio", "yaml", "cattrs")
 FORBIDDEN_STDLIB = ("os", "pathlib", "time", "random", "socket", "subprocess", "shutil", "tempfile", "io", "secrets")
