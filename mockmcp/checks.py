@@ -48,6 +48,7 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "removed.ping": ("error", "changelog#major-changes", "ping (removed in this revision)"),
     "removed.logging.setLevel": ("error", "changelog#major-changes", "logging/setLevel (use _meta io.modelcontextprotocol/logLevel)"),
     "removed.resources.subscribe": ("error", "basic/patterns/subscriptions", "resources/subscribe or resources/unsubscribe (use subscriptions/listen)"),
+    "tools.arguments.invalid": ("error", "server/tools#error-handling", "tools/call arguments that break the tool's inputSchema (answered with a tool error)"),
     "expect.unmatched": ("error", "docs/verification.md#unmatched-requests", "a request no scenario rule matched (with the closest rule)"),
 }
 

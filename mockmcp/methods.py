@@ -113,6 +113,7 @@ def _tools_call(svc: Services, ctx: RequestContext) -> Plan:
         if problems:
             # tools.mdx: input validation errors are tool execution errors, for the model to correct
             text = f"Invalid arguments for tool {name}: " + "; ".join(problems)
+            svc.session.unmatched.append({"id": ctx.id, "method": ctx.method, "what": f"tool {name!r}", "invalidArguments": problems})
             return svc.final(ctx, {"content": [{"type": "text", "text": text}], "isError": True})
     svc.rounds.read(ctx)
     if not tool.replies:
