@@ -214,6 +214,10 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
                 found.append(Found(sp + ("huge", "bytes"), f"huge is at most {MAX_HUGE_BYTES} bytes (64 MiB), got {step.huge.bytes}"))
         elif isinstance(step, model.ExitStep):
             _exit_status(sp + ("exit", "status"), step.exit.status, found)
+        elif isinstance(step, model.DribbleStep) and step.dribble.pause.template is not None:
+            found.append(Found(sp + ("dribble", "pause"), "only a sleep's duration may be a template"))
+        elif isinstance(step, model.StopReadingStep) and isinstance(step.stopReading, model.Duration) and step.stopReading.template is not None:
+            found.append(Found(sp + ("stopReading",), "only a sleep's duration may be a template"))
         elif isinstance(step, model.RawBytesStep):
             try:
                 step.rawBytes.encode("latin-1")
@@ -348,6 +352,10 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
         tp = ("subscriptions", "timers", i)
         if timer.emit.event == "resources/updated" and timer.emit.uri is None:
             found.append(Found(tp + ("emit",), "resources/updated needs a 'uri'"))
+        for key in ("after", "every"):
+            d = getattr(timer, key)
+            if d is not None and d.template is not None:
+                found.append(Found(tp + (key,), "only a sleep's duration may be a template (timers are set when the stream opens)"))
         if timer.count < 1:
             found.append(Found(tp + ("count",), "count must be at least 1"))
         if timer.count > 1 and (timer.every is None or timer.every.seconds <= 0):

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from . import jsonrpc
+from .templates import EFFECTS
 
 
 @attrs.frozen
@@ -49,10 +50,12 @@ class RequestContext:
     request_state: Any  # the scenario's requestState text carried by a retry
     index: int | None  # the repetition of the innermost loop being expanded
     reask: Reask | None
+    effects: Any  # what uuid(), now() and counter() read (the engine's Effects), or None
     _scope: dict[str, Any] | None
 
-    def __init__(self, request: jsonrpc.Request, meta: dict[str, Any], state: str) -> None:
+    def __init__(self, request: jsonrpc.Request, meta: dict[str, Any], state: str, effects: Any = None) -> None:
         self.request = request
+        self.effects = effects
         self.meta = meta
         self.state = state
         self.id = request.id
@@ -129,6 +132,8 @@ class RequestContext:
                 "inputResponses": self.input_responses,
                 "state": self.state,
             }
+            if self.effects is not None:
+                scope[EFFECTS] = self.effects
             if self.index is not None:
                 scope["index"] = self.index
             if self.missing_inputs is not None:

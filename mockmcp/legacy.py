@@ -82,7 +82,7 @@ class LegacyEra:
         meta = dict(meta) if isinstance(meta, dict) else {}
         meta.setdefault(p.META_PROTOCOL_VERSION, p.LEGACY_VERSION)
         meta.setdefault(p.META_CLIENT_CAPABILITIES, {})
-        plan = handler(svc, RequestContext(req, meta, svc.session.state))
+        plan = handler(svc, RequestContext(req, meta, svc.session.state, svc.effects))
         plan.actions = [_strip(a) for a in plan.actions]
         if plan.rest is not None:
             plan.rest = (None if a is None else _strip(a) for a in plan.rest)

@@ -71,9 +71,11 @@ def _meta_field() -> Any:
 
 @frozen(repr=False, eq=False)
 class Duration(_Model):
-    """A time span written as ``250ms``, ``1.5s`` or ``2m``."""
+    """A time span written as ``250ms``, ``1.5s`` or ``2m``; in ``sleep`` also a template
+    such as ``"{{ arguments.ms }}ms"`` (then ``template`` holds it, rendered per request)."""
 
     seconds: float
+    template: str | None = None
 
 
 @frozen(repr=False, eq=False)

@@ -37,6 +37,7 @@ class Services:
         rounds: Rounds,
     ) -> None:
         self.scenario = scenario
+        self.effects: Any = None  # the engine's Effects (templates' uuid/now/counter), set by the engine
         self.protocol = scenario.protocol
         self.capabilities = capabilities
         self.envelope = envelope
