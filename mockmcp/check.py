@@ -382,6 +382,8 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
     for i, c in enumerate(s.completions):
         if (c.prompt is None) == (c.resourceTemplate is None):
             found.append(Found(("completions", i), "a completion names exactly one of 'prompt' or 'resourceTemplate'"))
+        for sub, msg in matching.pattern_problems(c.context, ("context",)):
+            found.append(Found(("completions", i) + sub, msg))
     resources = list(s.resources)
     for i, r in enumerate(s.resources):
         given = [k for k in ("text", "blob", "file") if getattr(r, k) is not None]

@@ -462,6 +462,8 @@ class Completion(_Model):
     prompt: str | None = None
     resourceTemplate: str | None = None
     values: list[str] = attrs.Factory(list)
+    # matched (like `when`) against the request's context ({arguments: {...}}: the values already chosen)
+    context: dict[str, JSON] | None = None
 
 
 @frozen(repr=False, eq=False)
