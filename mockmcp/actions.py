@@ -10,7 +10,7 @@ cancel.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import attrs
 
@@ -109,7 +109,25 @@ class CloseStdout:
     """Close stdout for good; the process keeps running and reading."""
 
 
-Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout
+class Ask:
+    """Send the client a request (legacy era) and wait up to ``timeout`` for its response.
+
+    The shell writes ``data``, waits for the ``Answer`` with ``id`` (the reader routes
+    it), then calls ``deliver`` with the client's response message, or ``None`` after
+    the timeout, having written ``cancel`` (the server's notifications/cancelled).
+    The plan's later steps are expanded only after that (they may use the answer).
+    """
+
+    __slots__ = ("id", "message", "data", "timeout", "cancel", "deliver")
+
+    def __init__(self, id: Any, message: Any, data: bytes, timeout: float, cancel: bytes, deliver: Callable[[Any], None]) -> None:
+        self.id, self.message, self.data, self.timeout, self.cancel, self.deliver = id, message, data, timeout, cancel, deliver
+
+    def __repr__(self) -> str:
+        return f"Ask({self.id!r}, {self.message!r})"
+
+
+Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout | Ask
 
 
 @attrs.define
@@ -144,4 +162,12 @@ class Cancel:
     reason: str | None = None
 
 
-Output = Plan | Cancel
+@attrs.frozen
+class Answer:
+    """The client's response to the server's request ``id`` (routed to the waiting ``Ask``)."""
+
+    id: Any
+    message: Any
+
+
+Output = Plan | Cancel | Answer

@@ -214,6 +214,13 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
                 found.append(Found(sp + ("huge", "bytes"), f"huge is at most {MAX_HUGE_BYTES} bytes (64 MiB), got {step.huge.bytes}"))
         elif isinstance(step, model.ExitStep):
             _exit_status(sp + ("exit", "status"), step.exit.status, found)
+        elif isinstance(step, model.RequestStep):
+            if timeline or method.startswith("notifications/"):
+                found.append(Found(sp, "a request to the client belongs in a reply to a request (it waits for the answer)"))
+            elif step.request.method in _INPUT_PARAMS_REQUIRED and not templates.has_template(step.request.params):
+                problem = _input_request_problems("request", {"method": step.request.method, "params": step.request.params})
+                if problem:
+                    found.append(Found(sp + ("request",), problem.replace("input request 'request': ", "")))
         elif isinstance(step, model.DribbleStep) and step.dribble.pause.template is not None:
             found.append(Found(sp + ("dribble", "pause"), "only a sleep's duration may be a template"))
         elif isinstance(step, model.StopReadingStep) and isinstance(step.stopReading, model.Duration) and step.stopReading.template is not None:
@@ -366,6 +373,10 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
         from .expectations import problems as expectation_problems
 
         found.extend(Found(path, message) for path, message in expectation_problems(s.expectations))
+    if s.protocol.era == "modern":
+        for sp, step in iter_steps(s):
+            if isinstance(step, model.RequestStep):
+                found.append(Found(sp, "requests to the client exist only in the legacy era (protocol.era: legacy or dual); this revision uses inputRequired"))
     if not s.protocol.versions:
         found.append(Found(("protocol", "versions"), "at least one protocol version is needed"))
     if s.protocol.exitAfter is not None:

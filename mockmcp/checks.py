@@ -23,7 +23,7 @@ _LEGACY_SPEC = "https://modelcontextprotocol.io/specification/2025-11-25/"
 CHECKS: dict[str, tuple[str, str, str]] = {
     "jsonrpc.parse": ("error", "basic/transports/stdio#sending-messages", "a line that is not UTF-8 JSON"),
     "jsonrpc.invalid": ("error", "basic#messages", "a message that is not valid JSON-RPC 2.0"),
-    "jsonrpc.response": ("error", "basic/patterns/mrtr", "the client sent a JSON-RPC response; servers send no requests in this revision"),
+    "jsonrpc.response": ("error", "basic/patterns/mrtr", "the client sent a JSON-RPC response to no request of the server's (servers send none in this revision; a legacy session's answers are fine)"),
     "id.null": ("error", "basic#requests", "a request id that is null"),
     "id.type": ("error", "basic#requests", "a request id that is neither a string nor an integer"),
     "id.reused": ("error", "basic#requests", "a request id already used by a request still in flight"),
@@ -144,6 +144,7 @@ class ClientChecker:
         self.rounds: list[_Round] = []
         self.legacy_session = False
         self.duplicates: dict[Any, int] = {}  # ids reused while in flight: their responses are not the original's
+        self.server_requests: dict[Any, str] = {}  # requests the server sent (legacy era), until answered
         # What the last server/discover said: "modern" (a DiscoverResult or -32022), "legacy" (any other
         # error: falling back to initialize is then right), or None (no answer yet, or no probe).
         self.probe: str | None = None
@@ -170,7 +171,9 @@ class ClientChecker:
 
     def response(self, message: dict[str, Any]) -> list[Finding]:
         rid = message.get("id")
-        return [Finding("jsonrpc.response", f"the client sent a response (id {rid!r}); the server never sends requests", message, rid)]
+        if type(rid) in (str, int) and self.server_requests.pop(rid, None) is not None:
+            return []  # the answer to a request the server sent (a legacy-era session): what it should do
+        return [Finding("jsonrpc.response", f"the client sent a response (id {rid!r}) to no request of the server's", message, rid)]
 
     def notification(self, method: str, params: dict[str, Any], message: dict[str, Any]) -> list[Finding]:
         out: list[Finding] = []
@@ -300,7 +303,13 @@ class ClientChecker:
         if type(message) is not dict:
             return
         if message.get("method") == p.CANCELLED and type(message.get("params")) is dict:
-            self.ended(message["params"].get("requestId"))  # the server ended a subscription stream
+            rid = message["params"].get("requestId")
+            if self.server_requests.pop(rid, None) is None:  # (the server gave up waiting for its own request)
+                self.ended(rid)  # the server ended a subscription stream
+            return
+        if "method" in message and "id" in message:
+            if len(self.server_requests) < 1024:
+                self.server_requests[message["id"]] = message["method"]
             return
         if "method" in message or "id" not in message:
             return

@@ -51,11 +51,13 @@ class RequestContext:
     index: int | None  # the repetition of the innermost loop being expanded
     reask: Reask | None
     effects: Any  # what uuid(), now() and counter() read (the engine's Effects), or None
+    responses: dict[str, Any]  # the client's answers to the server's requests (legacy `request` steps)
     _scope: dict[str, Any] | None
 
     def __init__(self, request: jsonrpc.Request, meta: dict[str, Any], state: str, effects: Any = None) -> None:
         self.request = request
         self.effects = effects
+        self.responses = _NO_VALUES
         self.meta = meta
         self.state = state
         self.id = request.id
@@ -102,6 +104,12 @@ class RequestContext:
         self.reask = reask
         self._scope = None
 
+    def set_response(self, name: str, answer: dict[str, Any]) -> None:
+        """The client answered (or did not answer) the server's request ``name``."""
+        self.responses = {**self.responses, name: answer}
+        if self._scope is not None:
+            self._scope["responses"] = self.responses
+
     def set_state(self, state: str) -> None:
         self.state = state
         if self._scope is not None:
@@ -134,6 +142,8 @@ class RequestContext:
             }
             if self.effects is not None:
                 scope[EFFECTS] = self.effects
+            if self.responses:
+                scope["responses"] = self.responses
             if self.index is not None:
                 scope["index"] = self.index
             if self.missing_inputs is not None:

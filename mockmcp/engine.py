@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import errors, jsonrpc, model, mrtr, protocol as p, templates
-from .actions import Cancel, Emit, Exit, Output, Park, Plan, Send
+from .actions import Answer, Cancel, Emit, Exit, Output, Park, Plan, Send
 from .context import RequestContext
 from .definitions import derive_capabilities
 from .effects import Effects
@@ -71,7 +71,9 @@ class Engine:
                 return self.handle_request(msg)
             case jsonrpc.Notification():
                 return self.handle_notification(msg)
-        return None  # a response from the client: nothing to answer (the verifier notes it)
+            case jsonrpc.ClientResponse() if msg.id in self.session.legacy.pending:
+                return Answer(msg.id, msg.message)  # the answer a legacy `request` step waits for
+        return None  # any other response from the client: nothing to answer (the verifier notes it)
 
     def handle_request(self, req: jsonrpc.Request) -> Plan:
         session = self.session
@@ -112,6 +114,8 @@ class Engine:
         """Messages that deliver an emitted event to the open subscriptions that want it."""
         method = p.EVENT_METHOD[emit.event]
         out = []
+        if self.session.legacy_initialized and not emit.has_only:
+            out += self._legacy.fan_out(emit, method) if self._legacy is not None else []
         for sid in self.session.listeners(emit.event, emit.uri, emit.only, emit.has_only):
             params: dict[str, Any] = {"_meta": {p.META_SUBSCRIPTION_ID: sid}}
             if emit.event == "resources/updated":

@@ -286,6 +286,28 @@ class CloseStdoutStep(_Model):
 
 
 @frozen(repr=False, eq=False)
+class RequestSpec(_Model):
+    """A request the server sends the client, in a legacy-era session (2025-11-25 has them).
+
+    ``params`` may hold templates. The client's response is kept under
+    ``responses[name]`` for the later steps' templates: ``{result: ...}``, ``{error: ...}``,
+    or ``{timedOut: true}`` when none came within ``timeout`` (then the server cancels it).
+    """
+
+    method: Literal["sampling/createMessage", "elicitation/create", "roots/list", "ping"]
+    params: dict[str, JSON] = attrs.Factory(dict)
+    name: str | None = None  # default: the method's first part (sampling, elicitation, roots, ping)
+    timeout: Duration = Duration(10.0)
+
+
+@frozen(repr=False, eq=False)
+class RequestStep(_Model):
+    """Send the client a request and wait for its answer (legacy era: sampling, elicitation, roots)."""
+
+    request: RequestSpec
+
+
+@frozen(repr=False, eq=False)
 class HugeSpec(_Model):
     """A complete text result whose text is ``bytes`` copies of ``char``."""
 
@@ -321,6 +343,7 @@ Step = Union[
     StopReadingStep,
     CloseStdoutStep,
     HugeStep,
+    RequestStep,
 ]
 STEP_TYPES: tuple[type, ...] = Step.__args__  # type: ignore[attr-defined]
 # The key that identifies each step type (its first field).

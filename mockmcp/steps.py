@@ -18,7 +18,8 @@ import enum
 from typing import Any, Iterable, Iterator
 
 from . import errors, jsonrpc, model, protocol as p, templates
-from .actions import Action, CloseStdout, Dribble, Emit, Exit, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from . import serverrequests
+from .actions import Action, Ask, CloseStdout, Dribble, Emit, Exit, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .context import RequestContext
 from .definitions import drop_none
 from .envelope import Envelope
@@ -71,7 +72,8 @@ class StepExpander:
         for n, action in enumerate(produced):
             if action is not None:
                 actions.append(action)
-            if n >= EAGER_BUDGET:
+            if n >= EAGER_BUDGET or type(action) is Ask:
+                # after a request to the client, the steps wait for its answer (they may use it)
                 rest = guarded(produced, ctx.id, mode)
                 break
         immediate = rest is None and all(type(a) is Send for a in actions)
@@ -193,6 +195,10 @@ class StepExpander:
                 return StopReading(None)  # "forever"
             case model.CloseStdoutStep():
                 return CloseStdout()
+            case model.RequestStep():
+                return serverrequests.ask(
+                    self.session.legacy, ctx, step.request, time_scale=self.time_scale, check_capabilities=self.rounds.check_capabilities
+                )
             case model.HugeStep():
                 h = step.huge
                 text = h.char * max(0, h.bytes // max(1, len(h.char.encode())))
