@@ -168,20 +168,25 @@ class Shell:
     async def _ask(self, ask: Ask, run: _PlanRun) -> None:
         """Send the client a request, wait for its answer (or the timeout), hand it to the core."""
         waiting = self.asks[ask.id] = _Waiting()
+        delivered = False
         try:
             if self.on_output is not None:
                 self.on_output(ask.message, ask.data)
             await self._queue_bytes(ask.data, run)
             with trio.move_on_after(ask.timeout):
                 await waiting.event.wait()
+            self.asks.pop(ask.id, None)
+            if waiting.message is None:
+                self.log("info", f"the client did not answer request {ask.id!r} within {ask.timeout:g} s; cancelling it")
+                if self.on_output is not None:
+                    self.on_output(json.loads(ask.cancel), ask.cancel)
+                await self.writer.send(ask.cancel)
+            delivered = True
+            ask.deliver(waiting.message)
         finally:
             self.asks.pop(ask.id, None)
-        if waiting.message is None:
-            self.log("info", f"the client did not answer request {ask.id!r} within {ask.timeout:g} s; cancelling it")
-            if self.on_output is not None:
-                self.on_output(json.loads(ask.cancel), ask.cancel)
-            await self.writer.send(ask.cancel)
-        ask.deliver(waiting.message)
+            if not delivered:
+                ask.deliver(None)  # the plan was cancelled while waiting: the core forgets its request
 
     def _stop_reading(self, action: StopReading, rid: Any) -> None:
         seconds = action.seconds
