@@ -16,7 +16,7 @@ from typing import Any, Callable
 from . import errors, matching, model, protocol as p, templates
 from .actions import Action, Emit, Park, Plan, Sleep
 from .context import RequestContext
-from .definitions import drop_none, prompt_definition, resource_definition, template_definition, tool_definition, validates_input
+from .definitions import drop_none, prompt_definition, resource_definition, template_definition, tool_definition
 from .services import Services
 from .session import Subscription
 from .steps import Mode
@@ -106,10 +106,9 @@ def _tools_call(svc: Services, ctx: RequestContext) -> Plan:
     args = ctx.params.get("arguments")
     if args is not None and type(args) is not dict:
         raise errors.InvalidParams("Invalid params: 'arguments' must be an object", request_id=ctx.id)
-    if validates_input(tool, svc.protocol.validateInput):
-        from .validator import validator_for  # only scenarios with such schemas import it
-
-        problems = validator_for(tool.inputSchema).errors(args or {})
+    validate = svc.input_validator(tool)
+    if validate is not None:
+        problems = validate(args or {})
         if problems:
             # tools.mdx: input validation errors are tool execution errors, for the model to correct
             text = f"Invalid arguments for tool {name}: " + "; ".join(problems)

@@ -367,11 +367,14 @@ class Validator:
         for key in ("$ref", "$dynamicRef"):
             if key in s:
                 anyv.append(self._ref(self.resolve(s[key])))
+        exact: type | None = None
         if "type" in s:
             names = tuple(s["type"]) if type(s["type"]) is list else (s["type"],)
             if len(names) == 1 and names[0] in _EXACT:
-                exact = _EXACT[names[0]]
-                anyv.append(lambda v: type(v) is exact)
+                exact = _EXACT[names[0]]  # folded into the combined function (the commonest check)
+            elif len(names) == 1:
+                name = names[0]
+                anyv.append(lambda v: _type_ok(name, v))
             else:
                 anyv.append(lambda v: any(_type_ok(n, v) for n in names))
         if "const" in s:
@@ -414,7 +417,7 @@ class Validator:
             then = self._compile(s.get("then", True))
             other = self._compile(s.get("else", True))
             anyv.append(lambda v: then(v) if cond(v) else other(v))
-        return _combine(anyv, nums, strs, arrs, objs)
+        return _combine(exact, anyv, nums, strs, arrs, objs)
 
     def _ref(self, target: Any) -> Callable[[Any], bool]:
         fn = self._compile(target)
@@ -461,9 +464,9 @@ class Validator:
         if "maxProperties" in s:
             high = s["maxProperties"]
             objs.append(lambda v: len(v) <= high)
-        required = tuple(s.get("required", ()))
+        required = frozenset(s.get("required", ()))
         if required:
-            objs.append(lambda v: all(k in v for k in required))
+            objs.append(lambda v: v.keys() >= required)
         dep = s.get("dependentRequired")
         if dep:
             pairs = [(k, tuple(need)) for k, need in dep.items()]
@@ -499,7 +502,15 @@ class Validator:
             objs.append(members)
         elif props:
             items = tuple(props.items())
-            objs.append(lambda v: all(f(v[k]) for k, f in items if k in v))
+
+            def declared(v: dict[str, Any]) -> bool:
+                for k, f in items:
+                    x = v.get(k, _MISSING)
+                    if x is not _MISSING and not f(x):
+                        return False
+                return True
+
+            objs.append(declared)
 
     # ------------------------------------------------------------ validate
 
@@ -510,7 +521,8 @@ class Validator:
         the evaluator below runs only to explain a failure, or when the schema uses
         unevaluated* (which need annotations)."""
         if self._fast is not None:
-            self._budget[0] = self._budget[1] = 0
+            budget = self._budget
+            budget[0] = budget[1] = 0
             try:
                 if self._fast(instance):
                     return []
@@ -865,7 +877,11 @@ def _bound(test: Callable[[Any, Any], bool], b: Any) -> Callable[[Any], bool]:
     return lambda v: test(v, b)
 
 
+_MISSING = object()
+
+
 def _combine(
+    exact: type | None,
     anyv: list[Callable[[Any], bool]],
     nums: list[Callable[[Any], bool]],
     strs: list[Callable[[Any], bool]],
@@ -883,6 +899,28 @@ def _combine(
     if objs:
         by_type[dict] = tuple(objs)
     general = tuple(anyv)
+    if exact is not None and not general:
+        own = by_type.get(exact, ())
+        if not own:
+            return lambda v: type(v) is exact
+        if len(own) == 1:
+            only = own[0]
+            return lambda v: type(v) is exact and only(v)
+        if len(own) == 2:
+            first, second = own
+            return lambda v: type(v) is exact and first(v) and second(v)
+
+        def typed(v: Any) -> bool:
+            if type(v) is not exact:
+                return False
+            for f in own:
+                if not f(v):
+                    return False
+            return True
+
+        return typed
+    if exact is not None:
+        general = (lambda v: type(v) is exact, *general)
     if not by_type:
         if len(general) == 1:
             return general[0]
