@@ -145,6 +145,7 @@ class ClientChecker:
         self.legacy_session = False
         self.duplicates: dict[Any, int] = {}  # ids reused while in flight: their responses are not the original's
         self.server_requests: dict[Any, str] = {}  # requests the server sent (legacy era), until answered
+        self.server_cancelled: dict[Any, str] = {}  # ... and those it gave up on (a late answer is fine)
         # What the last server/discover said: "modern" (a DiscoverResult or -32022), "legacy" (any other
         # error: falling back to initialize is then right), or None (no answer yet, or no probe).
         self.probe: str | None = None
@@ -173,6 +174,8 @@ class ClientChecker:
         rid = message.get("id")
         if type(rid) in (str, int) and self.server_requests.pop(rid, None) is not None:
             return []  # the answer to a request the server sent (a legacy-era session): what it should do
+        if type(rid) in (str, int) and self.server_cancelled.pop(rid, None) is not None:
+            return []  # an answer that crossed the server's notifications/cancelled (a race the spec allows)
         return [Finding("jsonrpc.response", f"the client sent a response (id {rid!r}) to no request of the server's", message, rid)]
 
     def notification(self, method: str, params: dict[str, Any], message: dict[str, Any]) -> list[Finding]:
@@ -304,7 +307,12 @@ class ClientChecker:
             return
         if message.get("method") == p.CANCELLED and type(message.get("params")) is dict:
             rid = message["params"].get("requestId")
-            if self.server_requests.pop(rid, None) is None:  # (the server gave up waiting for its own request)
+            method = self.server_requests.pop(rid, None) if type(rid) in (str, int) else None
+            if method is not None:  # the server gave up waiting for its own request
+                self.server_cancelled[rid] = method
+                while len(self.server_cancelled) > 256:
+                    del self.server_cancelled[next(iter(self.server_cancelled))]
+            else:
                 self.ended(rid)  # the server ended a subscription stream
             return
         if "method" in message and "id" in message:

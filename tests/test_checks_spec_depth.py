@@ -150,3 +150,17 @@ def test_the_real_process_reports_them(tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr
     checks = sorted(f["check"] for f in json.loads(report.read_text())["findings"])
     assert checks == ["initialize.clientInfo", "meta.clientCapabilities.shape", "meta.reserved", "meta.traceparent.format"]
+
+
+def test_an_answer_to_the_servers_own_request_is_no_finding() -> None:
+    checker = ClientChecker(modern_only=False)
+    checker.server_message({"jsonrpc": "2.0", "id": "mockmcp-1", "method": "roots/list", "params": {}})
+    assert checker.response({"jsonrpc": "2.0", "id": "mockmcp-1", "result": {"roots": []}}) == []
+    # answered once: a second answer, or one to an id the server never used, is a finding
+    assert [f.check for f in checker.response({"jsonrpc": "2.0", "id": "mockmcp-1", "result": {}})] == ["jsonrpc.response"]
+    assert [f.check for f in checker.response({"jsonrpc": "2.0", "id": 7, "result": {}})] == ["jsonrpc.response"]
+    # an answer that crosses the server's notifications/cancelled is a race, not a mistake (once)
+    checker.server_message({"jsonrpc": "2.0", "id": "mockmcp-2", "method": "ping"})
+    checker.server_message({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "mockmcp-2"}})
+    assert checker.response({"jsonrpc": "2.0", "id": "mockmcp-2", "result": {}}) == []
+    assert [f.check for f in checker.response({"jsonrpc": "2.0", "id": "mockmcp-2", "result": {}})] == ["jsonrpc.response"]
