@@ -62,10 +62,18 @@ def ask(state: LegacyState, ctx: RequestContext, spec: model.RequestSpec, *, tim
             data={"requiredCapabilities": {need: {}}},
             request_id=ctx.id,
         )
+    params = templates.render(spec.params, ctx.scope())
+    if spec.method == p.ELICIT and check_capabilities and type(params) is dict and params.get("mode") == "url":
+        declared = state.capabilities.get("elicitation")
+        if type(declared) is not dict or type(declared.get("url")) is not dict:  # {} alone means form mode only
+            raise errors.InvalidRequest(
+                "Invalid Request: answering needs the client capability elicitation.url (a URL-mode elicitation), which initialize did not declare",
+                data={"requiredCapabilities": {"elicitation": {"url": {}}}},
+                request_id=ctx.id,
+            )
     if len(state.pending) >= MAX_PENDING:
         raise errors.InvalidRequest(f"Invalid Request: {MAX_PENDING} server requests are waiting for answers already", request_id=ctx.id)
     rid = state.new_id()
-    params = templates.render(spec.params, ctx.scope())
     message = {"jsonrpc": p.JSONRPC_VERSION, "id": rid, "method": spec.method, "params": params}
     cancel = jsonrpc.encode(jsonrpc.notification(p.CANCELLED, {"requestId": rid, "reason": "timed out"}))
     name = response_name(spec)

@@ -133,6 +133,14 @@ def test_requests_are_gated_on_the_capabilities_initialize_declared():
     c.tool(2, "get-roots-list")
     assert c.read()["method"] == "roots/list"
     c.close()
+    # elicitation: {} declares form mode only: a URL-mode request needs elicitation.url
+    c = Legacy(EVERYTHING, capabilities={"elicitation": {}})
+    c.tool(1, "trigger-url-elicitation")
+    (resp,) = c.until(1)
+    assert resp["error"]["code"] == -32600 and resp["error"]["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
+    c.tool(2, "trigger-elicitation-request")
+    assert c.read()["params"]["mode"] == "form"
+    c.close()
 
 
 def test_log_steps_follow_logging_set_level():
