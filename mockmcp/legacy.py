@@ -96,7 +96,6 @@ class LegacyEra:
             plan.rest = (None if a is None else _strip(a) for a in plan.rest)
         return plan
 
-
     def _session_method(self, req: jsonrpc.Request) -> Plan:
         """``logging/setLevel`` and ``resources/subscribe``/``unsubscribe``: state the connection keeps."""
         svc = self.svc
