@@ -215,6 +215,8 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
         elif isinstance(step, model.ExitStep):
             _exit_status(sp + ("exit", "status"), step.exit.status, found)
         elif isinstance(step, model.RequestStep):
+            if step.request.timeout.template is not None:
+                found.append(Found(sp + ("request", "timeout"), "only a sleep's duration may be a template"))
             if timeline or method.startswith("notifications/"):
                 found.append(Found(sp, "a request to the client belongs in a reply to a request (it waits for the answer)"))
             elif step.request.method in _INPUT_PARAMS_REQUIRED and not templates.has_template(step.request.params):

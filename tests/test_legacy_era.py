@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import SCENARIOS, mockmcp_cmd
+from fakelink import close_links  # noqa: F401  (autouse: no link outlives its test)
 
 CAPS = {"sampling": {}, "roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}}
 
@@ -207,3 +208,52 @@ def test_a_dual_scenario_refuses_a_request_step_in_a_modern_request(tmp_path):
     proc = run_mock("run", str(path), input=line(request(1, "tools/call", {"name": "t"})))
     (resp,) = map(json.loads, proc.stdout.splitlines())
     assert resp["error"]["code"] == -32600 and "legacy-era" in resp["error"]["message"]
+
+
+def _legacy_link(text: str):
+    from fakelink import FakeLink
+    from helpers import engine_for
+
+    link = FakeLink(engine_for(text))
+    link.send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": CAPS, "clientInfo": {"name": "t", "version": "1"}}})
+    return link
+
+
+ASKING = """
+mockmcp: 1
+protocol: {era: legacy}
+tools:
+  - name: ask
+    replies:
+      - steps:
+          - request: {method: roots/list, timeout: 5s}
+          - text: "{{ default(responses.roots.result.roots, 'no roots') }}"
+"""
+
+
+def test_on_the_mock_clock_the_timeout_is_the_scripted_one():
+    link = _legacy_link(ASKING)
+    start = link.timeline[-1][0]
+    out = link.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask"}})
+    assert [m.get("method") for m in out] == ["roots/list", "notifications/cancelled", None]
+    assert out[-1]["result"]["content"][0]["text"] == "no roots"
+    times = [at for at, _ in link.timeline[-3:]]
+    assert times[0] == pytest.approx(start) and times[1] == pytest.approx(start + 5.0)
+    assert link.engine.session.legacy.pending == {}
+    link.close()
+
+
+def test_a_request_cancelled_while_the_server_waits_is_forgotten():
+    link = _legacy_link(ASKING)
+    out = link.send(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask"}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+    )
+    # cancelled in the same read as the call: its task stops before it writes the request
+    assert out == []
+    assert link.engine.session.legacy.pending == {}  # the core forgot the request it had planned
+    # a late answer to the forgotten request is routed nowhere, and the session goes on
+    assert link.send({"jsonrpc": "2.0", "id": "mockmcp-1", "result": {"roots": []}}) == []
+    assert link.send({"jsonrpc": "2.0", "id": 2, "method": "ping"}) == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+    link.close()

@@ -54,13 +54,16 @@ tools:
   - name: t
     replies:
       - steps: [{dribble: {pause: "{{ arguments.p }}"}}, {text: x}]
+  - name: r
+    replies:
+      - steps: [{request: {method: ping, timeout: "{{ arguments.t }}"}}, {text: x}]
 subscriptions:
   timers: [{emit: {event: tools/list_changed}, after: "{{ arguments.a }}"}]
 """
     with pytest.raises(LoadError) as info:
         load_text(text, "t.yaml")
     messages = str(info.value)
-    assert messages.count("only a sleep's duration may be a template") == 2
+    assert messages.count("only a sleep's duration may be a template") == 3
     with pytest.raises(LoadError, match="unknown helper"):
         load_text("mockmcp: 1\ntools: [{name: t, replies: [{steps: [{sleep: '{{ nope() }}ms'}, {text: x}]}]}]\n", "t.yaml")
 
