@@ -45,7 +45,7 @@ def test_completion_values_depend_on_the_arguments_already_chosen():
     assert values(5, context={"arguments": {"language": "rust"}}) == ["generic"]
 
 
-def test_the_real_process_reads_level_3_and_4_templates(tmp_path):
+def test_the_real_process_reads_level_3_and_4_templates_and_completes_in_context(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(SCENARIO)
     reads = [
@@ -53,6 +53,8 @@ def test_the_real_process_reads_level_3_and_4_templates(tmp_path):
         request(2, "resources/read", {"uri": "weather://oslo"}),
         request(3, "resources/read", {"uri": "repo://alice/src/main.py"}),
     ]
-    proc = run_mock("run", str(path), input=b"".join(line(r) for r in reads))
-    texts = {m["id"]: m["result"]["contents"][0]["text"] for m in map(json.loads, proc.stdout.splitlines())}
+    proc = run_mock("run", str(path), input=b"".join(line(r) for r in reads) + line(complete(4, context={"arguments": {"language": "python"}})))
+    out = {m["id"]: m["result"] for m in map(json.loads, proc.stdout.splitlines())}
+    texts = {rid: r["contents"][0]["text"] for rid, r in out.items() if "contents" in r}
     assert texts == {1: "paris in imperial for 3 days", 2: "oslo in metric for 1 days", 3: "alice: src/main.py"}
+    assert out[4]["completion"]["values"] == ["generic", "django", "flask"]

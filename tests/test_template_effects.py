@@ -47,6 +47,18 @@ def test_a_sleep_that_renders_no_usable_duration_is_invalid_params(ms):
     assert resp["error"]["code"] == -32602 and "is not a duration" in resp["error"]["message"]
 
 
+def test_the_real_process_sleeps_what_the_arguments_say(tmp_path):
+    import time
+
+    path = tmp_path / "sleepy.yaml"
+    path.write_text(SLEEPY)
+    started = time.monotonic()
+    proc = run_mock("run", str(path), input=line(call(1, "work", ms=400)))
+    (resp,) = map(json.loads, proc.stdout.splitlines())
+    assert resp["result"]["content"][0]["text"] == "worked 400"
+    assert time.monotonic() - started >= 0.4
+
+
 def test_check_takes_templated_durations_only_in_sleeps():
     text = """
 mockmcp: 1
