@@ -22,7 +22,9 @@ What it does, and what it refuses:
   subschemas only; ``format`` is an annotation (2020-12's default);
 - ``$ref`` to ``#``, a JSON pointer (``#/$defs/x``), an ``$anchor`` (``#name``) or an
   ``$id`` of the same document; ``$dynamicRef`` resolves like ``$ref`` to a
-  ``$dynamicAnchor`` of the document (no dynamic scope). Anything else, above all a
+  ``$dynamicAnchor`` of the document (no dynamic scope). A fragment is read from the
+  document's root, also inside a subschema with an ``$id`` of its own (an embedded
+  resource's own base URI is not tracked). Anything else, above all a
   network URI, is a ``SchemaError``: it is never fetched (basic/index.mdx), and an
   unresolved reference is refused rather than treated as permissive;
 - draft-07 (``$schema`` naming it): ``items`` as a list, ``additionalItems``,
