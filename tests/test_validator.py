@@ -84,7 +84,7 @@ def _root(schema: object, d: object) -> dict[str, object]:
     return {**body, "$defs": {"d": d}}
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schemas, DEF, st.lists(instances, min_size=1, max_size=4))
 def test_agrees_with_jsonschema(schema: object, d: object, values: list[object]) -> None:
     root = _root(schema, d)
