@@ -46,6 +46,8 @@ CORE = [
     "validator",
     "effects",
     "tracecontext",
+    "armed",
+    "control",
 ]
 FORBIDDEN = ("trio", "yaml", "cattrs")
 FORBIDDEN_STDLIB = ("os", "pathlib", "time", "random", "socket", "subprocess", "shutil", "tempfile", "io", "secrets")
