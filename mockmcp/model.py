@@ -71,9 +71,11 @@ def _meta_field() -> Any:
 
 @frozen(repr=False, eq=False)
 class Duration(_Model):
-    """A time span written as ``250ms``, ``1.5s`` or ``2m``."""
+    """A time span written as ``250ms``, ``1.5s`` or ``2m``; in ``sleep`` also a template
+    such as ``"{{ arguments.ms }}ms"`` (then ``template`` holds it, rendered per request)."""
 
     seconds: float
+    template: str | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -284,6 +286,28 @@ class CloseStdoutStep(_Model):
 
 
 @frozen(repr=False, eq=False)
+class RequestSpec(_Model):
+    """A request the server sends the client, in a legacy-era session (2025-11-25 has them).
+
+    ``params`` may hold templates. The client's response is kept under
+    ``responses[name]`` for the later steps' templates: ``{result: ...}``, ``{error: ...}``,
+    or ``{timedOut: true}`` when none came within ``timeout`` (then the server cancels it).
+    """
+
+    method: Literal["sampling/createMessage", "elicitation/create", "roots/list", "ping"]
+    params: dict[str, JSON] = attrs.Factory(dict)
+    name: str | None = None  # default: the method's first part (sampling, elicitation, roots, ping)
+    timeout: Duration = Duration(10.0)
+
+
+@frozen(repr=False, eq=False)
+class RequestStep(_Model):
+    """Send the client a request and wait for its answer (legacy era: sampling, elicitation, roots)."""
+
+    request: RequestSpec
+
+
+@frozen(repr=False, eq=False)
 class HugeSpec(_Model):
     """A complete text result whose text is ``bytes`` copies of ``char``."""
 
@@ -333,6 +357,7 @@ Step = Union[
     CloseStdoutStep,
     HugeStep,
     ForwardStep,
+    RequestStep,
 ]
 STEP_TYPES: tuple[type, ...] = Step.__args__  # type: ignore[attr-defined]
 # The key that identifies each step type (its first field).
@@ -406,6 +431,8 @@ class Tool(_Model):
     icons: list[Icon] | None = None
     meta: dict[str, JSON] | None = _meta_field()
     states: list[str] | None = None
+    # validate tools/call arguments against inputSchema (None: the scenario's protocol.validateInput)
+    validateInput: bool | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -472,6 +499,8 @@ class Completion(_Model):
     prompt: str | None = None
     resourceTemplate: str | None = None
     values: list[str] = attrs.Factory(list)
+    # matched (like `when`) against the request's context ({arguments: {...}}: the values already chosen)
+    context: dict[str, JSON] | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -566,6 +595,8 @@ class Protocol(_Model):
     ignoreEof: bool = False
     ignoreSigterm: bool = False
     exitAfter: ExitAfter | None = None  # die after N lines written, whatever they were
+    # tools/call arguments that break the tool's inputSchema get a tool error (isError) before any rule
+    validateInput: bool = True
 
 
 @frozen(repr=False, eq=False)

@@ -47,6 +47,9 @@ CORE = [
     "redact",
     "yamlemit",
     "proxycore",
+    "validator",
+    "effects",
+    "tracecontext",
     "armed",
     "control",
 ]
