@@ -44,6 +44,13 @@ CORE = [
     "services",
     "quickload",
     "tasks",
+    "cassette",
+    "redact",
+    "yamlemit",
+    "proxycore",
+    "validator",
+    "effects",
+    "tracecontext",
     "armed",
     "control",
 ]

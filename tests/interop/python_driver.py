@@ -8,6 +8,7 @@ format is shared with ``ts/driver.mjs``::
 
     {"command": ["python", "-m", "mockmcp", "run", "default"],
      "timeoutMs": 5000, "connectTimeoutMs": 10000, "stopAfterBreak": false,
+     "mode": "auto",  # Python only: "legacy" forces the initialize handshake
      "ops": [{"op": "listTools"}, {"op": "callTool", "name": "echo", "arguments": {...}},
              {"op": "listPrompts"}, {"op": "getPrompt", "name": "p", "arguments": {...}},
              {"op": "listResources"}, {"op": "listResourceTemplates"},
@@ -160,6 +161,7 @@ async def run_plan(plan: dict[str, Any]) -> dict[str, Any]:
     try:
         async with Client(
             server,
+            mode=plan.get("mode", "auto"),
             read_timeout_seconds=timeout,
             elicitation_callback=elicit,
             sampling_callback=sample,
