@@ -214,6 +214,7 @@ class CassetteServer(MockServer):
         if not command:
             raise ValueError("a cassette needs the real server's command (command=[...]) to record")
         super().__init__(str(path), directory)
+        self.journal_path = directory / "journal.jsonl"  # the recorder keeps its journal here (no session directory)
         self.path = path
         self.mode = mode
         self.args = ["-m", "mockmcp", "record", "-o", str(path), "--mode", mode,

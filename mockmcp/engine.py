@@ -81,7 +81,7 @@ class Engine:
                 return self.handle_request(msg)
             case jsonrpc.Notification():
                 return self.handle_notification(msg)
-            case jsonrpc.ClientResponse() if msg.id in self.session.legacy.pending:
+            case jsonrpc.ClientResponse() if jsonrpc.valid_id(msg.id) and msg.id in self.session.legacy.pending:
                 return Answer(msg.id, msg.message)  # the answer a legacy `request` step waits for
         return None  # any other response from the client: nothing to answer (the verifier notes it)
 
