@@ -50,6 +50,7 @@ class ProxyShell(Shell):
         self.to_server = to_server
         self.owed: set[str] = set()  # forwarded requests the server has not answered (each counted busy)
         self.faulted: dict[str, tuple[str, Dribble | None]] = {}  # forwarded by a plan: how to deliver
+        self.client_gone = False  # the writer to the client is closed: server output is dropped
 
     def _owe(self, rid: Any) -> None:
         key = _key(rid)
@@ -99,18 +100,34 @@ class ProxyShell(Shell):
             lines = splitter.feed(bytes(data)) if data else splitter.close()
             batch: list[bytes] = []
             for line in lines:
+                if self.client_gone:
+                    self.log("debug", f"the client is gone; dropping a server line: {line[:200]!r}")
+                    continue
                 for item in self._delivered(line):
                     if type(item) is bytes:
                         batch.append(item)
                     else:
                         if batch:
-                            await self.writer.send(b"".join(batch))
+                            await self._to_client(b"".join(batch))
                             batch = []
-                        await self.writer.send(item)
+                        await self._to_client(item)
             if batch:
-                await self.writer.send(b"".join(batch))
+                await self._to_client(b"".join(batch))
             if not data:
                 return
+
+    async def _to_client(self, item: bytes | DribbleJob) -> None:
+        """Queue ``item`` for the client. Once the session with the client is over (its stdin closed
+        and the grace passed, so the writer is closed) the server can still write (notifications
+        of its own, a late answer): that is dropped, and the server's stdout is still read to EOF,
+        rather than the session failing and the report being lost."""
+        if self.client_gone:
+            return
+        try:
+            await self.writer.send(item)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.client_gone = True
+            self.log("debug", "the client is gone; dropping what the server still writes")
 
     def _delivered(self, line: bytes) -> list[bytes | DribbleJob]:
         """What the client gets for one server line (the line itself, unless a rule said otherwise)."""
@@ -208,6 +225,24 @@ async def _serve(cmd: list[str], conn: ProxyConnection, args: argparse.Namespace
         grace=args.grace, log=log, exit_process=exit_process,
         on_output=observers.get("output"), on_event=observers.get("event"),
     )
+    # One signal receiver for the whole session, shutdown included: a SIGTERM while the real
+    # server is being stopped (a client that gave up waiting for us to exit) must still let the
+    # report be written, not kill the process with the default handler.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        try:
+            return await _session(proc, shell, to_server, from_proxy, server_stdin, server_stdout, log, received)
+        finally:
+            with trio.CancelScope(shield=True):
+                # The server had its 0.5 s after stdin closed (serve, below): terminate now. A
+                # client that closes the pipe waits about 2 s before killing us (mcp's stdio
+                # client), and the report is written after this. In a `finally`: whatever ended
+                # the session, the server must not outlive us (it holds our stderr, which a
+                # client may read to EOF: a crash here once left it running for a minute).
+                await relay.stop(proc, 0.0)
+
+
+async def _session(proc: trio.Process, shell: ProxyShell, to_server: Any, from_proxy: Any, server_stdin: Any,
+                   server_stdout: Any, log: StderrLog, received: Any) -> int:
     status = 0
     async with trio.open_nursery() as nursery:
         nursery.start_soon(relay.drain, from_proxy, server_stdin)
@@ -229,16 +264,13 @@ async def _serve(cmd: list[str], conn: ProxyConnection, args: argparse.Namespace
             nursery.cancel_scope.cancel()
 
         async def signals() -> None:
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
-                async for _ in received:
-                    nursery.cancel_scope.cancel()
-                    return
+            async for _ in received:
+                nursery.cancel_scope.cancel()
+                return
 
         nursery.start_soon(signals)
         await nursery.start(serve)
         nursery.start_soon(server_side)
-    with trio.CancelScope(shield=True):
-        await relay.stop(proc, 0.5)
     return status if status > 0 else 0
 
 
