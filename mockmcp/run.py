@@ -50,6 +50,12 @@ def run(args: argparse.Namespace) -> int:
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
     observers = _observers(args, engine, conn, log)
+    if getattr(args, "http", None) is not None:
+        from .httpshell import run_http  # (h11 is imported only here: stdio spawns stay as they were)
+
+        status = run_http(args, scenario, conn, log, observers)
+        finish = observers.get("finish")
+        return finish(status) if finish is not None else status
 
     async def main() -> int:
         stdin = trio.lowlevel.FdStream(os.dup(0))

@@ -43,6 +43,7 @@ CORE = [
     "rounds",
     "services",
     "quickload",
+    "httprules",
 ]
 FORBIDDEN = ("trio", "yaml", "cattrs")
 FORBIDDEN_STDLIB = ("os", "pathlib", "time", "random", "socket", "subprocess", "shutil", "tempfile", "io", "secrets")
