@@ -89,6 +89,9 @@ def header_map(headers: Headers) -> dict[bytes, bytes]:
 
 def check_head(method: bytes, target: bytes, headers: Mapping[bytes, bytes], *, allowed_origins: frozenset[str] = frozenset()) -> Reject | None:
     """The rules a request's head must pass before its body is read (``None``: read it)."""
+    if len(target) + sum(len(k) + len(v) + 4 for k, v in headers.items()) > MAX_HEADER_BYTES:
+        return Reject(431, "Request Header Fields Too Large", headers=((b"content-type", b"text/plain"),),
+                      body=f"the request head exceeds the {MAX_HEADER_BYTES}-byte limit\n".encode())
     path = target.split(b"?", 1)[0]
     if path != ENDPOINT:
         return Reject(404, "Not Found", headers=((b"content-type", b"text/plain"),),

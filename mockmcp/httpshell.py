@@ -509,40 +509,46 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
     """Listen, print the endpoint URL as the first stdout line, serve until stdin's EOF or a signal."""
     import signal
 
-    listeners = (await trio.open_tcp_listeners(port, host=host))[:1]  # one socket: one port, one URL
-    bound = listeners[0].socket.getsockname()
-    url = url_for(host, bound[1])
-    (print_url or _print_url)(url)
-    shell.log("info", f"serving Streamable HTTP at {url}")
-    async with trio.open_nursery() as nursery:
-        await nursery.start(shell.serve, listeners)
+    sigs = {signal.SIGINT} | (set() if ignore_sigterm else {signal.SIGTERM})
+    # The signal receiver is open before the URL is printed: a suite that stops the mock as
+    # soon as it has read the URL must find SIGTERM handled, not the default action.
+    with trio.open_signal_receiver(*sigs) as received:
+        listeners = (await trio.open_tcp_listeners(port, host=host))[:1]  # one socket: one port, one URL
+        bound = listeners[0].socket.getsockname()
+        url = url_for(host, bound[1])
+        async with trio.open_nursery() as nursery:
+            await nursery.start(shell.serve, listeners)
+            (print_url or _print_url)(url)
+            shell.log("info", f"serving Streamable HTTP at {url}")
 
-        async def watch_signals() -> None:
-            sigs = {signal.SIGINT} | (set() if ignore_sigterm else {signal.SIGTERM})
-            with trio.open_signal_receiver(*sigs) as received:
+            async def watch_signals() -> None:
                 async for signum in received:
                     shell.log("info", f"received {signal.Signals(signum).name}; shutting down")
                     nursery.cancel_scope.cancel()
                     return
 
-        nursery.start_soon(watch_signals)
-        stdin = trio.lowlevel.FdStream(os.dup(0))
-        try:
-            while True:
-                try:
-                    data = await stdin.receive_some(READ_SIZE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    data = b""
-                if not data:
-                    break  # what arrives on stdin is ignored: the protocol is on the socket
-        finally:
-            await trio.aclose_forcefully(stdin)
-        if ignore_eof:
-            shell.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal)")
-            await trio.sleep_forever()
-        shell.log("debug", "stdin closed; shutting down")
-        nursery.cancel_scope.cancel()
+            nursery.start_soon(watch_signals)
+            await _until_eof(shell, ignore_eof)
+            nursery.cancel_scope.cancel()
     return 0
+
+
+async def _until_eof(shell: HttpShell, ignore_eof: bool) -> None:
+    stdin = trio.lowlevel.FdStream(os.dup(0))
+    try:
+        while True:
+            try:
+                data = await stdin.receive_some(READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                data = b""
+            if not data:
+                break  # what arrives on stdin is ignored: the protocol is on the socket
+    finally:
+        await trio.aclose_forcefully(stdin)
+    if ignore_eof:
+        shell.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal)")
+        await trio.sleep_forever()
+    shell.log("debug", "stdin closed; shutting down")
 
 
 def _print_url(url: str) -> None:
