@@ -109,7 +109,26 @@ class CloseStdout:
     """Close stdout for good; the process keeps running and reading."""
 
 
-Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout
+@attrs.frozen
+class HttpFault:
+    """An HTTP transport fault (``http:`` step); the stdio shell ignores it.
+
+    ``head``: it came before the plan's first message, so its status, headers,
+    content type, delay and body kind shape the response head.
+    """
+
+    status: int | None = None
+    body: bytes = b""
+    headers: tuple[tuple[str, str], ...] = ()
+    content_type: str | None = None
+    delay: float = 0.0
+    respond_as: str | None = None
+    write: bytes | None = None
+    end_stream: bool = False
+    reset: bool = False
+
+
+Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout | HttpFault
 
 
 @attrs.define

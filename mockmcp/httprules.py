@@ -30,7 +30,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from . import errors, jsonrpc, protocol as p
-from .actions import Send, Sleep
+from .actions import Dribble, HttpFault, Send, Sleep, Stderr, StopReading
 
 ENDPOINT = b"/mcp"
 MAX_HEADER_BYTES = 16 * 1024  # the request line and headers together
@@ -413,6 +413,9 @@ def choose_body(plan: Any, mode: str = "auto") -> str:
             sends += 1
         elif kind is Sleep:
             timed = True
+        elif kind is HttpFault:
+            if action.write is not None or action.end_stream:
+                return "sse"
         else:
             return "sse"
     if sends != 1:
@@ -420,3 +423,48 @@ def choose_body(plan: Any, mode: str = "auto") -> str:
     if timed and mode == "auto":
         return "sse"
     return "json"
+
+
+class Head:
+    """The response head a plan's leading ``http`` faults ask for (see ``head_faults``)."""
+
+    __slots__ = ("status", "body", "headers", "content_type", "delay", "respond_as")
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.body = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.content_type: str | None = None
+        self.delay = 0.0
+        self.respond_as: str | None = None
+
+    def head_headers(self, default_type: bytes) -> list[tuple[bytes, bytes]]:
+        """The response's headers: its content type (replaced, or none) and the scripted ones."""
+        ctype = default_type if self.content_type is None else self.content_type.encode("latin-1")
+        names = {n.lower() for n, _ in self.headers}
+        out = [] if not ctype or b"content-type" in names else [(b"content-type", ctype)]
+        return out + self.headers
+
+
+# Actions that neither write nor end anything: leading ``http`` steps may stand among them.
+_QUIET = (HttpFault, Sleep, Dribble, Stderr, StopReading)
+
+
+def head_faults(plan: Any) -> Head | None:
+    """The head options of the ``http`` faults before a plan's first message (``None``: none)."""
+    head: Head | None = None
+    for action in plan.actions:
+        if not isinstance(action, _QUIET):
+            break
+        if type(action) is not HttpFault:
+            continue
+        head = head or Head()
+        if action.status is not None:
+            head.status, head.body = action.status, action.body
+        head.headers.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in action.headers)
+        if action.content_type is not None:
+            head.content_type = action.content_type
+        head.delay += action.delay
+        if action.respond_as is not None:
+            head.respond_as = action.respond_as
+    return head

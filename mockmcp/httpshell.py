@@ -24,7 +24,7 @@ import h11
 import trio
 
 from . import errors, httprules, jsonrpc
-from .actions import Action, CloseStdout, Dribble, Emit, Exit, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from .actions import Action, CloseStdout, Dribble, Emit, Exit, HttpFault, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .connection import Connection
 from .log import StderrLog
 
@@ -57,10 +57,14 @@ class _Exit:
 
 
 class _Reset:
-    """Drop the connection without ending the response (a scripted ``closeStdout``)."""
+    """Drop the connection without ending the response (``closeStdout``, ``http: {reset: true}``)."""
 
 
-_Item = bytes | _Dribble | _Exit | _Reset
+class _End:
+    """End the response now, before its answer (``http: {endStream: true}``)."""
+
+
+_Item = bytes | _Dribble | _Exit | _Reset | _End
 
 
 class _Run:
@@ -252,12 +256,33 @@ class HttpShell:
                 status = httprules.status_for(send.message) if b'"error"' in data else 200
                 await self._json(h, stream, status, data)
                 return
-        await self._stream(h, stream, out, httprules.choose_body(out, self.response_mode))
+        head = httprules.head_faults(out)
+        if head is not None and head.status is not None:
+            await self._status_answer(h, stream, out, head)
+            return
+        kind = head.respond_as if head is not None and head.respond_as else httprules.choose_body(out, self.response_mode)
+        await self._stream(h, stream, out, kind, head)
 
-    async def _json(self, h: h11.Connection, stream: trio.SocketStream, status: int, data: bytes) -> None:
-        head = h11.Response(status_code=status, reason=_reason(status),
-                            headers=[*_JSON_HEADERS, (b"content-length", str(len(data)).encode())])
-        await stream.send_all(h.send(head) + h.send(h11.Data(data=data)) + h.send(h11.EndOfMessage()))
+    async def _json(self, h: h11.Connection, stream: trio.SocketStream, status: int, data: bytes,
+                    head: httprules.Head | None = None) -> None:
+        headers = _JSON_HEADERS if head is None else head.head_headers(b"application/json")
+        response = h11.Response(status_code=status, reason=_reason(status),
+                                headers=[*headers, (b"content-length", str(len(data)).encode())])
+        await stream.send_all(h.send(response) + h.send(h11.Data(data=data)) + h.send(h11.EndOfMessage()))
+
+    async def _status_answer(self, h: h11.Connection, stream: trio.SocketStream, plan: Plan, head: httprules.Head) -> None:
+        """``http: {status: ...}``: that status, headers and body instead of the plan's answer."""
+        assert head.status is not None
+        try:
+            if head.delay:
+                await trio.sleep(head.delay)
+            self._event("httpStatus", {"id": plan.request_id, "status": head.status})
+            headers = [*head.head_headers(b"text/plain"), (b"content-length", str(len(head.body)).encode())]
+            response = h11.Response(status_code=head.status, reason=_reason(head.status), headers=headers)
+            await stream.send_all(h.send(response) + h.send(h11.Data(data=head.body)) + h.send(h11.EndOfMessage()))
+        finally:
+            if plan.has_id and not plan.immediate:
+                self.conn.finished(plan.request_id)
 
     async def _accepted(self, h: h11.Connection, stream: trio.SocketStream) -> None:
         head = h11.Response(status_code=202, reason=b"Accepted", headers=[(b"content-length", b"0")])
@@ -270,7 +295,8 @@ class HttpShell:
             scope.cancel()
             self._event("cancelled", {"id": rid, "reason": reason})
 
-    async def _stream(self, h: h11.Connection, stream: trio.SocketStream, plan: Plan, body: str) -> None:
+    async def _stream(self, h: h11.Connection, stream: trio.SocketStream, plan: Plan, body: str,
+                      head: httprules.Head | None = None) -> None:
         """Run a plan in its own task; write what it produces as SSE (or, ``json``, its one answer)."""
         send, receive = trio.open_memory_channel[_Item](STREAM_BUFFER)
         rid = plan.request_id
@@ -287,15 +313,18 @@ class HttpShell:
             watcher = trio.CancelScope()
             nursery.start_soon(self._watch, h, stream, watcher, gone, scope, rid)
             try:
+                if head is not None and head.delay:
+                    await trio.sleep(head.delay)  # slow headers
                 if body == "json":
-                    await self._write_json_when_done(h, stream, receive)
+                    await self._write_json_when_done(h, stream, receive, head)
                 else:
-                    await self._write_sse(h, stream, receive)
+                    await self._write_sse(h, stream, receive, head)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, _ClientGone):
                 self._closed_by_client(scope, rid)
                 gone.set()
             finally:
                 watcher.cancel()
+                scope.cancel()  # the answer is over (a plan still running was cut by endStream)
         if gone.is_set():
             raise _ClientGone()
 
@@ -324,15 +353,16 @@ class HttpShell:
             self.log("info", f"request {rid!r} cancelled: the client closed its stream")
             self._event("cancelled", {"id": rid, "reason": "the client closed the HTTP stream"})
 
-    async def _write_sse(self, h: h11.Connection, stream: trio.SocketStream, receive: trio.MemoryReceiveChannel[_Item]) -> None:
-        head = h11.Response(status_code=200, reason=b"OK", headers=_SSE_HEADERS)
-        await stream.send_all(h.send(head))
+    async def _write_sse(self, h: h11.Connection, stream: trio.SocketStream, receive: trio.MemoryReceiveChannel[_Item],
+                         head: httprules.Head | None = None) -> None:
+        headers = _SSE_HEADERS if head is None else [*head.head_headers(b"text/event-stream"), *_SSE_HEADERS[1:]]
+        await stream.send_all(h.send(h11.Response(status_code=200, reason=b"OK", headers=headers)))
         keepalive = self.keepalive if self.keepalive > 0 else math.inf
         async with receive:
             while True:
                 with trio.move_on_after(keepalive):
                     item = await _receive(receive)
-                    if item is None:
+                    if item is None or isinstance(item, _End):
                         break
                     await self._write_item(h, stream, item)
                     continue
@@ -358,21 +388,42 @@ class HttpShell:
                 raise _ClientGone()  # (the connection is dropped without ending the response)
 
     async def _write_json_when_done(self, h: h11.Connection, stream: trio.SocketStream,
-                                    receive: trio.MemoryReceiveChannel[_Item]) -> None:
-        final: bytes | None = None
+                                    receive: trio.MemoryReceiveChannel[_Item], head: httprules.Head | None = None) -> None:
+        """One JSON body, written when the plan gave its answer (the last message it sent).
+
+        A dribbled answer is written in its chunks; a ``reset`` drops the
+        connection halfway through the answer's body; ``endStream`` answers
+        with an empty body.
+        """
+        final: bytes | _Dribble | None = None
+        reset = False
         async with receive:
             while True:
                 item = await _receive(receive)
-                if item is None:
+                if item is None or isinstance(item, _End):
                     break
-                if isinstance(item, bytes):
+                if isinstance(item, (bytes, _Dribble)):
                     final = item
+                elif isinstance(item, _Reset):
+                    reset = True
                 else:
                     await self._write_item(h, stream, item)
-        if final is None:
-            final = jsonrpc.encode(errors.error_response(errors.ABSENT, -32603, "mockmcp: the plan ended without an answer"))
-        status = httprules.status_for(jsonrpc.parse(final)) if b'"error"' in final else 200
-        await self._json(h, stream, status, final)
+        data = final.data if isinstance(final, _Dribble) else final or b""
+        status = httprules.status_for(jsonrpc.parse(data)) if b'"error"' in data and _is_json(data) else 200
+        if not reset and not isinstance(final, _Dribble):
+            await self._json(h, stream, status, data, head)
+            return
+        headers = _JSON_HEADERS if head is None else head.head_headers(b"application/json")
+        response = h11.Response(status_code=status, reason=_reason(status),
+                                headers=[*headers, (b"content-length", str(len(data)).encode())])
+        await stream.send_all(h.send(response))
+        if reset:
+            if data:
+                await stream.send_all(h.send(h11.Data(data=data[: len(data) // 2])))
+            raise _ClientGone()  # (dropped mid-body, as scripted)
+        assert isinstance(final, _Dribble)
+        await self._write_item(h, stream, final)
+        await stream.send_all(h.send(h11.EndOfMessage()))
 
     # ---------------------------------------------------------------- plans
 
@@ -384,6 +435,8 @@ class HttpShell:
             try:
                 for action in plan.all_actions():
                     await self._perform(action, run)
+            except trio.BrokenResourceError:
+                pass  # the answer is over (endStream, a reset, the client gone): the rest goes nowhere
             finally:
                 sink.close()
                 if listen and self.streams.get(rid) is sink:
@@ -427,6 +480,18 @@ class HttpShell:
                 for _ in range(action.repeat):
                     self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
                     await trio.lowlevel.checkpoint()
+            case HttpFault():
+                # (its head options were applied before the head was written: see head_faults)
+                if action.write is not None:
+                    if self.on_output is not None:
+                        self.on_output(None, action.write)
+                    await run.sink.send(action.write)  # unframed: malformed SSE on purpose
+                if action.end_stream:
+                    self._event("httpEndStream", {"id": run.rid})
+                    await run.sink.send(_End())
+                if action.reset:
+                    self._event("httpReset", {"id": run.rid})
+                    await run.sink.send(_Reset())
 
     async def _fan_out(self, emit: Emit, own: trio.MemorySendChannel[_Item]) -> None:
         """Deliver an event to the listen streams that want it (the engine says which, in order)."""
@@ -464,6 +529,14 @@ async def _receive(channel: trio.MemoryReceiveChannel[_Item]) -> _Item | None:
         return await channel.receive()
     except trio.EndOfChannel:
         return None
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        jsonrpc.parse(data)
+    except errors.ClientError:
+        return False
+    return True
 
 
 def _has_partial(h: h11.Connection) -> bool:

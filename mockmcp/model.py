@@ -298,6 +298,40 @@ class HugeStep(_Model):
     huge: HugeSpec
 
 
+@frozen(repr=False, eq=False)
+class HttpSpec(_Model):
+    """What the HTTP shell does wrong on demand (``mockmcp run --http``; ignored on stdio).
+
+    Head faults apply when the step comes before the reply's first message:
+    ``status`` answers the POST with that status, ``body`` and ``headers`` at
+    once (429/503 with ``Retry-After``, 500, a redirect with ``Location``), and
+    the rest of the reply is for stdio only; ``headers`` adds or replaces
+    response headers; ``contentType`` replaces the Content-Type (``""``: none);
+    ``delay`` holds the response head back (slow headers); ``respondAs``
+    answers with a JSON body or an SSE stream whatever the reply needs.
+    Body faults happen where the step stands: ``write`` puts these bytes in the
+    body unframed (malformed SSE), ``endStream`` ends the response before its
+    answer, ``reset`` drops the connection (mid-stream, or mid-body for JSON).
+    """
+
+    status: int | None = None
+    body: str = ""
+    headers: dict[str, str] = field(factory=dict)
+    contentType: str | None = None
+    delay: Duration | None = None
+    respondAs: Literal["json", "sse"] | None = None
+    write: str | None = None
+    endStream: bool = False
+    reset: bool = False
+
+
+@frozen(repr=False, eq=False)
+class HttpStep(_Model):
+    """An HTTP transport fault (a status, headers, a slow head, broken framing, a reset)."""
+
+    http: HttpSpec
+
+
 Step = Union[
     ResultStep,
     TextStep,
@@ -319,6 +353,7 @@ Step = Union[
     StopReadingStep,
     CloseStdoutStep,
     HugeStep,
+    HttpStep,
 ]
 STEP_TYPES: tuple[type, ...] = Step.__args__  # type: ignore[attr-defined]
 # The key that identifies each step type (its first field).

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import trio
 
-from .actions import Action, Cancel, CloseStdout, Dribble, Emit, Exit, Output, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from .actions import Action, Cancel, CloseStdout, Dribble, Emit, Exit, HttpFault, Output, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .connection import Connection
 from .log import StderrLog
 from .writer import CloseJob, DribbleJob, ExitJob, StdoutWriter
@@ -150,6 +150,8 @@ class Shell:
                 for _ in range(action.repeat):
                     self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
                     await trio.lowlevel.checkpoint()
+            case HttpFault():
+                await trio.lowlevel.checkpoint()  # an HTTP transport fault: nothing to do on stdio
 
     def _stop_reading(self, action: StopReading, rid: Any) -> None:
         seconds = action.seconds

@@ -18,7 +18,7 @@ import enum
 from typing import Any, Iterable, Iterator
 
 from . import errors, jsonrpc, model, protocol as p, templates
-from .actions import Action, CloseStdout, Dribble, Emit, Exit, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from .actions import Action, CloseStdout, Dribble, Emit, Exit, HttpFault, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .context import RequestContext
 from .definitions import drop_none
 from .envelope import Envelope
@@ -192,6 +192,13 @@ class StepExpander:
                 return StopReading(None)  # "forever"
             case model.CloseStdoutStep():
                 return CloseStdout()
+            case model.HttpStep():
+                f = step.http
+                return HttpFault(
+                    f.status, f.body.encode("utf-8"), tuple(f.headers.items()), f.contentType,
+                    0.0 if f.delay is None else f.delay.seconds * self.time_scale, f.respondAs,
+                    None if f.write is None else f.write.encode("latin-1"), f.endStream, f.reset,
+                )
             case model.HugeStep():
                 h = step.huge
                 text = h.char * max(0, h.bytes // max(1, len(h.char.encode())))
