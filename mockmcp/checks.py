@@ -49,6 +49,16 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "removed.logging.setLevel": ("error", "changelog#major-changes", "logging/setLevel (use _meta io.modelcontextprotocol/logLevel)"),
     "removed.resources.subscribe": ("error", "basic/patterns/subscriptions", "resources/subscribe or resources/unsubscribe (use subscriptions/listen)"),
     "expect.unmatched": ("error", "docs/verification.md#unmatched-requests", "a request no scenario rule matched (with the closest rule)"),
+    # Streamable HTTP (mockmcp run --http): found by the HTTP shell's rules, reported here.
+    "http.header.missing": ("error", "basic/transports/streamable-http#server-validation", "a request without MCP-Protocol-Version, Mcp-Method, or Mcp-Name where its method needs one"),
+    "http.header.mismatch": ("error", "basic/transports/streamable-http#server-validation", "a request header that does not match the body (or a malformed value or base64 sentinel)"),
+    "http.param.missing": ("error", "basic/transports/streamable-http#client-behavior", "a tools/call without the Mcp-Param-{Name} header of an x-mcp-header parameter it sets"),
+    "http.param.mismatch": ("error", "basic/transports/streamable-http#client-behavior", "an Mcp-Param-{Name} header that does not match its argument (or a header for an absent one)"),
+    "http.tool.invalidHeaders": ("warning", "basic/transports/streamable-http#schema-extension", "a tools/call of a tool whose x-mcp-header annotations are invalid (a client must exclude it from tools/list, so only an application calling it by name sends this)"),
+    "http.accept": ("error", "basic/transports/streamable-http#sending-messages", "a POST whose Accept does not list both application/json and text/event-stream"),
+    "http.method": ("error", "basic/transports/streamable-http#sending-messages", "an HTTP method other than POST (GET streams and DELETE sessions were removed)"),
+    "http.batch": ("error", "basic/transports/streamable-http#sending-messages", "a POST body that is a JSON array (one request or notification per POST)"),
+    "http.retryAfter": ("warning", "https://www.rfc-editor.org/rfc/rfc9110#name-retry-after", "a request sooner than the Retry-After of a 429 or 503 the mock answered"),
 }
 
 _REMOVED = {
@@ -62,7 +72,7 @@ _REMOVED = {
 
 def spec_url(section: str) -> str:
     """The spec address of a check's section (our own docs for mock-specific checks)."""
-    return section if section.startswith("docs/") else _SPEC + section
+    return section if section.startswith(("docs/", "https://")) else _SPEC + section
 
 
 class Finding:

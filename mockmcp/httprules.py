@@ -49,30 +49,40 @@ LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
 
 
 class HeaderMismatch(errors.ClientError):
-    """A request header disagrees with the body, is missing, or is malformed (HTTP only)."""
+    """A request header disagrees with the body, is missing, or is malformed (HTTP only).
+
+    ``check`` names the client check it is (``http.header.missing``, ...; see checks.py).
+    """
 
     code = p.HEADER_MISMATCH
+
+    def __init__(self, message: str, *, check: str, request_id: Any) -> None:
+        super().__init__(message, request_id=request_id)
+        self.check = check
 
 
 class Reject:
     """An HTTP answer the rules give without the engine: a status, headers and a body."""
 
-    __slots__ = ("status", "reason", "headers", "body")
+    __slots__ = ("status", "reason", "headers", "body", "check")
 
-    def __init__(self, status: int, reason: str, *, headers: tuple[tuple[bytes, bytes], ...] = (), body: bytes = b"") -> None:
+    def __init__(self, status: int, reason: str, *, headers: tuple[tuple[bytes, bytes], ...] = (), body: bytes = b"",
+                 check: str | None = None) -> None:
         self.status = status
         self.reason = reason
         self.headers = headers
         self.body = body
+        self.check = check  # the client check the refusal is (checks.py), if it is one
 
     def __repr__(self) -> str:
         return f"Reject({self.status}, {self.reason!r})"
 
 
-def _json_error(status: int, code: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> Reject:
+def _json_error(status: int, code: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = (),
+                check: str | None = None) -> Reject:
     """A rejection whose body is a JSON-RPC error response without ``id`` (the spec's MAY)."""
     body = jsonrpc.encode(errors.error_response(errors.ABSENT, code, message))
-    return Reject(status, message, headers=((b"content-type", b"application/json"), *headers), body=body)
+    return Reject(status, message, headers=((b"content-type", b"application/json"), *headers), body=body, check=check)
 
 
 def header_map(headers: Headers) -> dict[bytes, bytes]:
@@ -102,10 +112,11 @@ def check_head(method: bytes, target: bytes, headers: Mapping[bytes, bytes], *, 
     if method != b"POST":
         # GET (the removed standalone stream) and DELETE (the removed sessions) included.
         return _json_error(405, p.INVALID_REQUEST, "Method Not Allowed: the MCP endpoint accepts only POST",
-                           headers=((b"allow", b"POST"),))
+                           headers=((b"allow", b"POST"),), check="http.method")
     if not accepts_both(headers.get(b"accept", b"").decode("latin-1")):
         return _json_error(406, p.INVALID_REQUEST,
-                           "Not Acceptable: the Accept header must list both application/json and text/event-stream")
+                           "Not Acceptable: the Accept header must list both application/json and text/event-stream",
+                           check="http.accept")
     ctype = headers.get(b"content-type", b"").decode("latin-1").split(";", 1)[0].strip().lower()
     if ctype != "application/json":
         return _json_error(415, p.INVALID_REQUEST, "Unsupported Media Type: the body must be application/json")
@@ -184,8 +195,10 @@ def check_metadata(msg: jsonrpc.Message, headers: Mapping[bytes, bytes], tool_he
         return
     rid = msg.id
 
-    def fail(text: str) -> None:
-        raise HeaderMismatch(f"Header mismatch: {text}", request_id=rid)
+    def fail(text: str, check: str | None = None) -> None:
+        if check is None:
+            check = "http.header.missing" if "is missing" in text else "http.header.mismatch"
+        raise HeaderMismatch(f"Header mismatch: {text}", check=check, request_id=rid)
 
     version = headers.get(b"mcp-protocol-version")
     meta = msg.params.get("_meta")
@@ -304,18 +317,19 @@ def _check_params(params: list[ParamHeader], arguments: dict[str, Any], headers:
         value = _value_at(arguments, ph.path)
         if value is _MISSING:
             if raw is not None:
-                fail(f"{header} header is present but the body has no value at {'.'.join(ph.path)!r}")
+                fail(f"{header} header is present but the body has no value at {'.'.join(ph.path)!r}", "http.param.mismatch")
             continue
         if raw is None:
-            fail(f"the {header} header is missing (the body has {'.'.join(ph.path)!r})")
+            fail(f"the {header} header is missing (the body has {'.'.join(ph.path)!r})", "http.param.missing")
             continue
         try:
             text = decode_value(raw)
         except ValueError as exc:
-            fail(f"{header} header value is malformed: {exc}")
+            fail(f"{header} header value is malformed: {exc}", "http.param.mismatch")
             continue
         if not _same(text, value):
-            fail(f"{header} header value {text!r} does not match body value {json.dumps(value, ensure_ascii=False)}")
+            fail(f"{header} header value {text!r} does not match body value {json.dumps(value, ensure_ascii=False)}",
+                 "http.param.mismatch")
 
 
 def _same(text: str, value: Any) -> bool:
@@ -329,6 +343,16 @@ def _same(text: str, value: Any) -> bool:
             number = None
         return number is not None and number == value
     return type(value) is str and text == value
+
+
+def invalid_tool_headers(tools: Iterable[Any]) -> dict[str, str]:
+    """Each tool whose ``x-mcp-header`` annotations are invalid -> why (a client must not call it)."""
+    out: dict[str, str] = {}
+    for tool in tools:
+        found = param_headers(dict(tool.inputSchema) if tool.inputSchema is not None else {})
+        if isinstance(found, str):
+            out[tool.name] = found
+    return out
 
 
 def tool_header_table(tools: Iterable[Any]) -> dict[str, list[ParamHeader]]:

@@ -104,6 +104,9 @@ class HttpShell:
         exit_process: Callable[[int], Any] | None = None,
         on_output: Callable[[Any, bytes], None] | None = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        on_request: Callable[[dict[str, str]], None] | None = None,
+        on_finding: Callable[..., None] | None = None,
+        invalid_tools: dict[str, str] | None = None,
         max_connections: int = MAX_CONNECTIONS,
         request_timeout: float = REQUEST_TIMEOUT,
         idle_timeout: float = IDLE_TIMEOUT,
@@ -117,6 +120,10 @@ class HttpShell:
         self.exit_process = exit_process or _hard_exit
         self.on_output = on_output
         self.on_event = on_event
+        self.on_request = on_request  # the verifier: each request's headers, before its body
+        self.on_finding = on_finding  # the verifier: client checks the rules found
+        self.invalid_tools = invalid_tools if invalid_tools is not None else {}
+        self._retry_after = -math.inf  # trio time before which a request ignores a Retry-After we sent
         self.request_timeout = request_timeout
         self.idle_timeout = idle_timeout
         self.streams: dict[Any, trio.MemorySendChannel[_Item]] = {}  # listen request id -> its stream
@@ -205,6 +212,9 @@ class HttpShell:
                     if length is not None and length.isdigit() and int(length) > httprules.MAX_BODY_BYTES:
                         reject = _too_large()
                 if reject is not None:
+                    if reject.check is not None:
+                        self._finding(reject.check, f"{event.method.decode('latin-1')} {event.target.decode('latin-1')}:"
+                                      f" {reject.reason}")
                     await self._reject(h, stream, reject)
                     return None
             elif isinstance(event, h11.Data):
@@ -233,8 +243,25 @@ class HttpShell:
             seen.append(msg)
             if isinstance(msg, jsonrpc.ClientResponse):
                 raise errors.InvalidRequest("Invalid Request: a client must not send JSON-RPC responses (each POST carries one request or notification)")
-            httprules.check_metadata(msg, headers, self.tool_headers)
+            if self.on_finding is not None and isinstance(msg, jsonrpc.Request) and msg.method == "tools/call":
+                why = self.invalid_tools.get(msg.params.get("name"))  # type: ignore[arg-type]
+                if why is not None:
+                    self._finding("http.tool.invalidHeaders", f"tools/call of {msg.params.get('name')!r}: {why}",
+                                  msg.message, msg.id)
+            try:
+                httprules.check_metadata(msg, headers, self.tool_headers)
+            except httprules.HeaderMismatch as exc:
+                self._finding(exc.check, exc.message, getattr(msg, "message", None), exc.request_id)
+                raise
 
+        if self.on_finding is not None:
+            if trio.current_time() < self._retry_after:
+                self._finding("http.retryAfter", "a request came before the Retry-After of the mock's last 429/503 had passed")
+                self._retry_after = -math.inf
+            if body.lstrip()[:1] == b"[":
+                self._finding("http.batch", "the POST body is a JSON array (a batch)")
+        if self.on_request is not None:
+            self.on_request({k.decode("latin-1"): v.decode("latin-1") for k, v in headers.items()})
         if not body.strip():
             error = errors.ParseError("Parse error: the POST body is empty").response()
             await self._json(h, stream, 400, jsonrpc.encode(error))
@@ -277,6 +304,9 @@ class HttpShell:
             if head.delay:
                 await trio.sleep(head.delay)
             self._event("httpStatus", {"id": plan.request_id, "status": head.status})
+            retry = next((v for k, v in head.headers if k.lower() == b"retry-after"), None)
+            if retry is not None and retry.strip().isdigit() and head.status in (429, 503):
+                self._retry_after = trio.current_time() + int(retry)
             headers = [*head.head_headers(b"text/plain"), (b"content-length", str(len(head.body)).encode())]
             response = h11.Response(status_code=head.status, reason=_reason(head.status), headers=headers)
             await stream.send_all(h.send(response) + h.send(h11.Data(data=head.body)) + h.send(h11.EndOfMessage()))
@@ -515,6 +545,10 @@ class HttpShell:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
+    def _finding(self, check: str, text: str, message: Any = None, request_id: Any = None) -> None:
+        if self.on_finding is not None:
+            self.on_finding(check, text, message, request_id)
+
     def _emitted(self, send: Send) -> None:
         if self.on_output is not None:
             self.on_output(send.message, send.data)
@@ -639,5 +673,8 @@ def run_http(args: Any, scenario: Any, conn: Connection, log: StderrLog, observe
         keepalive=args.sse_keepalive,
         on_output=observers.get("output"),
         on_event=observers.get("event"),
+        on_request=observers.get("httpRequest"),
+        on_finding=observers.get("httpFinding"),
+        invalid_tools=httprules.invalid_tool_headers(scenario.tools),
     )
     return trio.run(serve_process, shell, host, port, scenario.protocol.ignoreEof, scenario.protocol.ignoreSigterm)

@@ -605,6 +605,8 @@ class Expectation(_Model):
     ``never``; with none of them, at least once. Order: ``before``/``after``
     name another expectation's ``id``. Retries after ``input_required`` count
     only with ``retries: true`` (a multi-round call is one call by default).
+    ``headers`` matches the HTTP request's headers (``mockmcp run --http``;
+    names compared regardless of case, values with the same matchers).
     """
 
     method: str
@@ -620,6 +622,7 @@ class Expectation(_Model):
     after: str | None = None  # the `id` of another expectation whose first request must come earlier
     retries: bool = False
     id: str | None = None
+    headers: dict[str, JSON] | None = None  # HTTP request headers (names in any case); none on stdio
 
 
 @frozen(repr=False, eq=False)

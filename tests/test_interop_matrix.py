@@ -281,3 +281,15 @@ def test_default_scenario_over_http(client: str, request: pytest.FixtureRequest)
     assert by_name["add"]["result"]["structuredContent"] == {"sum": 2.0}
     # one process serves the whole session over HTTP (the TypeScript probe included)
     assert cell["processes"] == 1 and cell["report"]["counts"]["findings"]["error"] == 0
+
+
+@pytest.mark.parametrize("client", ["python-trio-http", "typescript-http"])
+def test_clients_exclude_tools_with_invalid_x_mcp_header(client: str, request: pytest.FixtureRequest) -> None:
+    """The conformance rule behind http-invalid-tool-headers: over Streamable HTTP a client leaves
+    tools with invalid x-mcp-header annotations out of tools/list; the valid one stays, and its
+    call carries the Mcp-Param header (the scenario's expectation)."""
+    _needs(client.removesuffix("-http"), request)
+    cell = matrix.run_matrix(["http-invalid-tool-headers"], [client], jobs=1)["http-invalid-tool-headers"][client]
+    (listed,) = [o for o in cell["ops"] if o["op"] == "listTools"]
+    assert listed["status"] == "ok" and listed["result"]["tools"] == ["valid"], listed
+    assert cell["report"]["counts"]["expectations"] == {"passed": 1, "failed": 0}
