@@ -128,6 +128,7 @@ class HttpShell:
         self.idle_timeout = idle_timeout
         self.streams: dict[Any, trio.MemorySendChannel[_Item]] = {}  # listen request id -> its stream
         self._scopes: dict[Any, trio.CancelScope] = {}  # request id -> its plan's scope
+        self._stalled: set[Any] = set()  # listen streams that dropped an event (warned once)
         self._connections = trio.Semaphore(max_connections)
 
     # ---------------------------------------------------------------- serving
@@ -471,6 +472,7 @@ class HttpShell:
                 sink.close()
                 if listen and self.streams.get(rid) is sink:
                     del self.streams[rid]
+                    self._stalled.discard(rid)
                 if registered:
                     if self._scopes.get(rid) is scope:
                         del self._scopes[rid]
@@ -533,15 +535,19 @@ class HttpShell:
             target = self.streams.get(sid)
             if target is None:
                 continue
-            self._emitted(send)
             chunk = httprules.sse_event(send.data.rstrip(b"\n"))
             if target is own:
+                self._emitted(send)
                 await own.send(chunk)
                 continue
             try:
                 target.send_nowait(chunk)
+                self._emitted(send)  # (journaled once queued: a dropped event was never sent)
             except trio.WouldBlock:
-                self.log("warning", f"listen stream {sid!r} is not being read; an event for it was dropped")
+                if sid not in self._stalled:  # once per stream: a stalled reader must not flood stderr
+                    self._stalled.add(sid)
+                    self.log("warning", f"listen stream {sid!r} is not being read; events for it are dropped")
+                self._event("dropped", {"id": sid, "method": send.message.get("method")})
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 

@@ -282,3 +282,54 @@ def test_another_host_needs_the_flag(capsys: pytest.CaptureFixture[str]) -> None
 def test_headers_helper_is_what_clients_send() -> None:
     h = mcp_headers(msg(1, "resources/read", {"uri": "file:///x"}))
     assert h["Mcp-Name"] == "file:///x" and h["Mcp-Method"] == "resources/read"
+
+
+def test_stdio_runs_do_not_import_h11() -> None:
+    """--http is the only way in: the spawn time of stdio runs does not pay for h11."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from mockmcp import cli; status = cli.main(['run', 'default']);"
+            " print('h11' in sys.modules, 'mockmcp.httpshell' in sys.modules, status)")
+    proc = subprocess.run([sys.executable, "-c", code], input=b"", capture_output=True, timeout=60)
+    assert proc.stdout.split() == [b"False", b"False", b"0"], proc.stderr
+
+
+def test_thousands_of_idle_connections(mock: HttpMock) -> None:
+    socks = []
+    try:
+        for _ in range(2000):
+            socks.append(socket.create_connection((mock.host, mock.port)))
+        half = socks[:1000]
+        for s in half:
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")  # a head that never ends
+        r = mock.post(msg(40, "server/discover"))
+        assert r.status == 200  # the others are still served
+    finally:
+        for s in socks:
+            s.close()
+    assert mock.post(msg(41, "server/discover")).status == 200
+
+
+def test_a_listener_that_never_reads(mock: HttpMock) -> None:
+    """A listen stream whose client reads nothing: events for it are dropped, the rest goes on."""
+    import json as _json
+
+    message = msg(42, "subscriptions/listen", {"notifications": {"resourceSubscriptions": ["file:///notes.txt"]}})
+    body = _json.dumps(message).encode()
+    head = "".join(f"{k}: {v}\r\n" for k, v in mcp_headers(message).items())
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect((mock.host, mock.port))
+    try:
+        s.sendall(f"POST /mcp HTTP/1.1\r\nHost: x\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        conn = mock.connection()
+        for i in range(400):  # each touch emits an event to the stalled stream
+            assert mock.post(call(1000 + i, "touch"), conn=conn).status == 200
+        conn.close()
+    finally:
+        s.close()
+    assert mock.proc.poll() is None
+    records = read_journal(mock.journal)  # type: ignore[attr-defined]
+    dropped = [r for r in records if r.get("kind") == "dropped" and r.get("id") == 42]
+    assert dropped, "the stalled stream's events were dropped (bounded), and journaled as such"
