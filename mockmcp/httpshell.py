@@ -194,6 +194,9 @@ class HttpShell:
                     await _send_raw(stream, status, f"malformed HTTP request: {exc}\n".encode())
                 return None
             if event is h11.NEED_DATA:
+                if request is not None and h.they_are_waiting_for_100_continue:
+                    # curl sends `Expect: 100-continue` with bodies over 1 KiB and waits a second for this
+                    await stream.send_all(h.send(h11.InformationalResponse(status_code=100, headers=[])))
                 with trio.move_on_at(deadline) as timer:
                     data = await stream.receive_some(READ_SIZE)
                 if timer.cancelled_caught:

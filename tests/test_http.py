@@ -214,6 +214,18 @@ def test_limits_and_malformed_http(mock: HttpMock) -> None:
     assert mock.post(msg(22, "server/discover")).status == 200
 
 
+def test_expect_100_continue(mock: HttpMock) -> None:
+    message = msg(30, "server/discover")
+    body = json.dumps(message).encode()
+    head = "".join(f"{k}: {v}\r\n" for k, v in mcp_headers(message).items())
+    with socket.create_connection((mock.host, mock.port), timeout=5) as s:
+        s.sendall(f"POST /mcp HTTP/1.1\r\nHost: x\r\n{head}Expect: 100-continue\r\n"
+                  f"Content-Length: {len(body)}\r\n\r\n".encode())
+        assert s.recv(4096).startswith(b"HTTP/1.1 100 ")
+        s.sendall(body)
+        assert s.recv(65536).startswith(b"HTTP/1.1 200 ")
+
+
 def test_sse_stream_for_progress(mock: HttpMock) -> None:
     message = msg(23, "tools/call", {"name": "steps", "arguments": {}}, meta={"progressToken": "t"})
     r = mock.post(message)
