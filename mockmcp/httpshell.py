@@ -129,6 +129,7 @@ class HttpShell:
         self.streams: dict[Any, trio.MemorySendChannel[_Item]] = {}  # listen request id -> its stream
         self._scopes: dict[Any, trio.CancelScope] = {}  # request id -> its plan's scope
         self._stalled: set[Any] = set()  # listen streams that dropped an event (warned once)
+        self._modern_only = connection.engine.protocol.era == "modern"
         self._connections = trio.Semaphore(max_connections)
 
     # ---------------------------------------------------------------- serving
@@ -216,7 +217,9 @@ class HttpShell:
                     if length is not None and length.isdigit() and int(length) > httprules.MAX_BODY_BYTES:
                         reject = _too_large()
                 if reject is not None:
-                    if reject.check is not None:
+                    # (a handshake-era client may GET the standalone stream of 2025-11-25: 405 is right
+                    # for both eras, but only a modern-only scenario calls it a client mistake)
+                    if reject.check is not None and (reject.check != "http.method" or self._modern_only):
                         self._finding(reject.check, f"{event.method.decode('latin-1')} {event.target.decode('latin-1')}:"
                                       f" {reject.reason}")
                     await self._reject(h, stream, reject)
