@@ -100,7 +100,6 @@ class HttpShell:
         tool_headers: dict[str, list[httprules.ParamHeader]] | None = None,
         allowed_origins: frozenset[str] = frozenset(),
         keepalive: float = 15.0,
-        response_mode: str = "auto",
         exit_process: Callable[[int], Any] | None = None,
         on_output: Callable[[Any, bytes], None] | None = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
@@ -116,7 +115,6 @@ class HttpShell:
         self.tool_headers = tool_headers if tool_headers is not None else {}
         self.allowed_origins = allowed_origins
         self.keepalive = keepalive
-        self.response_mode = response_mode
         self.exit_process = exit_process or _hard_exit
         self.on_output = on_output
         self.on_event = on_event
@@ -284,7 +282,7 @@ class HttpShell:
             return
         if out.immediate and len(out.actions) == 1:
             send = out.actions[0]
-            if type(send) is Send and (self.response_mode != "sse"):
+            if type(send) is Send:
                 self._emitted(send)
                 data = send.data
                 status = httprules.status_for(send.message) if b'"error"' in data else 200
@@ -294,7 +292,7 @@ class HttpShell:
         if head is not None and head.status is not None:
             await self._status_answer(h, stream, out, head)
             return
-        kind = head.respond_as if head is not None and head.respond_as else httprules.choose_body(out, self.response_mode)
+        kind = head.respond_as if head is not None and head.respond_as else httprules.choose_body(out)
         await self._stream(h, stream, out, kind, head)
 
     async def _json(self, h: h11.Connection, stream: trio.SocketStream, status: int, data: bytes,

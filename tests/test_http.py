@@ -169,6 +169,12 @@ def test_unsupported_version_is_400_with_32022(mock: HttpMock) -> None:
     assert r.json()["error"]["code"] == -32022 and r.json()["error"]["data"]["supported"] == ["2026-07-28"]
 
 
+def test_removed_mechanisms_are_ignored(mock: HttpMock) -> None:
+    """Mcp-Session-Id and Last-Event-ID of earlier revisions: ignored, no session minted or echoed."""
+    r = mock.post(msg(31, "server/discover"), {"Mcp-Session-Id": "abc", "Last-Event-ID": "7"})
+    assert r.status == 200 and "mcp-session-id" not in r.headers
+
+
 def test_origin(mock: HttpMock) -> None:
     r = mock.post(msg(13, "server/discover"), {"Origin": "http://evil.example"})
     assert r.status == 403 and "id" not in r.json()
