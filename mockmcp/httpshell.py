@@ -89,6 +89,10 @@ class _ClientGone(Exception):
     """The client closed or reset the connection while we were answering."""
 
 
+class _Dropped(Exception):
+    """A scripted reset: the connection is to be dropped (with a TCP RST) mid-answer."""
+
+
 class HttpShell:
     """Serves one scenario's ``Connection`` on one listening socket at ``/mcp``."""
 
@@ -357,6 +361,9 @@ class HttpShell:
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, _ClientGone):
                 self._closed_by_client(scope, rid)
                 gone.set()
+            except _Dropped:
+                _reset_on_close(stream)
+                gone.set()
             finally:
                 watcher.cancel()
                 scope.cancel()  # the answer is over (a plan still running was cut by endStream)
@@ -395,13 +402,15 @@ class HttpShell:
         keepalive = self.keepalive if self.keepalive > 0 else math.inf
         async with receive:
             while True:
-                with trio.move_on_after(keepalive):
+                # Only the wait is timed: a write cut by a timeout would leave half an event on the wire.
+                with trio.move_on_after(keepalive) as quiet:
                     item = await _receive(receive)
-                    if item is None or isinstance(item, _End):
-                        break
-                    await self._write_item(h, stream, item)
+                if quiet.cancelled_caught:
+                    await stream.send_all(h.send(h11.Data(data=httprules.KEEPALIVE)))
                     continue
-                await stream.send_all(h.send(h11.Data(data=httprules.KEEPALIVE)))
+                if item is None or isinstance(item, _End):
+                    break
+                await self._write_item(h, stream, item)
         await stream.send_all(h.send(h11.EndOfMessage()))
 
     async def _write_item(self, h: h11.Connection, stream: trio.SocketStream, item: _Item) -> None:
@@ -420,7 +429,7 @@ class HttpShell:
                 self.exit_process(item.status)
                 await trio.sleep_forever()
             case _Reset():
-                raise _ClientGone()  # (the connection is dropped without ending the response)
+                raise _Dropped()  # (the connection is dropped without ending the response)
 
     async def _write_json_when_done(self, h: h11.Connection, stream: trio.SocketStream,
                                     receive: trio.MemoryReceiveChannel[_Item], head: httprules.Head | None = None) -> None:
@@ -455,7 +464,7 @@ class HttpShell:
         if reset:
             if data:
                 await stream.send_all(h.send(h11.Data(data=data[: len(data) // 2])))
-            raise _ClientGone()  # (dropped mid-body, as scripted)
+            raise _Dropped()  # (dropped mid-body, as scripted)
         assert isinstance(final, _Dribble)
         await self._write_item(h, stream, final)
         await stream.send_all(h.send(h11.EndOfMessage()))
@@ -573,6 +582,19 @@ async def _receive(channel: trio.MemoryReceiveChannel[_Item]) -> _Item | None:
         return await channel.receive()
     except trio.EndOfChannel:
         return None
+
+
+def _reset_on_close(stream: Any) -> None:
+    """Make the coming close a TCP RST (SO_LINGER 0), as a crashed server's connection would end."""
+    import socket
+    import struct
+
+    sock = getattr(stream, "socket", None)
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
 
 
 def _is_json(data: bytes) -> bool:

@@ -66,6 +66,12 @@ tools:
       - steps:
           - emit: {event: resources/updated, uri: "file:///notes.txt"}
           - text: touched
+  - name: dribbled_stream
+    replies:
+      - steps:
+          - http: {respondAs: sse}
+          - dribble: {chunkBytes: 10, pause: 50ms}
+          - text: "a message written ten bytes at a time, slower than the keep-alive interval"
 resources:
   - {uri: "file:///notes.txt", name: notes, text: some notes}
 """
@@ -240,6 +246,14 @@ def test_sse_stream_for_progress(mock: HttpMock) -> None:
     events = r.events()
     assert [e.get("method") for e in events] == ["notifications/progress", "notifications/progress", None]
     assert events[-1]["id"] == 23 and events[-1]["result"]["content"][0]["text"] == "done"
+
+
+def test_a_slow_write_is_never_cut_by_the_keepalive(mock: HttpMock) -> None:
+    t0 = time.monotonic()
+    r = mock.post(call(29, "dribbled_stream"))
+    assert time.monotonic() - t0 > 0.6  # longer than two keep-alive intervals (0.3 s)
+    (event,) = r.events()
+    assert event["result"]["content"][0]["text"].startswith("a message written ten bytes")
 
 
 def test_closing_the_stream_cancels_the_request(mock: HttpMock) -> None:
