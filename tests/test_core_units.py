@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mockmcp import errors, jsonrpc, model, mrtr, protocol as p
-from mockmcp.actions import CloseStdout, Dribble, Emit, Exit, Park, Send, Sleep, Stderr, StopReading, WriteRaw
+from mockmcp.actions import CloseStdout, Dribble, Emit, Exit, HttpFault, Park, Send, Sleep, Stderr, StopReading, WriteRaw
 from mockmcp.context import RequestContext
 from mockmcp.envelope import Envelope
 from mockmcp.replies import ReplyCache
@@ -316,6 +316,9 @@ STEP_CASES: list[tuple[model.Step, dict[str, Any], Any]] = [
     (model.StopReadingStep(stopReading="forever"), {}, lambda a: a[0] == StopReading(None)),
     (model.CloseStdoutStep(closeStdout=True), {}, lambda a: a[0] == CloseStdout()),
     (model.HugeStep(huge=model.HugeSpec(bytes=7, char="é")), {}, lambda a: result_of(a[0])["content"][0]["text"] == "ééé"),
+    (model.HttpStep(http=model.HttpSpec(status=503, body="é", headers={"Retry-After": "1"}, delay=SECOND,
+                                        respondAs="sse", write="\xff", reset=True)), {},
+     lambda a: a[0] == HttpFault(503, "é".encode(), (("Retry-After", "1"),), None, 2.0, "sse", b"\xff", False, True)),
 ]
 
 

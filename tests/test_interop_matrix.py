@@ -256,14 +256,13 @@ def test_every_bundled_scenario_over_http_gives_the_committed_verdict() -> None:
     committed = _committed_cells()
     names = loader.bundled_names()
     clients = ["python-trio-http", "typescript-http"]
-    results = matrix.run_matrix(names, clients, jobs=3)
+    results = matrix.run_matrix(names, clients, jobs=2)
     wrong = []
     for name in names:
         for client in clients:
             got = matrix.summarize(results[name][client])[0]
             assert "crash" not in got and "does not load" not in got, f"{name} x {client}: {got}"
-            assert results[name][client]["connect"]["status"] == "ok", (name, client, results[name][client]["connect"])
-            want = committed[name, client]
+            want = committed[name, client]  # (no committed cell failed to connect: a connect timeout is run again)
             if _verdicts(got) != _verdicts(want):
                 got = matrix.summarize(matrix.run_cell(loader.bundled_dir() / f"{name}.yaml", client))[0]
                 if _verdicts(got) != _verdicts(want):
