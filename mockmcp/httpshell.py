@@ -42,11 +42,22 @@ _SSE_HEADERS = [
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
-class _Dribble:
-    __slots__ = ("data", "chunk", "pause")
+class _Out:
+    """Bytes for the wire and what they carry, journaled once written (not when queued: a reset or
+    the client closing can leave queued items unwritten, and the journal says what was sent)."""
 
-    def __init__(self, data: bytes, chunk: int, pause: float) -> None:
-        self.data, self.chunk, self.pause = data, chunk, pause
+    __slots__ = ("data", "send", "raw")
+
+    def __init__(self, data: bytes, send: Send | None = None, raw: bytes | None = None) -> None:
+        self.data, self.send, self.raw = data, send, raw
+
+
+class _Dribble(_Out):
+    __slots__ = ("chunk", "pause")
+
+    def __init__(self, data: bytes, chunk: int, pause: float, send: Send | None = None, raw: bytes | None = None) -> None:
+        super().__init__(data, send, raw)
+        self.chunk, self.pause = chunk, pause
 
 
 class _Exit:
@@ -59,12 +70,22 @@ class _Exit:
 class _Reset:
     """Drop the connection without ending the response (``closeStdout``, ``http: {reset: true}``)."""
 
+    __slots__ = ("event",)
+
+    def __init__(self, event: tuple[str, dict[str, Any]] | None = None) -> None:
+        self.event = event  # journaled when the writer gets to it
+
 
 class _End:
     """End the response now, before its answer (``http: {endStream: true}``)."""
 
+    __slots__ = ("event",)
 
-_Item = bytes | _Dribble | _Exit | _Reset | _End
+    def __init__(self, event: tuple[str, dict[str, Any]] | None = None) -> None:
+        self.event = event
+
+
+_Item = _Out | _Exit | _Reset | _End
 
 
 class _Run:
@@ -76,13 +97,13 @@ class _Run:
         self.rid, self.sink, self.raw_json = rid, sink, raw_json
         self.dribble: Dribble | None = None
 
-    async def put(self, data: bytes) -> None:
+    async def put(self, data: bytes, send: Send | None = None, raw: bytes | None = None) -> None:
         """Queue one message (framed as an SSE event unless the answer is one JSON body)."""
         chunk = data if self.raw_json else httprules.sse_event(data.rstrip(b"\n"))
         if self.dribble is None:
-            await self.sink.send(chunk)
+            await self.sink.send(_Out(chunk, send, raw))
         else:
-            await self.sink.send(_Dribble(chunk, self.dribble.chunk, self.dribble.pause))
+            await self.sink.send(_Dribble(chunk, self.dribble.chunk, self.dribble.pause, send, raw))
 
 
 class _ClientGone(Exception):
@@ -390,10 +411,12 @@ class HttpShell:
                     await trio.sleep_forever()  # read no further until this answer is done
 
     def _closed_by_client(self, scope: trio.CancelScope, rid: Any) -> None:
-        if not scope.cancel_called:
+        running = self._scopes.get(rid) is scope  # (a plan that already ended was not cancelled: the
+        if not scope.cancel_called:               # client read its answer and closed the connection)
             scope.cancel()
-            self.log("info", f"request {rid!r} cancelled: the client closed its stream")
-            self._event("cancelled", {"id": rid, "reason": "the client closed the HTTP stream"})
+            if running:
+                self.log("info", f"request {rid!r} cancelled: the client closed its stream")
+                self._event("cancelled", {"id": rid, "reason": "the client closed the HTTP stream"})
 
     async def _write_sse(self, h: h11.Connection, stream: trio.SocketStream, receive: trio.MemoryReceiveChannel[_Item],
                          head: httprules.Head | None = None) -> None:
@@ -408,27 +431,33 @@ class HttpShell:
                 if quiet.cancelled_caught:
                     await stream.send_all(h.send(h11.Data(data=httprules.KEEPALIVE)))
                     continue
-                if item is None or isinstance(item, _End):
+                if item is None:
+                    break
+                if isinstance(item, _End):
+                    self._item_event(item)
                     break
                 await self._write_item(h, stream, item)
         await stream.send_all(h.send(h11.EndOfMessage()))
 
     async def _write_item(self, h: h11.Connection, stream: trio.SocketStream, item: _Item) -> None:
         match item:
-            case bytes():
-                await stream.send_all(h.send(h11.Data(data=item)))
             case _Dribble():
                 data = item.data
                 for i in range(0, len(data), item.chunk):
                     await stream.send_all(h.send(h11.Data(data=data[i:i + item.chunk])))
                     if i + item.chunk < len(data):
                         await trio.sleep(item.pause)
+                self._written(item)
+            case _Out():
+                await stream.send_all(h.send(h11.Data(data=item.data)))
+                self._written(item)
             case _Exit():
                 if item.partial:
                     await stream.send_all(h.send(h11.Data(data=item.partial)))
                 self.exit_process(item.status)
                 await trio.sleep_forever()
             case _Reset():
+                self._item_event(item)
                 raise _Dropped()  # (the connection is dropped without ending the response)
 
     async def _write_json_when_done(self, h: h11.Connection, stream: trio.SocketStream,
@@ -439,23 +468,29 @@ class HttpShell:
         connection halfway through the answer's body; ``endStream`` answers
         with an empty body.
         """
-        final: bytes | _Dribble | None = None
+        final: _Out | None = None
         reset = False
         async with receive:
             while True:
                 item = await _receive(receive)
-                if item is None or isinstance(item, _End):
+                if item is None:
                     break
-                if isinstance(item, (bytes, _Dribble)):
+                if isinstance(item, _End):
+                    self._item_event(item)
+                    break
+                if isinstance(item, _Out):
                     final = item
                 elif isinstance(item, _Reset):
+                    self._item_event(item)
                     reset = True
                 else:
                     await self._write_item(h, stream, item)
-        data = final.data if isinstance(final, _Dribble) else final or b""
+        data = final.data if final is not None else b""
         status = httprules.status_for(jsonrpc.parse(data)) if b'"error"' in data and _is_json(data) else 200
         if not reset and not isinstance(final, _Dribble):
             await self._json(h, stream, status, data, head)
+            if final is not None:
+                self._written(final)
             return
         headers = _JSON_HEADERS if head is None else head.head_headers(b"application/json")
         response = h11.Response(status_code=status, reason=_reason(status),
@@ -497,8 +532,7 @@ class HttpShell:
             case None:
                 await trio.lowlevel.checkpoint()
             case Send():
-                self._emitted(action)
-                await run.put(action.data)
+                await run.put(action.data, action)
             case Sleep():
                 await trio.sleep(action.seconds)
             case Emit():
@@ -506,9 +540,7 @@ class HttpShell:
             case Park():
                 await trio.sleep_forever()
             case WriteRaw():
-                if self.on_output is not None:
-                    self.on_output(None, action.data)
-                await run.put(action.data)
+                await run.put(action.data, None, action.data)
             case Exit():
                 self._event("exit", {"status": action.status, "id": run.rid})
                 await run.sink.send(_Exit(action.status, action.partial))
@@ -519,8 +551,7 @@ class HttpShell:
                 self.log("info", "stopReading has no effect over HTTP (each request is its own POST)")
             case CloseStdout():
                 # Over HTTP the scripted "stdout closed" is the connection dropped mid-answer.
-                self._event("closeStdout", {"id": run.rid})
-                await run.sink.send(_Reset())
+                await run.sink.send(_Reset(("closeStdout", {"id": run.rid})))
             case Stderr():
                 for _ in range(action.repeat):
                     self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
@@ -528,15 +559,11 @@ class HttpShell:
             case HttpFault():
                 # (its head options were applied before the head was written: see head_faults)
                 if action.write is not None:
-                    if self.on_output is not None:
-                        self.on_output(None, action.write)
-                    await run.sink.send(action.write)  # unframed: malformed SSE on purpose
+                    await run.sink.send(_Out(action.write, None, action.write))  # unframed: malformed SSE on purpose
                 if action.end_stream:
-                    self._event("httpEndStream", {"id": run.rid})
-                    await run.sink.send(_End())
+                    await run.sink.send(_End(("httpEndStream", {"id": run.rid})))
                 if action.reset:
-                    self._event("httpReset", {"id": run.rid})
-                    await run.sink.send(_Reset())
+                    await run.sink.send(_Reset(("httpReset", {"id": run.rid})))
 
     async def _fan_out(self, emit: Emit, own: trio.MemorySendChannel[_Item]) -> None:
         """Deliver an event to the listen streams that want it (the engine says which, in order)."""
@@ -548,14 +575,12 @@ class HttpShell:
             target = self.streams.get(sid)
             if target is None:
                 continue
-            chunk = httprules.sse_event(send.data.rstrip(b"\n"))
+            chunk = _Out(httprules.sse_event(send.data.rstrip(b"\n")), send)
             if target is own:
-                self._emitted(send)
                 await own.send(chunk)
                 continue
             try:
-                target.send_nowait(chunk)
-                self._emitted(send)  # (journaled once queued: a dropped event was never sent)
+                target.send_nowait(chunk)  # (journaled by that stream's writer once written)
             except trio.WouldBlock:
                 if sid not in self._stalled:  # once per stream: a stalled reader must not flood stderr
                     self._stalled.add(sid)
@@ -571,6 +596,17 @@ class HttpShell:
     def _emitted(self, send: Send) -> None:
         if self.on_output is not None:
             self.on_output(send.message, send.data)
+
+    def _item_event(self, item: _Reset | _End) -> None:
+        if item.event is not None:
+            self._event(*item.event)
+
+    def _written(self, item: _Out) -> None:
+        if self.on_output is not None:
+            if item.send is not None:
+                self.on_output(item.send.message, item.send.data)
+            elif item.raw is not None:
+                self.on_output(None, item.raw)
 
     def _event(self, name: str, fields: dict[str, Any]) -> None:
         if self.on_event is not None:

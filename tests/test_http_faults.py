@@ -13,8 +13,10 @@ from mockmcp import check, model
 
 
 @pytest.fixture(scope="module")
-def mock() -> Iterator[HttpMock]:
-    with HttpMock("http-faults") as m:
+def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpMock]:
+    journal = tmp_path_factory.mktemp("faults") / "journal.jsonl"
+    with HttpMock("http-faults", "--journal", str(journal)) as m:
+        m.journal = journal  # type: ignore[attr-defined]
         yield m
         assert m.stop() == 0, m.stderr()
 
@@ -91,6 +93,20 @@ def test_resets(mock: HttpMock) -> None:
     got = raw_call(mock, 15, "reset_mid_stream")
     assert b"text/event-stream" in got and b"never arrives" not in got
     assert not got.endswith(b"0\r\n\r\n")  # no chunked terminator: dropped mid-stream
+
+
+def test_the_journal_says_what_went_on_the_wire(mock: HttpMock) -> None:
+    """The plan runs ahead of the writer: what a reset or endStream cut off was queued, never
+    written, and the journal must not show it as sent."""
+    from mockmcp.journal import read_journal
+
+    raw_call(mock, 40, "reset_mid_stream")
+    raw_call(mock, 41, "stream_ends_early")
+    records = [r for r in read_journal(mock.journal) if r.get("id") in (40, 41)  # type: ignore[attr-defined]
+               or r.get("message", {}).get("id") in (40, 41)]
+    kinds = [(r["dir"], r.get("kind"), "result" in r.get("message", {})) for r in records]
+    assert ("event", "httpReset", False) in kinds and ("event", "httpEndStream", False) in kinds
+    assert not any(is_result for d, _, is_result in kinds if d == "out"), records
 
 
 def test_stream_that_ends_before_the_response(mock: HttpMock) -> None:
