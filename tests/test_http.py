@@ -365,3 +365,24 @@ def test_a_listener_that_never_reads(mock: HttpMock) -> None:
     records = read_journal(mock.journal)  # type: ignore[attr-defined]
     dropped = [r for r in records if r.get("kind") == "dropped" and r.get("id") == 42]
     assert dropped, "the stalled stream's events were dropped (bounded), and journaled as such"
+
+
+def test_the_fixture_serves_http(mockmcp: Any) -> None:
+    """MockServer.http(): the same mock over Streamable HTTP with the official client, then the report."""
+    import anyio
+    from mcp import Client
+
+    server = mockmcp("http-custom-headers")
+
+    async def main() -> Any:
+        with server.http() as url:
+            assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+            async with Client(url) as client:
+                await client.list_tools()
+                return await client.call_tool("query", {"region": "us-west1", "limit": 5, "dryRun": True,
+                                                        "city": "Zürich", "scope": {"tenant": "acme"}, "sql": "SELECT 1"})
+
+    result = anyio.run(main)
+    assert result.content[0].text == "ran in us-west1"
+    server.assert_expectations()
+    assert server.findings(level="error") == []
