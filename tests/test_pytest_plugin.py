@@ -142,4 +142,3 @@ def test_fails(mockmcp):
     path = next(line.split("timeline: ", 1)[1] for line in result.stdout.lines if line.startswith("timeline: "))
     page = open(path, encoding="utf-8").read()
     assert "lanehead mock" in page and "EXPECTATION FAILED" in page and "<img" not in page
-
