@@ -106,6 +106,12 @@ def test_json_answer(mock: HttpMock) -> None:
     assert r.status == 200 and r.json()["result"]["content"] == [{"type": "text", "text": "hi"}]
 
 
+def test_a_pretty_printed_body_is_one_message(mock: HttpMock) -> None:
+    message = call(3, "echo", text="line1\nline2")
+    r = mock.post(json.dumps(message, indent=2).encode() + b"\r\n", mcp_headers(message))  # type: ignore[arg-type]
+    assert r.status == 200 and r.json()["result"]["content"][0]["text"] == "line1\nline2"
+
+
 def test_keep_alive_connection_serves_many_requests(mock: HttpMock) -> None:
     conn = mock.connection()
     try:
