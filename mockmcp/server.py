@@ -21,6 +21,7 @@ import trio
 from .actions import Action, Cancel, CloseStdout, Dribble, Emit, Exit, HttpFault, Output, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .connection import Connection
 from .log import StderrLog
+from .streams import TimedStreams, eligible
 from .writer import CloseJob, DribbleJob, ExitJob, StdoutWriter
 
 MAX_TASKS = 1024  # plan tasks doing scripted work at once (parked ones do not count)
@@ -58,6 +59,7 @@ class Shell:
         exit_after: tuple[int, int] | None = None,
         close_stdout: Callable[[], Any] | None = None,
         max_tasks: int = MAX_TASKS,
+        timed_streams: bool = True,
     ) -> None:
         self.conn = connection
         self.stdin = stdin
@@ -77,6 +79,13 @@ class Shell:
         self._slots = trio.Semaphore(max_tasks)
         self.idle = trio.Event()
         self.writer = StdoutWriter(stdout, self.log, self.exit_process, exit_after=exit_after, close_stdout=close_stdout)
+        # Listen streams of sends, emits and sleeps run from one timer heap (streams.py);
+        # False: a task each, the reference path the differential test compares against.
+        self.streams: TimedStreams | None = None
+        if timed_streams:
+            self.streams = TimedStreams(
+                self.writer.send, connection.engine.fan_out, self._emitted, self._park, connection.finished
+            )
 
     def _emitted(self, send: Send) -> None:
         if self.on_output is not None:
@@ -175,9 +184,13 @@ class Shell:
             self.idle.set()
             self.idle = trio.Event()
 
+    def _park(self, plan: Plan) -> None:
+        self.parked[plan.request_id] = plan
+
     def _cancel(self, cancel: Cancel) -> None:
         scope = self.scopes.pop(cancel.request_id, None)
-        if scope is not None or self.parked.pop(cancel.request_id, None) is not None:
+        ours = scope is not None or self.parked.pop(cancel.request_id, None) is not None
+        if ours or (self.streams is not None and self.streams.cancel(cancel.request_id)):
             if scope is not None:
                 scope.cancel()  # the engine already freed the id (it may be reused in the next line)
             why = f" ({cancel.reason})" if cancel.reason else ""
@@ -220,6 +233,9 @@ class Shell:
                         else:
                             break
                         first += 1
+                    if self.streams is not None and eligible(out, first):
+                        self.streams.add(out, first)  # its sends go out with the next batch
+                        continue
                     if immediate:
                         await self.writer.send(b"".join(immediate))
                         immediate = []
@@ -238,6 +254,8 @@ class Shell:
         async with trio.open_nursery() as outer:
             outer.start_soon(self.writer.run)
             async with trio.open_nursery() as requests:
+                if self.streams is not None:
+                    requests.start_soon(self.streams.run)
                 task_status.started()
                 try:
                     while True:
@@ -264,6 +282,9 @@ class Shell:
                     for rid in list(self.parked):  # what a cancelled task's `finally` does
                         del self.parked[rid]
                         self.conn.finished(rid)
+                    if self.streams is not None:
+                        for rid in self.streams.drain():
+                            self.conn.finished(rid)
             await self.writer.aclose()
         return 0
 
