@@ -260,7 +260,9 @@ async function main() {
   const path = process.argv[2];
   const input = JSON.parse(path ? readFileSync(path, 'utf8') : readFileSync(0, 'utf8'));
   const out = input.plans ? await runBatch(input) : await runPlan(input);
-  process.stdout.write(`${JSON.stringify(out)}\n`);
+  // Exit only once the write is flushed: with a child process around, the stdout pipe can be
+  // non-blocking, and process.exit() right after a large write cut the JSON at 64 KiB.
+  await new Promise((resolve) => process.stdout.write(`${JSON.stringify(out)}\n`, resolve));
 }
 
 main().then(
