@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
-import attrs
 
 
 class Send:
@@ -48,65 +47,108 @@ class Send:
         return f"Send(data={self.data!r}, final={self.final!r})"
 
 
-@attrs.frozen
-class Sleep:
-    seconds: float
+class _Value:
+    """Plain slotted value classes: ``==``, ``hash`` and ``repr`` over ``__slots__``.
+
+    The actions were attrs frozen classes; attrs compiles an init, repr, eq and
+    hash for each when the module is imported, a sixth of mockmcp's own import
+    work on every spawn (28 of 160 million instructions), and the core makes
+    these objects per request and per event. Treat as immutable.
+    """
+
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash((self.__class__, self._values()))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{self.__class__.__name__}({inner})"
 
 
-@attrs.frozen
-class Emit:
+class Sleep(_Value):
+    __slots__ = ("seconds",)
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+
+class Emit(_Value):
     """Deliver a change event to open subscriptions (resolved when it runs)."""
 
-    event: str
-    uri: str | None = None
-    only: Any = None  # a subscription id (see has_only)
-    has_only: bool = attrs.field(default=False, kw_only=True)  # deliver to ``only`` alone
+    __slots__ = ("event", "uri", "only", "has_only")
+
+    def __init__(self, event: str, uri: str | None = None, only: Any = None, *, has_only: bool = False) -> None:
+        self.event = event
+        self.uri = uri
+        self.only = only  # a subscription id (see has_only)
+        self.has_only = has_only  # deliver to ``only`` alone
 
 
-@attrs.frozen
-class Park:
+class Park(_Value):
     """Wait until cancelled (a hang, or an open subscription stream)."""
 
+    __slots__ = ()
 
-@attrs.frozen
-class WriteRaw:
+
+class WriteRaw(_Value):
     """Write bytes exactly as given (faults and the raw escape hatch)."""
 
-    data: bytes
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
 
 
-@attrs.frozen
-class Exit:
+class Exit(_Value):
     """Exit the process with ``status``; first write ``partial`` bytes if given."""
 
-    status: int
-    partial: bytes = b""
+    __slots__ = ("status", "partial")
+
+    def __init__(self, status: int, partial: bytes = b"") -> None:
+        self.status = status
+        self.partial = partial
 
 
-@attrs.frozen
-class Dribble:
+class Dribble(_Value):
     """From now on in this plan, write in chunks of ``chunk`` bytes with pauses."""
 
-    chunk: int
-    pause: float
+    __slots__ = ("chunk", "pause")
+
+    def __init__(self, chunk: int, pause: float) -> None:
+        self.chunk = chunk
+        self.pause = pause
 
 
-@attrs.frozen
-class Stderr:
-    text: str
-    repeat: int = 1
+class Stderr(_Value):
+    __slots__ = ("text", "repeat")
+
+    def __init__(self, text: str, repeat: int = 1) -> None:
+        self.text = text
+        self.repeat = repeat
 
 
-@attrs.frozen
-class StopReading:
+class StopReading(_Value):
     """Stop reading stdin for ``seconds`` (``None``: for good): back-pressure on the client."""
 
-    seconds: float | None
+    __slots__ = ("seconds",)
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
 
 
-@attrs.frozen
-class CloseStdout:
+class CloseStdout(_Value):
     """Close stdout for good; the process keeps running and reading."""
+
+    __slots__ = ()
 
 
 @attrs.frozen
@@ -185,12 +227,14 @@ class Plan:
             yield from self.rest
 
 
-@attrs.frozen
-class Cancel:
+class Cancel(_Value):
     """Stop the in-flight request ``request_id`` (a client cancellation)."""
 
-    request_id: Any
-    reason: str | None = None
+    __slots__ = ("request_id", "reason")
+
+    def __init__(self, request_id: Any, reason: str | None = None) -> None:
+        self.request_id = request_id
+        self.reason = reason
 
 
 Output = Plan | Cancel

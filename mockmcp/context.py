@@ -12,27 +12,47 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
 from . import jsonrpc
 
 
-@attrs.frozen
 class Reask:
-    """A retry that left some asked inputs unanswered: ask again for those only."""
+    """A retry that left some asked inputs unanswered: ask again for those only.
 
-    round: int
-    user_state: Any  # the scenario's own requestState text of that round
-    requests: dict[str, Any]  # the input requests still unanswered
-    answers: dict[str, Any]  # the answers given so far in this round
+    This module's classes are plain slotted classes: attrs would compile their
+    methods on every spawn's import, and ``RequestContext`` is made per request.
+    Treat as immutable.
+    """
+
+    __slots__ = ("round", "user_state", "requests", "answers")
+
+    def __init__(self, round: int, user_state: Any, requests: dict[str, Any], answers: dict[str, Any]) -> None:
+        self.round = round
+        self.user_state = user_state  # the scenario's own requestState text of that round
+        self.requests = requests  # the input requests still unanswered
+        self.answers = answers  # the answers given so far in this round
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Reask:
+            return NotImplemented
+        return (self.round, self.user_state, self.requests, self.answers) == (
+            other.round, other.user_state, other.requests, other.answers)
+
+    __hash__ = None  # type: ignore[assignment]  # holds dicts
+
+    def __repr__(self) -> str:
+        return f"Reask(round={self.round!r}, user_state={self.user_state!r}, requests={self.requests!r}, answers={self.answers!r})"
 
 
 _NO_VALUES: dict[str, Any] = {}  # shared default of vars and input_responses: replaced, never mutated
 
 
-@attrs.define(slots=True, eq=False, init=False)
 class RequestContext:
     """One request's context; made once per request on the hot path, so its init is written out."""
+
+    __slots__ = (
+        "request", "meta", "state", "id", "method", "params", "arguments", "vars", "round",
+        "input_responses", "missing_inputs", "request_state", "index", "reask", "_scope",
+    )
 
     request: jsonrpc.Request
     meta: dict[str, Any]

@@ -113,7 +113,9 @@ def _by_stream(lines: list[tuple[float, bytes]]) -> dict[Any, list[tuple[float, 
     out: dict[Any, list[tuple[float, bytes]]] = {}
     for t, raw in lines:
         msg = json.loads(raw)
-        key = ((msg.get("params") or {}).get("_meta") or {}).get("io.modelcontextprotocol/subscriptionId", msg.get("id"))
+        params = msg.get("params") or {}
+        # A stream's events carry its subscription id; its end (notifications/cancelled) its request id.
+        key = (params.get("_meta") or {}).get("io.modelcontextprotocol/subscriptionId", params.get("requestId", msg.get("id")))
         out.setdefault(json.dumps(key), []).append((t, raw))
     return out
 
