@@ -151,8 +151,7 @@ class CloseStdout(_Value):
     __slots__ = ()
 
 
-@attrs.frozen
-class HttpFault:
+class HttpFault(_Value):
     """An HTTP transport fault (``http:`` step); the stdio shell ignores it.
 
     Before the plan's first message, its status, headers, content type, delay
@@ -160,15 +159,29 @@ class HttpFault:
     it stands, ``write``, ``end_stream`` and ``reset`` act on the body.
     """
 
-    status: int | None = None
-    body: bytes = b""
-    headers: tuple[tuple[str, str], ...] = ()
-    content_type: str | None = None
-    delay: float = 0.0
-    respond_as: str | None = None
-    write: bytes | None = None
-    end_stream: bool = False
-    reset: bool = False
+    __slots__ = ("status", "body", "headers", "content_type", "delay", "respond_as", "write", "end_stream", "reset")
+
+    def __init__(
+        self,
+        status: int | None = None,
+        body: bytes = b"",
+        headers: tuple[tuple[str, str], ...] = (),
+        content_type: str | None = None,
+        delay: float = 0.0,
+        respond_as: str | None = None,
+        write: bytes | None = None,
+        end_stream: bool = False,
+        reset: bool = False,
+    ) -> None:
+        self.status = status
+        self.body = body
+        self.headers = headers
+        self.content_type = content_type
+        self.delay = delay
+        self.respond_as = respond_as
+        self.write = write
+        self.end_stream = end_stream
+        self.reset = reset
 
 
 Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout | HttpFault
