@@ -367,32 +367,43 @@ class HttpShell:
         listen = plan.method == "subscriptions/listen" and plan.has_id
         if listen:
             self.streams[rid] = send
-        gone = trio.Event()
+        # The client closing the connection, seen by the watcher or by a failed write, stops both the
+        # plan and the writer; `closed` holds whether the plan was still running then. The cancel is
+        # journaled only once the writer has stopped, so it comes after every message written.
+        closed: list[bool] = []
+        dropped = False
+        writer = trio.CancelScope()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._run_plan, plan, send, scope, registered, listen, body == "json")
             watcher = trio.CancelScope()
-            nursery.start_soon(self._watch, h, stream, watcher, gone, scope, rid)
+            nursery.start_soon(self._watch, h, stream, watcher, closed, scope, writer, rid)
             try:
-                if head is not None and head.delay:
-                    await trio.sleep(head.delay)  # slow headers
-                if body == "json":
-                    await self._write_json_when_done(h, stream, receive, head)
-                else:
-                    await self._write_sse(h, stream, receive, head)
+                with writer:
+                    if head is not None and head.delay:
+                        await trio.sleep(head.delay)  # slow headers
+                    if body == "json":
+                        await self._write_json_when_done(h, stream, receive, head)
+                    else:
+                        await self._write_sse(h, stream, receive, head)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, _ClientGone):
-                self._closed_by_client(scope, rid)
-                gone.set()
+                if not closed:
+                    closed.append(self._scopes.get(rid) is scope)
             except _Dropped:
                 _reset_on_close(stream)
-                gone.set()
+                dropped = True
             finally:
                 watcher.cancel()
                 scope.cancel()  # the answer is over (a plan still running was cut by endStream)
-        if gone.is_set():
+        if closed:
+            if closed[0]:  # (a plan that had ended was not cancelled: the client read its answer and left)
+                self.log("info", f"request {rid!r} cancelled: the client closed its stream")
+                self._event("cancelled", {"id": rid, "reason": "the client closed the HTTP stream"})
+            raise _ClientGone()
+        if dropped:
             raise _ClientGone()
 
     async def _watch(self, h: h11.Connection, stream: trio.SocketStream, watcher: trio.CancelScope,
-                     gone: trio.Event, scope: trio.CancelScope, rid: Any) -> None:
+                     closed: list[bool], scope: trio.CancelScope, writer: trio.CancelScope, rid: Any) -> None:
         """Read the socket while the answer is written: EOF means the client closed the stream."""
         with watcher:
             buffered = 0
@@ -402,21 +413,15 @@ class HttpShell:
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     data = b""
                 if not data:
-                    self._closed_by_client(scope, rid)
-                    gone.set()
+                    if not closed:
+                        closed.append(self._scopes.get(rid) is scope)
+                    scope.cancel()  # the plan: nothing more is done for it
+                    writer.cancel()  # and nothing more is written
                     return
                 h.receive_data(data)  # a pipelined next request: h11 keeps it for the next cycle
                 buffered += len(data)
                 if buffered > httprules.MAX_HEADER_BYTES + httprules.MAX_BODY_BYTES:
                     await trio.sleep_forever()  # read no further until this answer is done
-
-    def _closed_by_client(self, scope: trio.CancelScope, rid: Any) -> None:
-        running = self._scopes.get(rid) is scope  # (a plan that already ended was not cancelled: the
-        if not scope.cancel_called:               # client read its answer and closed the connection)
-            scope.cancel()
-            if running:
-                self.log("info", f"request {rid!r} cancelled: the client closed its stream")
-                self._event("cancelled", {"id": rid, "reason": "the client closed the HTTP stream"})
 
     async def _write_sse(self, h: h11.Connection, stream: trio.SocketStream, receive: trio.MemoryReceiveChannel[_Item],
                          head: httprules.Head | None = None) -> None:
