@@ -5,6 +5,8 @@ importing the package must not import what a run does not need):
 
 - ``MockServer``, ``prepare``, ``ReportMissing``: spawn a mock from a test and
   read its verdict (``mockmcp.api``; the pytest fixture ``mockmcp`` wraps them).
+- ``AsyncControl``, ``SyncControl``, ``ControlError``, ``WaitTimedOut``: drive a
+  running mock over its control socket (``mockmcp.controlclient``).
 - ``load``, ``load_text``, ``LoadError``, ``Problem``: read and check scenarios.
 - ``Connection``, ``Engine``, ``new_engine``: the sans-I/O core, for a shell of
   your own (bytes in, plans out).
@@ -21,6 +23,10 @@ _WHERE = {
     "MockServer": "api",
     "prepare": "api",
     "ReportMissing": "api",
+    "ControlError": "controlclient",
+    "WaitTimedOut": "controlclient",
+    "AsyncControl": "controlclient",
+    "SyncControl": "controlclient",
     "load": "loader",
     "load_text": "loader",
     "LoadError": "problems",

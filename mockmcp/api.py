@@ -6,7 +6,8 @@ with a journal and a report in a directory of the caller's choosing (the
 pytest plugin uses the test's ``tmp_path``, so parallel workers never share a
 path). After the client has closed the mock, ``journal()``, ``report()``,
 ``findings()`` and ``assert_expectations()`` read the results. The mock is a
-subprocess, so this works whatever async library the test suite uses.
+subprocess, so this works whatever async library the test suite uses. With
+``control=True`` the test also drives the running mock (``controlclient``).
 
 This module imports nothing heavy: suites import it at collection time.
 """
@@ -22,17 +23,35 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-__all__ = ["MockServer", "ReportMissing", "prepare"]
+from .controlclient import AsyncControl, ControlError, SyncControl, WaitTimedOut, _Operations
+
+__all__ = ["ControlError", "MockServer", "ReportMissing", "WaitTimedOut", "prepare"]
 
 
 class ReportMissing(AssertionError):
     """The mock has not written its report (still running, killed, or ended by an ``exit`` fault)."""
 
 
-class MockServer:
-    """One mock process to be spawned, and the files it leaves behind."""
+# The control operations a MockServer offers as its own async methods (``await mock.emit_tools_changed()``);
+# the control channel's ``journal`` is ``mock.control.journal()`` (``mock.journal()`` reads the journal file).
+_CONTROL_METHODS = frozenset(
+    name for name in dir(_Operations) if not name.startswith("_") and name != "journal"
+)
+_MAX_SOCKET_PATH = 100  # a Unix socket path has at most 107 bytes (Linux); longer ones go to a short temp dir
 
-    def __init__(self, scenario: str, directory: Path, *, strict: bool = False, extra: tuple[str, ...] = ()) -> None:
+
+class MockServer:
+    """One mock process to be spawned, and the files it leaves behind.
+
+    With ``control=True`` the mock listens on a control socket (``control_path``):
+    ``await mock.wait_for(...)``, ``await mock.emit_tools_changed()``, ``await mock.arm(...)``
+    and every other operation of ``AsyncControl`` are methods of the server itself, under
+    asyncio or trio; ``mock.sync`` has the same methods, blocking.
+    """
+
+    def __init__(
+        self, scenario: str, directory: Path, *, strict: bool = False, extra: tuple[str, ...] = (), control: bool = False
+    ) -> None:
         self.scenario = scenario
         self.directory = directory
         self.journal_path = directory / "journal.jsonl"
@@ -41,7 +60,44 @@ class MockServer:
         self.args = ["-m", "mockmcp", "run", scenario, "--journal", str(self.journal_path), "--report", str(self.report_path)]
         if strict:
             self.args.append("--strict")
+        self.control_path: str | None = None
+        if control:
+            path = str(directory.absolute() / "control.sock")
+            if len(path.encode()) > _MAX_SOCKET_PATH:
+                import tempfile
+
+                path = os.path.join(tempfile.mkdtemp(prefix="mockmcp-"), "control.sock")
+            self.control_path = path
+            self.args += ["--control", path]
         self.args += list(extra)
+        self._async: AsyncControl | None = None
+        self._sync: SyncControl | None = None
+
+    # ------------------------------------------------------------ control channel
+
+    @property
+    def control(self) -> AsyncControl:
+        """The async control client (asyncio or trio); needs ``control=True``."""
+        if self._async is None:
+            self._async = AsyncControl(self._need_control())
+        return self._async
+
+    @property
+    def sync(self) -> SyncControl:
+        """The blocking twin of ``control``."""
+        if self._sync is None:
+            self._sync = SyncControl(self._need_control())
+        return self._sync
+
+    def _need_control(self) -> str:
+        if self.control_path is None:
+            raise RuntimeError("this mock has no control channel: prepare it with control=True")
+        return self.control_path
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _CONTROL_METHODS:
+            return getattr(self.control, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def argv(self) -> list[str]:
@@ -169,11 +225,13 @@ def prepare(
     *,
     strict: bool = False,
     extra: tuple[str, ...] | list[str] = (),
+    control: bool = False,
 ) -> MockServer:
     """A ``MockServer`` for a bundled scenario name, a scenario file or an inline dict.
 
-    ``directory`` receives the journal, the report and (for a dict) the
-    scenario file; give each mock its own directory.
+    ``directory`` receives the journal, the report, (for a dict) the scenario
+    file and (with ``control=True``) the control socket; give each mock its own
+    directory.
     """
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
@@ -185,4 +243,4 @@ def prepare(
         name = os.fspath(scenario)
         if os.path.exists(name):
             name = os.path.abspath(name)  # the client may spawn from another working directory
-    return MockServer(name, d, strict=strict, extra=tuple(extra))
+    return MockServer(name, d, strict=strict, extra=tuple(extra), control=control)

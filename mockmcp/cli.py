@@ -114,6 +114,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-absolute-paths", action="store_true",
                      help="let the scenario reference files outside its folder by absolute path")
     run.add_argument("--no-cache", action="store_true", help="do not use or write the scenario load cache")
+    run.add_argument("--control", metavar="PATH",
+                     help="listen for control requests on a Unix socket at PATH, mode 0600 (see docs/control.md)")
     http = run.add_argument_group("Streamable HTTP (see docs/http.md)")
     http.add_argument("--http", type=_http_address, metavar="[HOST:]PORT",
                       help="serve on http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1; PORT 0 picks"
@@ -148,6 +150,22 @@ def _parser() -> argparse.ArgumentParser:
                       "  mockmcp schema > mockmcp.schema.json\n  mockmcp schema --indent 0 | wc -c\n")
     schema.add_argument("--indent", type=_non_negative_int, default=2, metavar="N",
                         help="indentation of the printed JSON (default: 2)")
+
+    ctl = _command(
+        sub, "ctl", "send one operation to a running mock's control socket and print the JSON response",
+        "  mockmcp run default --control /tmp/mock.sock &\n"
+        "  mockmcp ctl /tmp/mock.sock emit event=tools/list_changed\n"
+        "  mockmcp ctl /tmp/mock.sock add kind=tool 'definition={\"name\": \"wave\"}'\n"
+        "  mockmcp ctl /tmp/mock.sock waitFor 'when={\"method\": \"tools/call\"}' timeout=5\n"
+        "  mockmcp ctl /tmp/mock.sock shutdown mode=crash status=3\n",
+    )
+    ctl.add_argument("path", metavar="PATH", help="the socket given to `mockmcp run --control PATH`")
+    ctl.add_argument("operation", metavar="OPERATION", help="emit, add, replace, remove, getState, setState, counters, "
+                     "arm, disarm, pause, resume, journal, waitFor, shutdown or ping (see docs/control.md)")
+    ctl.add_argument("args", nargs="*", metavar="KEY=VALUE",
+                     help="parameters; a VALUE that is JSON is taken as JSON, anything else as a string")
+    ctl.add_argument("--connect-timeout", type=_non_negative_float, default=0.0, metavar="S",
+                     help="wait up to S seconds for the socket to appear (default: 0)")
 
     journal = _command(
         sub, "journal", "print a journal file as a readable transcript",
@@ -209,8 +227,38 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return 0
         case "journal":
             return _journal(args)
+        case "ctl":
+            return _ctl(args, parser)
     parser.print_help(sys.stderr)  # bare `mockmcp`: the command list, then argparse's usage-error status
     return 2
+
+
+def _ctl(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Print the response line; 0 for a result, 1 for an error response, 2 if none could be had."""
+    import json
+
+    from .controlclient import exchange
+
+    params: dict[str, object] = {}
+    for arg in args.args:
+        key, eq, value = arg.partition("=")
+        if not eq or not key:
+            parser.error(f"ctl: expected KEY=VALUE, got {arg!r}")
+        try:
+            params[key] = json.loads(value)
+        except ValueError:
+            params[key] = value
+    data = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": args.operation, "params": params}) + "\n").encode()
+    try:
+        line = exchange(args.path, data, args.connect_timeout)
+    except OSError as exc:
+        print(f"mockmcp ctl: cannot reach {args.path}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if not line:
+        print(f"mockmcp ctl: {args.path} closed the connection without answering", file=sys.stderr)
+        return 2
+    sys.stdout.write(line.decode("utf-8", "replace"))
+    return 1 if "error" in json.loads(line) else 0
 
 
 def _journal(args: argparse.Namespace) -> int:

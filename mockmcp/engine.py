@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import errors, jsonrpc, model, mrtr, protocol as p, templates
+from . import armed, errors, jsonrpc, model, mrtr, protocol as p, templates
 from .actions import Cancel, Emit, Exit, Output, Park, Plan, Send
 from .context import RequestContext
 from .definitions import derive_capabilities
@@ -115,6 +115,15 @@ class Engine:
             out.append(self.envelope.notification(method, params))
         return out
 
+    def replace_scenario(self, scenario: model.Scenario) -> None:
+        """Serve ``scenario``'s primitives from now on (the control channel added, replaced or
+        removed one); derived capabilities grow with what it defines, and never shrink."""
+        self.scenario = scenario
+        caps = scenario.capabilities
+        if caps is None:  # what it defines now, and whatever was offered before (a client may rely on it)
+            caps = {**derive_capabilities(scenario), **self.services.capabilities}
+        self.services.replace_primitives(scenario, caps)
+
     @property
     def unmatched(self) -> list[dict[str, Any]]:
         """Requests no rule answered, with their near misses (read by the verifier)."""
@@ -148,6 +157,10 @@ class Engine:
             )
         ctx = RequestContext(req, meta, self.session.state)
         svc = self.services
+        if self.session.armed:  # one-shot overrides from the control channel win over every rule
+            taken = armed.take(self.session.armed, ctx, svc.selector)
+            if taken is not None:
+                return svc.expand(ctx, taken.steps, taken.rule)
         overrides = self._overrides.get(method)
         if overrides:
             chosen = svc.selector.select(overrides, ctx)

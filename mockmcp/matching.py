@@ -99,6 +99,11 @@ def mismatch(when: model.Match, ctx: dict[str, Any]) -> str | None:
     return next(_mismatches(when, ctx), None)
 
 
+def mismatches(when: model.Match, ctx: dict[str, Any]) -> list[str]:
+    """Every part of ``when`` that does not match (empty if it matches)."""
+    return list(_mismatches(when, ctx))
+
+
 def _mismatches(when: model.Match, ctx: dict[str, Any]) -> Iterator[str]:
     """Every part of ``when`` that does not match, in the order they are checked."""
     if when.round is not None and ctx["round"] != when.round:

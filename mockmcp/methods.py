@@ -205,7 +205,8 @@ def _listen(svc: Services, ctx: RequestContext) -> Plan:
             raise errors.InvalidParams("Invalid params: resourceSubscriptions must be a list of URIs", request_id=ctx.id)
         if (caps.get("resources") or {}).get("subscribe"):
             honored["resourceSubscriptions"] = list(uris)
-    svc.session.subscribe(Subscription(ctx.id, honored))
+    level = ctx.meta.get(p.META_LOG_LEVEL)
+    svc.session.subscribe(Subscription(ctx.id, honored, level if type(level) is str else None))
     ack = svc.envelope.notification(
         p.SUBSCRIPTIONS_ACKNOWLEDGED, {"_meta": {p.META_SUBSCRIPTION_ID: ctx.id}, "notifications": honored}
     )

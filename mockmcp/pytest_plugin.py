@@ -27,9 +27,12 @@ class MockMCP:
         self.tmp_path = tmp_path
         self.servers: list[MockServer] = []
 
-    def __call__(self, scenario: str | Path | dict[str, Any] = "default", *extra: str, strict: bool = False) -> MockServer:
-        """Prepare a mock for ``scenario``; each call gets its own journal and report."""
-        server = prepare(scenario, self.tmp_path / f"mockmcp-{len(self.servers) + 1}", strict=strict, extra=extra)
+    def __call__(
+        self, scenario: str | Path | dict[str, Any] = "default", *extra: str, strict: bool = False, control: bool = False
+    ) -> MockServer:
+        """Prepare a mock for ``scenario``; each call gets its own journal and report (and, with
+        ``control=True``, a control socket: ``await server.emit_tools_changed()``, ``server.sync...``)."""
+        server = prepare(scenario, self.tmp_path / f"mockmcp-{len(self.servers) + 1}", strict=strict, extra=extra, control=control)
         self.servers.append(server)
         return server
 

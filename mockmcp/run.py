@@ -51,11 +51,15 @@ def run(args: argparse.Namespace) -> int:
     gc.enable()
     observers = _observers(args, engine, conn, log)
     if getattr(args, "http", None) is not None:
+        if getattr(args, "control", None):
+            log("error", "--control does not work with --http yet (the control channel drives the stdio shell)")
+            return 2
         from .httpshell import run_http  # (h11 is imported only here: stdio spawns stay as they were)
 
         status = run_http(args, scenario, conn, log, observers)
         finish = observers.get("finish")
         return finish(status) if finish is not None else status
+    control = _control(args, engine, conn)
 
     async def main() -> int:
         stdin = trio.lowlevel.FdStream(os.dup(0))
@@ -73,6 +77,16 @@ def run(args: argparse.Namespace) -> int:
             close_stdout=_close_stdout,
         )
         status = 0
+        listening = None
+        if control is not None:
+            from .controlshell import ControlPathError, ControlServer
+
+            server = ControlServer(args.control, control, shell, log=log)
+            try:
+                listening = server, server.bind()
+            except ControlPathError as exc:
+                log("error", f"--control: {exc}")
+                return 2
         async with trio.open_nursery() as nursery:
 
             async def watch_signals() -> None:
@@ -84,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
                         return
 
             nursery.start_soon(watch_signals)
+            if listening is not None:
+                await nursery.start(listening[0].serve, listening[1])
             status = await shell.serve()
             nursery.cancel_scope.cancel()
         return status
@@ -123,6 +139,18 @@ def _close_stdout() -> None:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.close(null)
+
+
+def _control(args: argparse.Namespace, engine: Any, conn: Any) -> Any:
+    """With ``--control PATH``: the control core, hooked to what the connection reads and the shell writes."""
+    if not getattr(args, "control", None):
+        return None
+    from . import fragments
+    from .control import Control
+
+    control = Control(engine, fragments)
+    conn.observers.append(control.inbound)  # (what the shell writes: ControlServer hooks Shell.on_data)
+    return control
 
 
 def _observers(args: argparse.Namespace, engine: Any, conn: Any, log: Any) -> dict[str, Any]:

@@ -78,6 +78,13 @@ class Shell:
         # slot, so a client that never reads stops being read (back-pressure for every step).
         self._slots = trio.Semaphore(max_tasks)
         self.idle = trio.Event()
+        # The control channel (controlshell) pauses, resumes and stops the reader: it then
+        # reads in a cancel scope of its own (plain runs skip that cost: ``controllable``).
+        self.controllable = False
+        self.on_data: Callable[[bytes], None] | None = None  # every line written, undecoded (the control journal)
+        self._read_scope: trio.CancelScope | None = None
+        self._reading_changed = trio.Event()
+        self._stopped = False
         self.writer = StdoutWriter(stdout, self.log, self.exit_process, exit_after=exit_after, close_stdout=close_stdout)
         # Listen streams of sends, emits and sleeps run from one timer heap (streams.py);
         # False: a task each, the reference path the differential test compares against.
@@ -90,6 +97,49 @@ class Shell:
     def _emitted(self, send: Send) -> None:
         if self.on_output is not None:
             self.on_output(send.message, send.data)
+        if self.on_data is not None:
+            self.on_data(send.data)
+
+    # ---------------------------------------------------------- control (controlshell)
+
+    def pause_reading(self, seconds: float | None) -> None:
+        """Stop reading stdin now (a read in progress is cancelled; no byte is lost)."""
+        self.reading_resumes = math.inf if seconds is None else trio.current_time() + seconds
+        if self._read_scope is not None:
+            self._read_scope.cancel()
+        self.log("info", "stopped reading stdin (control)" + ("" if seconds is None else f" for {seconds:g} s"))
+        self._event("stopReading", {"id": None, "seconds": seconds})
+
+    def resume_reading(self) -> None:
+        self.reading_resumes = 0.0
+        self._reading_changed.set()
+        self._reading_changed = trio.Event()
+
+    def stop(self) -> None:
+        """End as at the end of stdin (pending work gets its grace), whatever ``ignore_eof`` says."""
+        self._stopped = True
+        if self._read_scope is not None:
+            self._read_scope.cancel()
+        self.resume_reading()
+
+    async def deliver(self, sends: list[Send]) -> None:
+        """Write lines made outside a plan (the control channel's events) through the writer."""
+        for send in sends:
+            self._emitted(send)
+        if sends:
+            await self.writer.send(b"".join(send.data for send in sends))
+
+    async def _read(self) -> bytes | None:
+        """One chunk of stdin (``b""`` at its end); ``None`` if the control channel interrupted it."""
+        with trio.CancelScope() as scope:
+            self._read_scope = scope
+            try:
+                return bytes(await self.stdin.receive_some(self.read_size))
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                return b""
+            finally:
+                self._read_scope = None
+        return None
 
     # ---------------------------------------------------------- plans
 
@@ -258,18 +308,28 @@ class Shell:
                     requests.start_soon(self.streams.run)
                 task_status.started()
                 try:
-                    while True:
+                    while not self._stopped:
                         while self.reading_resumes > trio.current_time():
-                            await trio.sleep_until(self.reading_resumes)  # scripted back-pressure
-                        try:
-                            data = await self.stdin.receive_some(self.read_size)
-                        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                            data = b""
+                            with trio.move_on_at(self.reading_resumes):  # scripted back-pressure
+                                await self._reading_changed.wait()  # (or until a control resume)
+                        if self._stopped:
+                            break
+                        data: bytes | bytearray
+                        if self.controllable:
+                            chunk = await self._read()
+                            if chunk is None:
+                                continue  # paused or stopped meanwhile
+                            data = chunk
+                        else:
+                            try:
+                                data = await self.stdin.receive_some(self.read_size)
+                            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                                data = b""
                         if not data:
                             break
                         await self._dispatch(self.conn.receive_data(bytes(data)), requests)
                     await self._dispatch(self.conn.receive_eof(), requests)
-                    if self.ignore_eof:
+                    if self.ignore_eof and not self._stopped:
                         self.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal)")
                         await trio.sleep_forever()
                     self.log("debug", "stdin closed")

@@ -44,14 +44,24 @@ class Services:
         self.selector = selector
         self.steps = steps
         self.rounds = rounds
-        self.tools = {t.name: t for t in scenario.tools}
-        self.prompts = {pr.name: pr for pr in scenario.prompts}
-        self.resources = {r.uri: r for r in scenario.resources}
-        self.templates = [(compile_uri_template(t.uriTemplate), t) for t in scenario.resourceTemplates]
+        self._index(scenario)
         self.track_unknown = False  # set by the verifier: record requests for undefined names
         # id(item) -> (item, definition): the entry holds the item, so the id stays its own
         self._definitions: dict[int, tuple[object, dict[str, Any]]] = {}
         self._rule_labels: dict[int, tuple[model.Rule, str]] | None = None
+
+    def _index(self, scenario: model.Scenario) -> None:
+        self.tools = {t.name: t for t in scenario.tools}
+        self.prompts = {pr.name: pr for pr in scenario.prompts}
+        self.resources = {r.uri: r for r in scenario.resources}
+        self.templates = [(compile_uri_template(t.uriTemplate), t) for t in scenario.resourceTemplates]
+
+    def replace_primitives(self, scenario: model.Scenario, capabilities: dict[str, Any]) -> None:
+        """Answer from ``scenario``'s tools, prompts, resources and templates from now on."""
+        self.scenario = scenario
+        self.capabilities = capabilities
+        self._index(scenario)
+        self._rule_labels = None  # rule paths moved
 
     # ------------------------------------------------------------ scripted answers
 

@@ -20,11 +20,12 @@ from . import protocol as p
 class Subscription:
     """One open ``subscriptions/listen`` stream and the notifications it was granted."""
 
-    __slots__ = ("id", "honored")
+    __slots__ = ("id", "honored", "log_level")
 
-    def __init__(self, id: Any, honored: dict[str, Any]) -> None:
+    def __init__(self, id: Any, honored: dict[str, Any], log_level: str | None = None) -> None:
         self.id = id
         self.honored = honored
+        self.log_level = log_level  # the listen request's logLevel (log messages sent on the stream)
 
     def events(self) -> Iterator[tuple[str, str | None]]:
         """(event, uri) keys this stream listens to; uri only for ``resources/updated``."""
@@ -51,6 +52,8 @@ class Session:
         self._matches: dict[int, int] = {}  # id(rule) -> requests it matched
         self._rules: dict[int, object] = {}  # id(rule) -> the rule, for as long as its counts live
         self._sequence_use: dict[int, tuple[object, int]] = {}  # answers taken from its sequence
+        # One-shot overrides armed over the control channel (``armed.Armed``), consulted first.
+        self.armed: list[Any] = []
 
     # ------------------------------------------------------------ requests
 
@@ -101,6 +104,10 @@ class Session:
         count += 1
         self._matches[key] = count
         return count
+
+    def match_counts(self) -> list[tuple[object, int]]:
+        """Every rule that matched a request so far, with its count (read by the control channel)."""
+        return [(self._rules[key], count) for key, count in self._matches.items()]
 
     def take_sequence(self, rule: object) -> int:
         """How many answers ``rule``'s sequence gave before this one."""

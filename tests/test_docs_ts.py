@@ -1,4 +1,5 @@
-"""The TypeScript snippet in docs/other-languages.md runs against the real TS SDK client."""
+"""The TypeScript snippets of the docs run against the real TS SDK client: the one in
+docs/other-languages.md, and the live-control recipe of docs/cookbook.md."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TS = ROOT / "tests" / "interop" / "ts"
 
 
-@pytest.mark.usefixtures("typescript_client")
-def test_typescript_snippet_runs(tmp_path: Path) -> None:
-    text = (ROOT / "docs" / "other-languages.md").read_text()
+def _run_js(doc: str) -> list[str]:
+    text = (ROOT / "docs" / doc).read_text()
     blocks = re.findall(r"```js\n(.*?)```", text, re.S)
     assert len(blocks) == 1
     script = TS / f"docs-snippet-{os.getpid()}.mjs"  # inside the package so imports resolve
@@ -27,4 +27,14 @@ def test_typescript_snippet_runs(tmp_path: Path) -> None:
     finally:
         script.unlink()
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.splitlines() == ["echo, add, get_weather", "hello"]
+    return proc.stdout.splitlines()
+
+
+@pytest.mark.usefixtures("typescript_client")
+def test_typescript_snippet_runs(tmp_path: Path) -> None:
+    assert _run_js("other-languages.md") == ["echo, add, get_weather", "hello"]
+
+
+@pytest.mark.usefixtures("typescript_client")
+def test_typescript_control_recipe_runs(tmp_path: Path) -> None:
+    assert _run_js("cookbook.md") == ["true", "backend down", "o/"]

@@ -43,6 +43,8 @@ CORE = [
     "rounds",
     "services",
     "quickload",
+    "armed",
+    "control",
     "httprules",
 ]
 FORBIDDEN = ("trio", "yaml", "cattrs")

@@ -1,0 +1,281 @@
+"""The Python side of the control channel: drive a running mock from a test.
+
+``AsyncControl`` works under asyncio and trio alike: each call opens the Unix
+socket with the running loop's own primitives (``asyncio.open_unix_connection``
+or ``trio.open_unix_socket``; trio is a dependency of mockmcp anyway, and no
+other library is needed), sends one request line and reads one response line.
+A connection per call keeps concurrent calls (a ``wait_for`` in one task, an
+``emit`` in another) independent. ``SyncControl`` is the same over a blocking
+socket, for plain pytest tests. Both wait for the socket to appear, since the
+client under test spawns the mock when it connects.
+
+The operations are written once (``_Operations``); a call returns the
+operation's ``result`` (or one field of it), and an error response raises
+``ControlError`` (``WaitTimedOut`` for a ``wait_for`` that timed out, an
+``AssertionError`` too, so pytest shows its near miss as a failure).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import time
+from typing import Any
+
+__all__ = ["AsyncControl", "ControlError", "SyncControl", "WaitTimedOut"]
+
+TIMED_OUT = -32008  # control.TIMED_OUT (not imported: this module stays light)
+CONNECT_TIMEOUT = 10.0  # seconds to wait for the mock's socket to appear
+
+
+class ControlError(Exception):
+    """An error response on the control channel (``code``, ``message``, ``data``)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class WaitTimedOut(ControlError, AssertionError):
+    """``wait_for`` saw no matching request in time; ``data["nearMiss"]`` is the closest one."""
+
+
+def _request(rid: int, op: str, params: dict[str, Any]) -> bytes:
+    return (json.dumps({"jsonrpc": "2.0", "id": rid, "method": op, "params": params}, ensure_ascii=False) + "\n").encode()
+
+
+def _result(line: bytes, pick: str | None) -> Any:
+    if not line:
+        raise ConnectionError("the mock closed the control connection without answering")
+    response = json.loads(line)
+    error = response.get("error")
+    if error is not None:
+        cls = WaitTimedOut if error.get("code") == TIMED_OUT else ControlError
+        raise cls(error.get("code"), error.get("message", ""), error.get("data"))
+    result = response["result"]
+    return result if pick is None else result[pick]
+
+
+def _clean(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if v is not None}
+
+
+class _Operations:
+    """Every control operation, once; ``_call`` is a coroutine function in the async class."""
+
+    def _call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
+        raise NotImplementedError
+
+    # events
+    def emit(self, event: str, uri: str | None = None) -> Any:
+        """Deliver ``event`` now to every listening stream that asked for it; the number delivered."""
+        return self._call("emit", _clean({"event": event, "uri": uri}), "delivered")
+
+    def emit_tools_changed(self) -> Any:
+        return self.emit("tools/list_changed")
+
+    def emit_prompts_changed(self) -> Any:
+        return self.emit("prompts/list_changed")
+
+    def emit_resources_changed(self) -> Any:
+        return self.emit("resources/list_changed")
+
+    def emit_resource_updated(self, uri: str) -> Any:
+        return self.emit("resources/updated", uri)
+
+    def emit_log(self, level: str, data: Any, logger: str | None = None) -> Any:
+        """A log message on every stream whose listen request set a log level at or below ``level``."""
+        return self._call("emit", _clean({"event": "log", "level": level, "data": data, "logger": logger}), "delivered")
+
+    # definitions
+    def add(self, kind: str, definition: dict[str, Any], *, notify: bool = True) -> Any:
+        return self._call("add", {"kind": kind, "definition": definition, "notify": notify})
+
+    def replace(self, kind: str, definition: dict[str, Any], *, notify: bool = True) -> Any:
+        return self._call("replace", {"kind": kind, "definition": definition, "notify": notify})
+
+    def remove(self, kind: str, key: str, *, notify: bool = True) -> Any:
+        return self._call("remove", {"kind": kind, "key": key, "notify": notify})
+
+    def add_tool(self, definition: dict[str, Any], *, notify: bool = True) -> Any:
+        return self.add("tool", definition, notify=notify)
+
+    def replace_tool(self, definition: dict[str, Any], *, notify: bool = True) -> Any:
+        return self.replace("tool", definition, notify=notify)
+
+    def remove_tool(self, name: str, *, notify: bool = True) -> Any:
+        return self.remove("tool", name, notify=notify)
+
+    def add_prompt(self, definition: dict[str, Any], *, notify: bool = True) -> Any:
+        return self.add("prompt", definition, notify=notify)
+
+    def replace_prompt(self, definition: dict[str, Any], *, notify: bool = True) -> Any:
+        return self.replace("prompt", definition, notify=notify)
+
+    def remove_prompt(self, name: str, *, notify: bool = True) -> Any:
+        return self.remove("prompt", name, notify=notify)
+
+    def add_resource(self, definition: dict[str, Any], *, notify: bool = True) -> Any:
+        return self.add("resource", definition, notify=notify)
+
+    def replace_resource(self, definition: dict[str, Any], *, notify: bool = True) -> Any:
+        return self.replace("resource", definition, notify=notify)
+
+    def remove_resource(self, uri: str, *, notify: bool = True) -> Any:
+        return self.remove("resource", uri, notify=notify)
+
+    def add_template(self, definition: dict[str, Any], *, notify: bool = True) -> Any:
+        return self.add("template", definition, notify=notify)
+
+    def replace_template(self, definition: dict[str, Any], *, notify: bool = True) -> Any:
+        return self.replace("template", definition, notify=notify)
+
+    def remove_template(self, uri_template: str, *, notify: bool = True) -> Any:
+        return self.remove("template", uri_template, notify=notify)
+
+    # state and counters
+    def get_state(self) -> Any:
+        return self._call("getState", {}, "state")
+
+    def set_state(self, state: str) -> Any:
+        return self._call("setState", {"state": state}, "previous")
+
+    def counters(self) -> Any:
+        return self._call("counters", {})
+
+    # armed replies
+    def arm(self, when: dict[str, Any], steps: list[Any], times: int = 1) -> Any:
+        """Answer the next ``times`` requests matching ``when`` (``method`` and optionally
+        ``name``/``uri`` plus any rule ``when`` key) with ``steps``; the armed reply's id."""
+        return self._call("arm", {"when": when, "steps": steps, "times": times}, "id")
+
+    def disarm(self, id: int | None = None) -> Any:
+        return self._call("disarm", _clean({"id": id}), "disarmed")
+
+    # stdin
+    def pause(self, seconds: float | None = None) -> Any:
+        return self._call("pause", _clean({"seconds": seconds}))
+
+    def resume(self) -> Any:
+        return self._call("resume", {})
+
+    # traffic
+    def position(self) -> Any:
+        """The journal position the next MCP message will get (for ``since=``)."""
+        return self._call("ping", {}, "position")
+
+    def journal(self, since: int = 0, limit: int | None = None) -> Any:
+        return self._call("journal", _clean({"since": since, "limit": limit}))
+
+    def wait_for(
+        self,
+        method: str | None = None,
+        *,
+        name: str | None = None,
+        uri: str | None = None,
+        timeout: float = 5.0,
+        since: int | None = None,
+        **when: Any,
+    ) -> Any:
+        """The first request matching (read from now on, or from position ``since``); raises
+        ``WaitTimedOut`` with the closest request after ``timeout`` seconds."""
+        spec = _clean({"method": method, "name": name, "uri": uri}) | when
+        return self._call("waitFor", _clean({"when": spec, "timeout": timeout, "since": since}), "message")
+
+    def shutdown(self, *, crash: bool = False, status: int | None = None) -> Any:
+        """End the mock: like the end of stdin, or (``crash``) at once with ``status`` (default 1)."""
+        return self._call("shutdown", _clean({"mode": "crash" if crash else "graceful", "status": status}))
+
+
+class SyncControl(_Operations):
+    """Blocking control calls (plain pytest tests, scripts)."""
+
+    def __init__(self, path: str, *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+        self.path = path
+        self.connect_timeout = connect_timeout
+        self._ids = itertools.count(1)
+
+    def _call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
+        return _result(exchange(self.path, _request(next(self._ids), op, params), self.connect_timeout), pick)
+
+
+def exchange(path: str, data: bytes, connect_timeout: float = CONNECT_TIMEOUT) -> bytes:
+    """Send one request line over a new connection and read its response line (blocking)."""
+    deadline = time.monotonic() + connect_timeout
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            break
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+    with sock:
+        sock.sendall(data)
+        with sock.makefile("rb") as f:
+            return f.readline()
+
+
+class AsyncControl(_Operations):
+    """Control calls to ``await`` under asyncio or trio (whichever loop is running)."""
+
+    def __init__(self, path: str, *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+        self.path = path
+        self.connect_timeout = connect_timeout
+        self._ids = itertools.count(1)
+
+    async def _call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
+        import asyncio
+
+        data = _request(next(self._ids), op, params)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return _result(await self._trio_exchange(data), pick)
+        return _result(await self._asyncio_exchange(data), pick)
+
+    async def _asyncio_exchange(self, data: bytes) -> bytes:
+        import asyncio
+
+        deadline = time.monotonic() + self.connect_timeout
+        while True:
+            try:
+                reader, writer = await asyncio.open_unix_connection(self.path, limit=64 * 1024 * 1024)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.01)
+        try:
+            writer.write(data)
+            await writer.drain()
+            return await reader.readline()
+        finally:
+            writer.close()
+
+    async def _trio_exchange(self, data: bytes) -> bytes:
+        import trio
+
+        deadline = time.monotonic() + self.connect_timeout
+        while True:
+            try:
+                stream = await trio.open_unix_socket(self.path)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() >= deadline:
+                    raise
+                await trio.sleep(0.01)
+        async with stream:
+            await stream.send_all(data)
+            buf = bytearray()
+            while not buf.endswith(b"\n"):
+                chunk = await stream.receive_some(65536)
+                if not chunk:
+                    break
+                buf += chunk
+            return bytes(buf)

@@ -1,0 +1,263 @@
+"""The control channel's trio shell: a Unix socket at PATH, several clients, bounded buffers.
+
+``mockmcp run SCENARIO --control PATH`` listens here. The socket is created
+with mode 0600 (a umask around ``bind``, then ``chmod``), a peer whose uid is
+not ours is refused (``SO_PEERCRED``), and there is never a TCP listener. An
+existing PATH is refused unless it is a stale socket of ours (a socket owned
+by us that nobody accepts on, as a crashed mock leaves behind); the socket is
+removed at exit.
+
+Each client gets a reader (lines framed with a bound) whose answers are written
+in turn (``_Client``): a client that stops reading its answers fills its
+socket buffer and is then no longer read, and nothing it does can block the MCP
+stream (the core's work per line is synchronous and bounded; MCP lines go
+through the shell's own writer). ``waitFor`` parks in a task of its own, at
+most ``MAX_WAITS`` per client, so a client may wait and operate at once.
+All protocol logic is in ``control`` (sans-I/O).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket as stdsocket
+import stat
+import struct
+from typing import Any
+
+import trio
+
+from . import jsonrpc
+from .control import Control, Outcome, Pause, Resume, Shutdown, Waiter
+from .framing import LineFramer
+from .server import Shell
+from .writer import ExitJob
+
+MAX_CONTROL_LINE = 4 * 1024 * 1024  # like an MCP line: a definition may carry a large resource text
+MAX_CLIENTS = 64  # control clients at once; more are answered with an error and closed
+MAX_WAITS = 64  # parked waitFor requests per client (the reader waits for a free one)
+
+
+class ControlPathError(Exception):
+    """PATH cannot be used for the control socket (exists and is not a stale socket of ours)."""
+
+
+def prepare_path(path: str) -> None:
+    """Refuse an existing PATH unless it is a stale socket of ours (then remove it)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise ControlPathError(f"{path} exists and is not a socket; refusing to replace it")
+    if st.st_uid != os.getuid():
+        raise ControlPathError(f"{path} is a socket of another user; refusing to replace it")
+    probe = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError as exc:
+        if exc.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+            raise ControlPathError(f"{path}: cannot tell whether it is in use ({exc.strerror})") from None
+        os.unlink(path)  # stale: its mock is gone
+        return
+    finally:
+        probe.close()
+    raise ControlPathError(f"{path} is in use by a running process; refusing to replace it")
+
+
+def _peer_uid(sock: stdsocket.socket) -> int | None:
+    """The connecting process's uid (Linux ``SO_PEERCRED``); ``None`` where unsupported."""
+    option = getattr(stdsocket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    creds = sock.getsockopt(stdsocket.SOL_SOCKET, option, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", creds)
+    return int(uid)
+
+
+class _Client:
+    """One connected client on a plain non-blocking socket, driven by trio's readiness waits.
+
+    Plain sockets rather than ``trio.SocketStream``: an operation then costs one wait for
+    input and no scheduler pass per send (the stream's send and receive each take one),
+    which keeps 1,000 operations a second cheap beside the MCP stream. Answers are
+    written in turn (``lock``): a client that does not read fills its socket buffer, and
+    the writer then waits until it drains (only this client waits). ``scope`` ends the
+    client's reader and parked waits when it goes away.
+    """
+
+    def __init__(self, sock: stdsocket.socket, scope: trio.CancelScope) -> None:
+        self.sock = sock
+        self.scope = scope
+        self.lock = trio.Lock()
+
+    async def receive(self) -> bytes:
+        """The next chunk (``b""`` at the end); yields to other tasks at least once."""
+        waited = False
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self.sock)
+                waited = True
+                continue
+            except OSError:
+                return b""
+            if not waited:
+                await trio.lowlevel.checkpoint()  # a client that always has input must not starve the rest
+            return data
+
+    async def send(self, data: bytes) -> None:
+        if self.lock.locked():
+            await self.lock.acquire()
+        else:
+            self.lock.acquire_nowait()  # the usual case: no scheduler pass for the lock
+        try:
+            view = memoryview(data)
+            while view:
+                try:
+                    view = view[self.sock.send(view) :]
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(self.sock)
+        except OSError:
+            self.scope.cancel()  # gone: nothing more can be answered
+        finally:
+            self.lock.release()
+
+
+class ControlServer:
+    """Listens on PATH and serves each control client against one ``Control`` core."""
+
+    def __init__(self, path: str, control: Control, shell: Shell, *, log: Any = None) -> None:
+        self.path = path
+        self.control = control
+        self.shell = shell
+        self.log = log if log is not None else shell.log
+        self.clients = 0
+        shell.controllable = True
+        shell.on_data = control.outbound
+
+    def bind(self) -> stdsocket.socket:
+        """Create the socket at PATH, mode 0600 from its first instant (raises ``ControlPathError``)."""
+        prepare_path(self.path)
+        sock = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(self.path)
+        except OSError as exc:
+            sock.close()
+            raise ControlPathError(f"cannot listen on {self.path}: {exc.strerror}") from None
+        finally:
+            os.umask(old)
+        os.chmod(self.path, 0o600)
+        sock.listen(MAX_CLIENTS)
+        sock.setblocking(False)
+        return sock
+
+    async def serve(self, sock: stdsocket.socket, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                task_status.started()
+                while True:
+                    try:
+                        conn, _ = sock.accept()
+                    except BlockingIOError:
+                        await trio.lowlevel.wait_readable(sock)
+                        continue
+                    except OSError as exc:  # out of file descriptors, say: try again later
+                        self.log("warning", f"control: cannot accept a client ({exc.strerror})")
+                        await trio.sleep(0.1)
+                        continue
+                    conn.setblocking(False)
+                    nursery.start_soon(self._client, conn)
+        finally:
+            self.unlink()
+            sock.close()
+
+    def unlink(self) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    # ------------------------------------------------------------ one client
+
+    async def _client(self, sock: stdsocket.socket) -> None:
+        with sock:
+            uid = _peer_uid(sock)
+            if uid is not None and uid != os.getuid():
+                self.log("warning", f"control: refused a client of uid {uid}")
+                return
+            if self.clients >= MAX_CLIENTS:
+                msg = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": f"too many control clients (at most {MAX_CLIENTS})"}}
+                with trio.move_on_after(1):
+                    await _Client(sock, trio.CancelScope()).send(jsonrpc.encode(msg))
+                return
+            self.clients += 1
+            waiters: set[Waiter] = set()
+            try:
+                async with trio.open_nursery() as nursery:
+                    client = _Client(sock, nursery.cancel_scope)
+                    await self._reader(client, nursery, waiters)
+                    nursery.cancel_scope.cancel()  # its end: the client's parked waits go with it
+            finally:
+                self.clients -= 1
+                for waiter in waiters:
+                    self.control.forget(waiter)
+
+    async def _reader(self, client: _Client, nursery: trio.Nursery, waiters: set[Waiter]) -> None:
+        """Read and answer lines in order; a ``waitFor`` parks in a task (the client goes on)."""
+        framer = LineFramer(MAX_CONTROL_LINE)
+        slots = trio.Semaphore(MAX_WAITS)
+        while True:
+            data = await client.receive()
+            lines = framer.feed(data) if data else framer.close()
+            for i, line in enumerate(lines):
+                if isinstance(line, bytes) and not line.strip():
+                    continue  # a blank line
+                if i and not i % 16:
+                    await trio.lowlevel.checkpoint()  # a long batch of lines lets the MCP stream in
+                outcome = self.control.handle_line(line)
+                await self._perform(outcome, client)
+                if outcome.waiter is not None:
+                    await slots.acquire()
+                    done = trio.Event()
+                    outcome.waiter.on_done = done.set  # now: a match may come before the task runs
+                    waiters.add(outcome.waiter)
+                    nursery.start_soon(self._wait, outcome.waiter, done, client, slots, waiters)
+            if not data:
+                return
+
+    async def _perform(self, outcome: Outcome, out: _Client) -> None:
+        if outcome.sends:
+            await self.shell.deliver(outcome.sends)
+        effect = outcome.effect
+        if isinstance(effect, Shutdown) and effect.crash:
+            if outcome.response is not None:
+                with trio.move_on_after(1):  # the answer first (a client that does not read gets a second)
+                    await out.send(jsonrpc.encode(outcome.response))
+            self.log("info", f"control: crash with status {effect.status}")
+            self.unlink()
+            await self.shell.writer.send(ExitJob(effect.status))
+            return
+        match effect:
+            case Pause():
+                self.shell.pause_reading(effect.seconds)
+            case Resume():
+                self.shell.resume_reading()
+            case Shutdown():
+                self.log("info", "control: graceful shutdown")
+                self.shell.stop()
+        if outcome.response is not None:
+            await out.send(jsonrpc.encode(outcome.response))
+
+    async def _wait(self, waiter: Waiter, done: trio.Event, out: _Client, slots: trio.Semaphore, waiters: set[Waiter]) -> None:
+        try:
+            with trio.move_on_after(waiter.timeout):
+                await done.wait()
+            response = self.control.wait_response(waiter) if waiter.found is not None else self.control.timed_out(waiter)
+            await out.send(jsonrpc.encode(response))
+        finally:
+            waiters.discard(waiter)
+            self.control.forget(waiter)
+            slots.release()

@@ -1,0 +1,287 @@
+"""The control socket of a real ``mockmcp run --control PATH`` process.
+
+The MCP side is driven over the process's real stdin/stdout; the control side
+through ``SyncControl`` or a raw socket. Bad control input, a flooding client and
+a client that leaves mid-request must never disturb the MCP stream; the socket
+is the owner's alone (mode 0600, no TCP listener), an existing path is refused
+unless it is a stale socket, and both kinds of shutdown end the process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import stat
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import line, mockmcp_cmd
+from helpers import call, discover, listen
+
+from mockmcp.controlclient import ControlError, SyncControl, WaitTimedOut
+
+SCENARIO = """\
+mockmcp: 1
+tools:
+  - name: greet
+    replies:
+      - steps: [{text: "hello {{ arguments.who }}"}]
+"""
+
+
+class Mock:
+    """A mock process with a control socket; MCP lines over its pipes."""
+
+    def __init__(self, tmp_path: Path, *extra: str, scenario: str = SCENARIO) -> None:
+        self.path = str(tmp_path / "c.sock")
+        file = tmp_path / "s.yaml"
+        file.write_text(scenario)
+        self.proc = subprocess.Popen(
+            mockmcp_cmd("run", str(file), "--control", self.path, *extra),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        self.ctl = SyncControl(self.path)
+        self.ctl.position()  # waits for the socket: the mock is up
+        self.buffer = b""
+
+    def send(self, msg: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line(msg))
+        self.proc.stdin.flush()
+
+    def read(self, timeout: float = 10.0) -> dict[str, Any] | None:
+        """The next stdout line, or ``None`` if none came within ``timeout``."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        first, self.buffer = self.buffer.split(b"\n", 1)
+        out: dict[str, Any] = json.loads(first)
+        return out
+
+    def round_trip(self, rid: Any) -> dict[str, Any]:
+        self.send(discover(rid))
+        msg = self.read()
+        assert msg is not None and msg["id"] == rid, msg
+        return msg
+
+    def close(self) -> int:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        return self.proc.wait(10)
+
+
+@pytest.fixture
+def mock(tmp_path: Path) -> Any:
+    m = Mock(tmp_path)
+    yield m
+    if m.proc.poll() is None:
+        m.proc.kill()
+        m.proc.wait()
+
+
+def test_the_socket_is_the_owners_alone_and_there_is_no_tcp_listener(mock):
+    st = os.stat(mock.path)
+    assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
+    inodes = set()
+    for fd in os.listdir(f"/proc/{mock.proc.pid}/fd"):
+        target = os.readlink(f"/proc/{mock.proc.pid}/fd/{fd}")
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    assert inodes, "the mock holds its listening socket"
+    for table in ("tcp", "tcp6", "udp", "udp6"):
+        with open(f"/proc/{mock.proc.pid}/net/{table}") as f:
+            listed = {row.split()[9] for row in f.read().splitlines()[1:]}
+        assert not inodes & listed, f"a {table} socket"
+    assert mock.close() == 0
+    assert not os.path.exists(mock.path)  # removed at exit
+
+
+def test_emit_and_definitions_reach_the_mcp_stream(mock):
+    mock.send(listen(1, toolsListChanged=True))
+    assert mock.read()["method"] == "notifications/subscriptions/acknowledged"
+    assert mock.ctl.emit_tools_changed() == 1
+    note = mock.read()
+    assert note["method"] == "notifications/tools/list_changed"
+    assert note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 1
+    mock.ctl.add_tool({"name": "wave", "replies": [{"steps": [{"text": "o/"}]}]})
+    assert mock.read()["method"] == "notifications/tools/list_changed"
+    mock.send(call(2, "wave"))
+    assert mock.read()["result"]["content"] == [{"type": "text", "text": "o/"}]
+
+
+def test_bad_control_input_is_answered_on_the_channel_and_never_on_stdout(mock):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(mock.path)
+        f = s.makefile("rwb")
+        for bad in (b"not json\n", b"[1,2]\n", b'{"jsonrpc":"2.0","id":1,"method":"explode"}\n',
+                    b'{"jsonrpc":"2.0","id":2,"method":"add","params":{"kind":"tool","definition":{"name":"x","inputSchema":{"type":"array"}}}}\n'):
+            f.write(bad)
+            f.flush()
+            assert "error" in json.loads(f.readline())
+    with pytest.raises(ControlError) as info:
+        mock.ctl.remove_tool("nope")
+    assert info.value.code == -32004
+    assert mock.round_trip(1)["result"]["resultType"] == "complete"
+    mock.send(call(2, "greet", who="x"))
+    assert mock.read()["result"]["content"][0]["text"] == "hello x"  # the MCP stream is exactly as before
+
+
+def test_a_flooding_client_and_one_that_leaves_mid_request_cannot_stall_the_mcp_stream(mock):
+    flood = socket.socket(socket.AF_UNIX)
+    flood.connect(mock.path)
+    flood.setblocking(False)
+    request = b'{"jsonrpc":"2.0","id":1,"method":"counters"}\n' * 1000
+    sent = 0
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # it never reads: its answers pile up until the mock stops reading it
+        try:
+            sent += flood.send(request)
+        except BlockingIOError:
+            break
+    assert sent > 0
+    leaver = socket.socket(socket.AF_UNIX)
+    leaver.connect(mock.path)
+    leaver.sendall(b'{"jsonrpc":"2.0","id":1,"method":"waitFor","params":{"when":{"method":"x"},"timeout":60}}\n{"jsonrpc":"2.0","id":2,"met')
+    leaver.close()
+    started = time.monotonic()
+    for i in range(20):
+        mock.round_trip(i)
+    assert time.monotonic() - started < 5
+    assert mock.ctl.get_state() == "start"  # other control clients are served too
+    flood.close()
+
+
+def test_several_clients_at_once_and_wait_for_from_another(mock):
+    import threading
+
+    got: list[Any] = []
+    since = mock.ctl.position()  # counted from here, however late the wait arrives: no race
+    waiter = threading.Thread(target=lambda: got.append(SyncControl(mock.path).wait_for("tools/call", name="greet", timeout=10, since=since)))
+    waiter.start()
+    mock.send(call(7, "greet", who="w"))
+    assert mock.read()["id"] == 7
+    waiter.join(10)
+    assert got and got[0]["id"] == 7 and got[0]["params"]["name"] == "greet"
+    with pytest.raises(WaitTimedOut) as info:
+        mock.ctl.wait_for("tools/call", name="greet", timeout=0.2, since=0, arguments={"who": "nobody"})
+    assert info.value.data["nearMiss"]["id"] == 7
+
+
+def test_pause_and_resume_reading_stdin(mock):
+    mock.ctl.pause()
+    mock.send(discover(1))
+    assert mock.read(timeout=0.5) is None  # not read while paused
+    mock.ctl.resume()
+    assert mock.read()["id"] == 1
+
+
+def test_graceful_shutdown_and_crash(tmp_path):
+    m = Mock(tmp_path)
+    assert m.ctl.shutdown() == {"mode": "graceful", "status": 0}
+    assert m.proc.wait(10) == 0
+    m2 = Mock(tmp_path)  # the path was removed: a new mock can listen there
+    m2.send(call(1, "greet", who="a"))
+    assert m2.read()["id"] == 1
+    assert m2.ctl.shutdown(crash=True, status=7)["status"] == 7
+    assert m2.proc.wait(10) == 7
+
+
+def test_an_existing_path_is_refused_unless_a_stale_socket(tmp_path):
+    path = tmp_path / "c.sock"
+    path.write_text("mine")
+    proc = subprocess.run(mockmcp_cmd("run", "default", "--control", str(path)), input=b"", capture_output=True, timeout=30)
+    assert proc.returncode == 2 and b"exists and is not a socket" in proc.stderr
+    assert path.read_text() == "mine"
+    path.unlink()
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(path))  # bound, never listening: what a killed mock leaves
+    stale.close()
+    m = Mock(tmp_path)  # takes the stale socket's place
+    try:
+        proc = subprocess.run(mockmcp_cmd("run", "default", "--control", m.path), input=b"", capture_output=True, timeout=30)
+        assert proc.returncode == 2 and b"in use" in proc.stderr  # a live mock's socket is never taken over
+        assert m.ctl.position() >= 0
+    finally:
+        m.close()
+
+
+def test_the_ctl_command_prints_the_response_and_exits_non_zero_on_an_error(mock, tmp_path):
+    def ctl(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(mockmcp_cmd("ctl", *args), capture_output=True, timeout=30)
+
+    mock.send(listen(1, toolsListChanged=True))
+    assert mock.read()["method"] == "notifications/subscriptions/acknowledged"
+    done = ctl(mock.path, "emit", "event=tools/list_changed")
+    assert done.returncode == 0 and json.loads(done.stdout) == {"jsonrpc": "2.0", "id": 1, "result": {"delivered": 1}}
+    assert mock.read()["method"] == "notifications/tools/list_changed"
+    done = ctl(mock.path, "add", "kind=tool", 'definition={"name": "w", "inputSchema": {"type": "array"}}')
+    assert done.returncode == 1 and json.loads(done.stdout)["error"]["data"]["problems"][0]["path"] == "$.params.definition.inputSchema"
+    done = ctl(mock.path, "setState", "state=ready")  # a value that is not JSON is a string
+    assert done.returncode == 0 and json.loads(done.stdout)["result"]["state"] == "ready"
+    done = ctl(str(tmp_path / "nowhere.sock"), "ping")
+    assert done.returncode == 2 and b"cannot reach" in done.stderr
+
+
+def test_a_wait_is_answered_for_a_request_read_before_its_task_runs(mock):
+    """A match may arrive right after the waitFor line, before the wait's task first runs."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(mock.path)
+        f = s.makefile("rwb")
+        for i in range(30):
+            wait = {"jsonrpc": "2.0", "id": i, "method": "waitFor", "params": {"when": {"method": "tools/call", "arguments": {"who": str(i)}}, "timeout": 5}}
+            f.write(json.dumps(wait).encode() + b'\n{"jsonrpc":"2.0","id":"p","method":"ping"}\n')
+            f.flush()
+            assert b'"p"' in f.readline()
+            mock.send(call(i, "greet", who=str(i)))
+            started = time.monotonic()
+            answer = json.loads(f.readline())
+            assert answer["id"] == i and answer["result"]["message"]["id"] == i
+            assert time.monotonic() - started < 2.5, "answered only at the wait's timeout"
+            assert mock.read()["id"] == i
+
+
+def test_the_peer_uid_is_read_and_clients_are_bounded(mock):
+    from mockmcp.controlshell import MAX_CLIENTS, _peer_uid
+
+    a, b = socket.socketpair(socket.AF_UNIX)
+    with a, b:
+        assert _peer_uid(a) == os.getuid()  # what the shell compares with its own uid
+    held = []
+    try:
+        for _ in range(MAX_CLIENTS):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(mock.path)
+            s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+            assert b'"result"' in s.makefile("rb").readline()  # each one is being served
+            held.append(s)
+        extra = socket.socket(socket.AF_UNIX)
+        extra.connect(mock.path)
+        held.append(extra)
+        refused = json.loads(extra.makefile("rb").readline())
+        assert refused["error"]["code"] == -32000 and "too many control clients" in refused["error"]["message"]
+    finally:
+        for s in held:
+            s.close()
+    assert mock.round_trip(1)["id"] == 1
+    deadline = time.monotonic() + 10
+    while True:  # room again once the mock has seen them leave
+        try:
+            assert mock.ctl.position() > 0
+            break
+        except ControlError:
+            assert time.monotonic() < deadline, "the slots of clients that left were not freed"
+            time.sleep(0.05)

@@ -1,0 +1,125 @@
+"""The control shell in virtual time: the real ``ControlServer`` client loop and the real ``Shell``
+in one trio run on the autojump clock (a socketpair stands for the control socket, memory
+streams for stdin/stdout), so waits of a minute and timed pauses cost no wall time and the
+moments things happen are exact.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+import trio
+from helpers import call, engine_for, listen
+from shellharness import Harness, response_to
+
+from mockmcp import fragments
+from mockmcp.control import Control
+from mockmcp.controlshell import ControlServer
+
+SCENARIO = """\
+mockmcp: 1
+tools:
+  - name: greet
+    replies:
+      - steps: [{text: "hello {{ arguments.who }}"}]
+"""
+
+
+class ControlLink:
+    """One control client on a socketpair, served by the real ``ControlServer._client``."""
+
+    def __init__(self, harness: Harness) -> None:
+        self.control = Control(harness.engine, fragments)
+        harness.shell.conn.observers.append(self.control.inbound)
+        self.server = ControlServer("/nonexistent/unused.sock", self.control, harness.shell)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        theirs.setblocking(False)
+        self.theirs = theirs
+        self.sock = trio.socket.from_stdlib_socket(ours)
+        self.buffer = b""
+        self.ids = 0
+
+    async def start(self, nursery: trio.Nursery) -> ControlLink:
+        nursery.start_soon(self.server._client, self.theirs)
+        return self
+
+    async def send(self, method: str, **params: Any) -> int:
+        self.ids += 1
+        await self.sock.send((json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}) + "\n").encode())
+        return self.ids
+
+    async def answer(self) -> dict[str, Any]:
+        while b"\n" not in self.buffer:
+            self.buffer += await self.sock.recv(65536)
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        out: dict[str, Any] = json.loads(line)
+        return out
+
+
+async def rig(nursery: trio.Nursery) -> tuple[Harness, ControlLink]:
+    harness = Harness(engine_for(SCENARIO))
+    link = ControlLink(harness)  # before the shell runs: it reads stdin the controllable way
+    await harness.start(nursery)
+    await link.start(nursery)
+    return harness, link
+
+
+async def test_a_timed_pause_resumes_by_itself(autojump_clock):
+    async with trio.open_nursery() as nursery:
+        h, link = await rig(nursery)
+        await link.send("pause", seconds=30)
+        assert (await link.answer())["result"] == {}
+        start = trio.current_time()
+        await h.send(call(1, "greet", who="a"))
+        with trio.fail_after(100):  # virtual: a pause that never ends fails here
+            (answer,) = await h.until(response_to(1))
+        assert 30 <= trio.current_time() - start < 30.1  # read again only when the pause ended
+        assert answer["result"]["content"][0]["text"] == "hello a"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_wait_times_out_at_its_deadline_with_the_closest_request(autojump_clock):
+    async with trio.open_nursery() as nursery:
+        h, link = await rig(nursery)
+        start = trio.current_time()
+        await link.send("waitFor", when={"method": "tools/call", "arguments": {"who": "bob"}}, timeout=60)
+        await trio.sleep(1)
+        await h.send(call(1, "greet", who="amy"))
+        await h.until(response_to(1))
+        with trio.fail_after(100):
+            answer = await link.answer()
+        assert abs(trio.current_time() - start - 60) < 0.1
+        assert answer["error"]["code"] == -32008
+        assert answer["error"]["data"]["nearMiss"]["id"] == 1
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_client_keeps_operating_while_its_wait_is_parked(autojump_clock):
+    async with trio.open_nursery() as nursery:
+        h, link = await rig(nursery)
+        await h.send(listen(1, toolsListChanged=True))
+        await h.next()  # the ack
+        waited = await link.send("waitFor", when={"method": "tools/call"}, timeout=600)
+        emitted = await link.send("emit", event="tools/list_changed")
+        answer = await link.answer()
+        assert answer["id"] == emitted and answer["result"] == {"delivered": 1}
+        assert (await h.next())["method"] == "notifications/tools/list_changed"
+        await trio.sleep(300)
+        await h.send(call(2, "greet", who="z"))
+        with trio.fail_after(10):  # well before the wait's own timeout
+            answer = await link.answer()
+        assert answer["id"] == waited and answer["result"]["message"]["id"] == 2
+        nursery.cancel_scope.cancel()
+
+
+async def test_graceful_shutdown_ends_the_shell_as_at_eof(autojump_clock):
+    async with trio.open_nursery() as nursery:
+        h, link = await rig(nursery)
+        await link.send("shutdown")
+        assert (await link.answer())["result"] == {"mode": "graceful", "status": 0}
+        with trio.fail_after(5):
+            await h.done.wait()
+        assert h.exit_status == 0
+        nursery.cancel_scope.cancel()
