@@ -10,7 +10,7 @@ cancel.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 
 
@@ -184,7 +184,36 @@ class HttpFault(_Value):
         self.reset = reset
 
 
-Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout | HttpFault
+
+class Forward(_Value):
+    """Pass the request to the real server (``mockmcp proxy``); ``how`` its answer is delivered."""
+
+    __slots__ = ("how",)
+
+    def __init__(self, how: str) -> None:
+        self.how = how  # pass | drop | duplicate | wrong-id
+
+
+class Ask:
+    """Send the client a request (legacy era) and wait up to ``timeout`` for its response.
+
+    The shell writes ``data``, waits for the ``Answer`` with ``id`` (the reader routes
+    it), then calls ``deliver`` with the client's response message, or ``None`` after
+    the timeout, having written ``cancel`` (the server's notifications/cancelled).
+    The plan's later steps are expanded only after that (they may use the answer).
+    """
+
+    __slots__ = ("id", "message", "data", "timeout", "cancel", "deliver")
+
+    def __init__(self, id: Any, message: Any, data: bytes, timeout: float, cancel: bytes, deliver: Callable[[Any], None]) -> None:
+        self.id, self.message, self.data, self.timeout, self.cancel, self.deliver = id, message, data, timeout, cancel, deliver
+
+    def __repr__(self) -> str:
+        return f"Ask({self.id!r}, {self.message!r})"
+
+
+
+Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout | Forward | Ask | HttpFault
 
 
 class Plan:
@@ -250,4 +279,14 @@ class Cancel(_Value):
         self.reason = reason
 
 
-Output = Plan | Cancel
+class Answer(_Value):
+    """The client's response to the server's request ``id`` (routed to the waiting ``Ask``)."""
+
+    __slots__ = ("id", "message")
+
+    def __init__(self, id: Any, message: Any) -> None:
+        self.id = id
+        self.message = message
+
+
+Output = Plan | Cancel | Answer

@@ -25,7 +25,9 @@ from typing import Any, Iterator
 
 from .controlclient import AsyncControl, ControlError, SyncControl, WaitTimedOut, _Operations
 
-__all__ = ["ControlError", "MockServer", "ReportMissing", "WaitTimedOut", "prepare"]
+__all__ = ["CassetteServer", "ControlError", "MockServer", "ReportMissing", "RECORD_MODES", "WaitTimedOut", "prepare"]
+
+RECORD_MODES = ("once", "new_episodes", "all", "none")
 
 
 class ReportMissing(AssertionError):
@@ -217,6 +219,33 @@ class MockServer:
             head = f"#{json.dumps(msg['id'])} " if "id" in msg else ""
             lines.append(f"  {head}{msg.get('method', '(response)')} {what}".rstrip())
         return "requests the client sent:\n" + ("\n".join(lines) if lines else "  (none)") + f"\njournal: {self.journal_path}"
+
+
+class CassetteServer(MockServer):
+    """``mockmcp record`` on a cassette: the real ``command`` is recorded or the cassette replayed.
+
+    ``mode`` is a record mode (``once``: record when the cassette is missing, else
+    replay; ``new_episodes``; ``all``; ``none``). When the cassette is replayed the
+    journal and report are written as for any mock (``report()``, ``findings()``,
+    ``assert_expectations()``); ``strict`` makes an unrecorded request fail the replay.
+    """
+
+    def __init__(self, path: Path, command: list[str], directory: Path, *, mode: str = "once", strict: bool = False,
+                 extra: tuple[str, ...] = ()) -> None:
+        if mode not in RECORD_MODES:
+            raise ValueError(f"unknown record mode {mode!r}: expected one of {', '.join(RECORD_MODES)}")
+        if not command:
+            raise ValueError("a cassette needs the real server's command (command=[...]) to record")
+        super().__init__(str(path), directory)
+        self.path = path
+        self.mode = mode
+        self.args = ["-m", "mockmcp", "record", "-o", str(path), "--mode", mode,
+                     "--journal", str(self.journal_path), "--report", str(self.report_path)]
+        if strict:
+            self.args.append("--strict")
+        self.args += [*extra, "--", *command]
+        # Decided now, as the recorder will decide it when spawned (a recording creates the file).
+        self.recording = mode in ("all", "new_episodes") or (mode == "once" and not path.exists())
 
 
 def prepare(

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import attrs
 
 from . import matching, model, protocol as p, templates
-from .definitions import compile_uri_template
+from .definitions import compile_uri_template, validates_input
 
 # The most steps one reply may run once its loops are unrolled, counting loops with
 # a literal ``times`` (a template-given count is capped when the reply runs).
@@ -217,6 +217,19 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
             _exit_status(sp + ("exit", "status"), step.exit.status, found)
         elif isinstance(step, model.HttpStep):
             found.extend(Found(sp + ("http",) + where, text) for where, text in http_step_problems(step.http))
+        elif isinstance(step, model.RequestStep):
+            if step.request.timeout.template is not None:
+                found.append(Found(sp + ("request", "timeout"), "only a sleep's duration may be a template"))
+            if timeline or method.startswith("notifications/"):
+                found.append(Found(sp, "a request to the client belongs in a reply to a request (it waits for the answer)"))
+            elif step.request.method in _INPUT_PARAMS_REQUIRED and not templates.has_template(step.request.params):
+                problem = _input_request_problems("request", {"method": step.request.method, "params": step.request.params})
+                if problem:
+                    found.append(Found(sp + ("request",), problem.replace("input request 'request': ", "")))
+        elif isinstance(step, model.DribbleStep) and step.dribble.pause.template is not None:
+            found.append(Found(sp + ("dribble", "pause"), "only a sleep's duration may be a template"))
+        elif isinstance(step, model.StopReadingStep) and isinstance(step.stopReading, model.Duration) and step.stopReading.template is not None:
+            found.append(Found(sp + ("stopReading",), "only a sleep's duration may be a template"))
         elif isinstance(step, model.RawBytesStep):
             try:
                 step.rawBytes.encode("latin-1")
@@ -246,6 +259,8 @@ def http_step_problems(spec: model.HttpSpec) -> list[tuple[Path_, str]]:
             out.append((("headers", name), "content-length, transfer-encoding and connection are the shell's (they frame the body)"))
         if not _HTTP_VALUE.fullmatch(value) or value != value.strip():
             out.append((("headers", name), "a header value has no control characters and no leading or trailing spaces"))
+    if spec.delay is not None and spec.delay.template is not None:
+        out.append((("delay",), "only a sleep's duration may be a template"))
     if spec.contentType is not None and not _HTTP_VALUE.fullmatch(spec.contentType):
         out.append((("contentType",), "a content type has no control characters"))
     if spec.write is not None:
@@ -343,6 +358,13 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
     for i, t in enumerate(s.tools):
         if t.inputSchema.get("type") != "object":
             found.append(Found(("tools", i, "inputSchema"), "a tool's inputSchema must have type: object"))
+        elif validates_input(t, s.protocol.validateInput):
+            from .validator import SchemaError, validator_for  # only for schemas that need it
+
+            try:
+                validator_for(t.inputSchema)
+            except SchemaError as exc:  # the documented way a schema is refused
+                found.append(Found(("tools", i, "inputSchema"), f"{exc} (arguments are validated against it; set validateInput: false on the tool to serve it unvalidated)"))
     for i, tm in enumerate(s.resourceTemplates):
         try:
             compile_uri_template(tm.uriTemplate)
@@ -371,6 +393,10 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
         tp = ("subscriptions", "timers", i)
         if timer.emit.event == "resources/updated" and timer.emit.uri is None:
             found.append(Found(tp + ("emit",), "resources/updated needs a 'uri'"))
+        for key in ("after", "every"):
+            d = getattr(timer, key)
+            if d is not None and d.template is not None:
+                found.append(Found(tp + (key,), "only a sleep's duration may be a template (timers are set when the stream opens)"))
         if timer.count < 1:
             found.append(Found(tp + ("count",), "count must be at least 1"))
         if timer.count > 1 and (timer.every is None or timer.every.seconds <= 0):
@@ -381,6 +407,10 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
         from .expectations import problems as expectation_problems
 
         found.extend(Found(path, message) for path, message in expectation_problems(s.expectations))
+    if s.protocol.era == "modern":
+        for sp, step in iter_steps(s):
+            if isinstance(step, model.RequestStep):
+                found.append(Found(sp, "requests to the client exist only in the legacy era (protocol.era: legacy or dual); this revision uses inputRequired"))
     if not s.protocol.versions:
         found.append(Found(("protocol", "versions"), "at least one protocol version is needed"))
     if s.protocol.exitAfter is not None:
@@ -397,6 +427,8 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
     for i, c in enumerate(s.completions):
         if (c.prompt is None) == (c.resourceTemplate is None):
             found.append(Found(("completions", i), "a completion names exactly one of 'prompt' or 'resourceTemplate'"))
+        for sub, msg in matching.pattern_problems(c.context, ("context",)):
+            found.append(Found(("completions", i) + sub, msg))
     resources = list(s.resources)
     for i, r in enumerate(s.resources):
         given = [k for k in ("text", "blob", "file") if getattr(r, k) is not None]

@@ -17,12 +17,13 @@ from typing import Any
 from . import errors, jsonrpc, protocol as p
 
 _SPEC = "https://modelcontextprotocol.io/specification/2026-07-28/"
+_LEGACY_SPEC = "https://modelcontextprotocol.io/specification/2025-11-25/"
 
 # id -> (level, spec section, one-line summary). The single list the docs and tests follow.
 CHECKS: dict[str, tuple[str, str, str]] = {
     "jsonrpc.parse": ("error", "basic/transports/stdio#sending-messages", "a line that is not UTF-8 JSON"),
     "jsonrpc.invalid": ("error", "basic#messages", "a message that is not valid JSON-RPC 2.0"),
-    "jsonrpc.response": ("error", "basic/patterns/mrtr", "the client sent a JSON-RPC response; servers send no requests in this revision"),
+    "jsonrpc.response": ("error", "basic/patterns/mrtr", "the client sent a JSON-RPC response to no request of the server's (servers send none in this revision; a legacy session's answers are fine)"),
     "id.null": ("error", "basic#requests", "a request id that is null"),
     "id.type": ("error", "basic#requests", "a request id that is neither a string nor an integer"),
     "id.reused": ("error", "basic#requests", "a request id already used by a request still in flight"),
@@ -48,6 +49,15 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "removed.ping": ("error", "changelog#major-changes", "ping (removed in this revision)"),
     "removed.logging.setLevel": ("error", "changelog#major-changes", "logging/setLevel (use _meta io.modelcontextprotocol/logLevel)"),
     "removed.resources.subscribe": ("error", "basic/patterns/subscriptions", "resources/subscribe or resources/unsubscribe (use subscriptions/listen)"),
+    "meta.reserved": ("warning", "basic#meta", "a _meta key under a prefix reserved for MCP (second label modelcontextprotocol or mcp) that the revision does not define"),
+    "meta.traceparent.format": ("error", "basic#meta", "a traceparent that is not in W3C Trace Context format"),
+    "meta.tracestate.format": ("error", "basic#meta", "a tracestate that is not in W3C Trace Context format"),
+    "meta.baggage.format": ("error", "basic#meta", "a baggage that is not in W3C Baggage format"),
+    "meta.clientCapabilities.shape": ("error", "schema#clientcapabilities", "a client sub-capability of the wrong shape (roots, sampling, elicitation and their members are objects)"),
+    "initialize.protocolVersion": ("error", _LEGACY_SPEC + "basic/lifecycle#initialization", "a legacy initialize without a protocolVersion string"),
+    "initialize.clientInfo": ("error", _LEGACY_SPEC + "basic/lifecycle#initialization", "a legacy initialize without clientInfo (name and version strings)"),
+    "initialize.capabilities": ("error", _LEGACY_SPEC + "basic/lifecycle#initialization", "a legacy initialize without a capabilities object"),
+    "tools.arguments.invalid": ("error", "server/tools#error-handling", "tools/call arguments that break the tool's inputSchema (answered with a tool error)"),
     "expect.unmatched": ("error", "docs/verification.md#unmatched-requests", "a request no scenario rule matched (with the closest rule)"),
     # Streamable HTTP (mockmcp run --http): found by the HTTP shell's rules, reported here.
     "http.header.missing": ("error", "basic/transports/streamable-http#server-validation", "a request without MCP-Protocol-Version, Mcp-Method, or Mcp-Name where its method needs one"),
@@ -144,6 +154,8 @@ class ClientChecker:
         self.rounds: list[_Round] = []
         self.legacy_session = False
         self.duplicates: dict[Any, int] = {}  # ids reused while in flight: their responses are not the original's
+        self.server_requests: dict[Any, str] = {}  # requests the server sent (legacy era; a real server's under mockmcp proxy), until answered
+        self.server_cancelled: dict[Any, str] = {}  # ... and those it gave up on (a late answer is fine)
         # What the last server/discover said: "modern" (a DiscoverResult or -32022), "legacy" (any other
         # error: falling back to initialize is then right), or None (no answer yet, or no probe).
         self.probe: str | None = None
@@ -170,7 +182,11 @@ class ClientChecker:
 
     def response(self, message: dict[str, Any]) -> list[Finding]:
         rid = message.get("id")
-        return [Finding("jsonrpc.response", f"the client sent a response (id {rid!r}); the server never sends requests", message, rid)]
+        if type(rid) in (str, int) and self.server_requests.pop(rid, None) is not None:
+            return []  # the answer to a request the server sent (a legacy-era session): what it should do
+        if type(rid) in (str, int) and self.server_cancelled.pop(rid, None) is not None:
+            return []  # an answer that crossed the server's notifications/cancelled (a race the spec allows)
+        return [Finding("jsonrpc.response", f"the client sent a response (id {rid!r}) to no request of the server's", message, rid)]
 
     def notification(self, method: str, params: dict[str, Any], message: dict[str, Any]) -> list[Finding]:
         out: list[Finding] = []
@@ -202,6 +218,7 @@ class ClientChecker:
                 out.append(Finding("removed.initialize", why, message, rid))
             else:
                 self.legacy_session = True
+                out += _initialize_params(rid, params, message)
             return out
         removed = _REMOVED.get(method)
         if removed and self.modern_only:
@@ -249,6 +266,10 @@ class ClientChecker:
         token = meta.get(p.META_PROGRESS_TOKEN, _MISSING)
         if token is not _MISSING and type(token) not in (str, int):
             out.append(Finding("meta.progressToken.type", f"progressToken must be a string or an integer, got {_canon(token)}", message, rid))
+        caps = meta.get(p.META_CLIENT_CAPABILITIES)
+        if type(caps) is dict:
+            out += _capability_shapes(rid, caps, f"_meta[{p.META_CLIENT_CAPABILITIES!r}]", message)
+        out += _meta_keys(rid, meta, message)
         return out
 
     def _mrtr(self, rid: Any, method: str, target: Any, args: str, params: dict[str, Any], message: dict[str, Any]) -> list[Finding]:
@@ -295,7 +316,18 @@ class ClientChecker:
         if type(message) is not dict:
             return
         if message.get("method") == p.CANCELLED and type(message.get("params")) is dict:
-            self.ended(message["params"].get("requestId"))  # the server ended a subscription stream
+            rid = message["params"].get("requestId")
+            method = self.server_requests.pop(rid, None) if type(rid) in (str, int) else None
+            if method is not None:  # the server gave up waiting for its own request
+                self.server_cancelled[rid] = method
+                while len(self.server_cancelled) > 256:
+                    del self.server_cancelled[next(iter(self.server_cancelled))]
+            else:
+                self.ended(rid)  # the server ended a subscription stream
+            return
+        if "method" in message and "id" in message:
+            if len(self.server_requests) < 1024:
+                self.server_requests[message["id"]] = message["method"]
             return
         if "method" in message or "id" not in message:
             return
@@ -325,6 +357,94 @@ class ClientChecker:
     def ended(self, rid: Any) -> None:
         """A request ended without a response (cancelled by the client)."""
         self.in_flight.pop(rid, None)
+
+
+# The _meta keys the revision defines under its reserved prefix (a client may send the first four;
+# the last two are the server's, but defined all the same).
+_DEFINED_META = frozenset({
+    p.META_PROTOCOL_VERSION, p.META_CLIENT_INFO, p.META_CLIENT_CAPABILITIES, p.META_LOG_LEVEL,
+    p.META_SERVER_INFO, p.META_SUBSCRIPTION_ID,
+})
+_RESERVED_LABELS = ("modelcontextprotocol", "mcp")
+
+
+def _reserved(key: str) -> bool:
+    """Is ``key``'s prefix reserved for MCP (``io.modelcontextprotocol/``, ``dev.mcp/``, ``com.mcp.tools/``)?"""
+    prefix, slash, _ = key.partition("/")
+    if not slash:
+        return False
+    labels = prefix.split(".")
+    return len(labels) >= 2 and labels[1] in _RESERVED_LABELS
+
+
+def _meta_keys(rid: Any, meta: dict[str, Any], message: dict[str, Any]) -> list[Finding]:
+    """Reserved-prefix keys the revision does not define, and the W3C trace context formats."""
+    from .tracecontext import CHECKS as TRACE_CHECKS
+
+    out: list[Finding] = []
+    for key, value in meta.items():
+        if key in TRACE_CHECKS:
+            problem = TRACE_CHECKS[key](value)
+            if problem is not None:
+                out.append(Finding(f"meta.{key}.format", problem, message, rid))
+        elif key not in _DEFINED_META and _reserved(key):
+            out.append(Finding("meta.reserved", f"_meta key {key!r} uses a prefix reserved for MCP, and the revision defines no such key (an official extension may; others use their own prefix)", message, rid))
+    return out
+
+
+# ClientCapabilities members that are objects, and their members that are objects too
+# (2026-07-28 and 2025-11-25 agree; roots.listChanged is the one boolean).
+_CAPABILITY_OBJECTS = {
+    "roots": ("listChanged",),
+    "sampling": ("context", "tools"),
+    "elicitation": ("form", "url"),
+    "experimental": (),
+    "extensions": (),
+}
+
+
+def _capability_shapes(rid: Any, caps: dict[str, Any], where: str, message: dict[str, Any]) -> list[Finding]:
+    out: list[Finding] = []
+    for name, members in _CAPABILITY_OBJECTS.items():
+        if name not in caps:
+            continue
+        value = caps[name]
+        if type(value) is not dict:
+            out.append(Finding("meta.clientCapabilities.shape", f"{where}.{name} must be an object, got {_canon(value)[:60]}", message, rid))
+            continue
+        for member in members:
+            if member not in value:
+                continue
+            want_bool = name == "roots"
+            sub = value[member]
+            if (type(sub) is not bool) if want_bool else (type(sub) is not dict):
+                shape = "a boolean" if want_bool else "an object"
+                out.append(Finding("meta.clientCapabilities.shape", f"{where}.{name}.{member} must be {shape}, got {_canon(sub)[:60]}", message, rid))
+        if name in ("experimental", "extensions"):
+            for key, sub in value.items():
+                if type(sub) is not dict:
+                    out.append(Finding("meta.clientCapabilities.shape", f"{where}.{name}[{key!r}] must be an object, got {_canon(sub)[:60]}", message, rid))
+    return out
+
+
+def _initialize_params(rid: Any, params: dict[str, Any], message: dict[str, Any]) -> list[Finding]:
+    """A legacy (2025-11-25) initialize: protocolVersion, capabilities and clientInfo are required."""
+    out: list[Finding] = []
+    version = params.get("protocolVersion", _MISSING)
+    if type(version) is not str:
+        got = "none" if version is _MISSING else _canon(version)[:60]
+        out.append(Finding("initialize.protocolVersion", f"initialize params need a protocolVersion string, got {got}", message, rid))
+    info = params.get("clientInfo", _MISSING)
+    if type(info) is not dict or type(info.get("name")) is not str or type(info.get("version")) is not str:
+        got = "none" if info is _MISSING else _canon(info)[:60]
+        out.append(Finding("initialize.clientInfo", f"initialize params need clientInfo with string name and version, got {got}", message, rid))
+    caps = params.get("capabilities", _MISSING)
+    if type(caps) is not dict:
+        got = "none" if caps is _MISSING else _canon(caps)[:60]
+        out.append(Finding("initialize.capabilities", f"initialize params need a capabilities object, got {got}", message, rid))
+    else:
+        out += _capability_shapes(rid, caps, "initialize capabilities", message)
+    return out
 
 
 def _difference(sent: Any, given: str) -> str:

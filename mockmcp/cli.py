@@ -1,4 +1,4 @@
-"""Command line: ``mockmcp run | check | list | demo | schema | journal``.
+"""Command line: ``mockmcp run | check | list | demo | schema | journal | record | proxy``.
 
 Imports are deferred to the subcommand that needs them: ``run`` is on every
 test's critical path (suites spawn the mock per test), so it loads trio and the
@@ -151,6 +151,55 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("--indent", type=_non_negative_int, default=2, metavar="N",
                         help="indentation of the printed JSON (default: 2)")
 
+    record = _command(
+        sub, "record", "put a real server behind stdio and write what it did as a cassette (a scenario)",
+        "  mockmcp record -o weather.yaml -- python weather_server.py\n"
+        "  mockmcp record -o weather.yaml --mode new_episodes -- python weather_server.py\n"
+        "  mockmcp record -o legacy.yaml --as 2026-07-28 --redact-key x-session -- node old-server.js\n",
+    )
+    record.add_argument("-o", "--output", required=True, metavar="CASSETTE", help="the cassette file to write (or replay)")
+    record.add_argument("--mode", choices=["once", "new_episodes", "all", "none"], default="once",
+                        help="once: record if CASSETTE is missing, else replay (default); new_episodes: replay what is "
+                        "recorded, record the rest; all: always record; none: replay only")
+    record.add_argument("--redact-key", action="append", metavar="NAME",
+                        help="also replace the value of every key NAME (repeatable; secret-looking keys always are)")
+    record.add_argument("--redact", action="append", metavar="REGEX",
+                        help="replace every match of REGEX in recorded strings (repeatable)")
+    record.add_argument("--no-default-redaction", action="store_true",
+                        help="do not redact keys that look like secrets (authorization, token, password, ...)")
+    record.add_argument("--keep-timing", action="store_true", help="write the observed delays as sleep steps")
+    record.add_argument("--as", dest="as_version", choices=["2026-07-28"], default=None,
+                        help="write a legacy-era recording as a modern-era scenario")
+    record.add_argument("--grace", type=_non_negative_float, default=10.0, metavar="S",
+                        help="after the client disconnects, seconds to wait for the answers still due (default: 10)")
+    record.add_argument("--startup-wait", type=_non_negative_float, default=0.2, metavar="S",
+                        help="a server that exits within S seconds of starting is an error (default: 0.2)")
+    record.add_argument("--strict", action="store_true", help="in replay: exit non-zero on an unrecorded request")
+    record.add_argument("--journal", metavar="FILE", help="in replay: append every message to FILE (JSON Lines)")
+    record.add_argument("--report", metavar="FILE", help="in replay: write the verification report to FILE")
+    record.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error", "quiet"],
+                        help="how much to log on stderr in replay (default: warning)")
+    record.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the real server to run")
+
+    prox = _command(
+        sub, "proxy", "pass a real server's traffic through, with the faults of a scenario in front of it",
+        "  mockmcp proxy -- python my_server.py\n"
+        "  mockmcp proxy --faults flaky.yaml --seed 7 -- python my_server.py\n"
+        "  mockmcp proxy --faults slow.yaml --journal j.jsonl --strict -- node server.js\n",
+    )
+    prox.add_argument("--faults", metavar="FAULTS", help="a scenario whose rules aim faults at the traffic (see docs/cookbook.md)")
+    prox.add_argument("--seed", type=int, default=None, metavar="N", help="seed for random delays and probabilistic rules")
+    prox.add_argument("--time-scale", type=_non_negative_float, default=1.0, metavar="F", help="multiply every scripted delay by F")
+    prox.add_argument("--grace", type=_non_negative_float, default=5.0, metavar="S",
+                      help="after stdin closes, seconds to wait for the answers still due (default: 5)")
+    prox.add_argument("--startup-wait", type=_non_negative_float, default=0.2, metavar="S",
+                      help="a server that exits within S seconds of starting is an error (default: 0.2)")
+    prox.add_argument("--journal", metavar="FILE", help="append every message in both directions to FILE (JSON Lines)")
+    prox.add_argument("--report", metavar="FILE", help="write the verification report (JSON) to FILE at exit")
+    prox.add_argument("--strict", action="store_true", help="exit non-zero if an expectation failed or the client broke a rule")
+    prox.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error", "quiet"],
+                      help="how much to log on stderr (default: warning)")
+    prox.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the real server to run")
     ctl = _command(
         sub, "ctl", "send one operation to a running mock's control socket and print the JSON response",
         "  mockmcp run default --control /tmp/mock.sock &\n"
@@ -227,6 +276,14 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return 0
         case "journal":
             return _journal(args)
+        case "record":
+            from .record import record
+
+            return record(args)
+        case "proxy":
+            from .proxy import proxy
+
+            return proxy(args)
         case "ctl":
             return _ctl(args, parser)
     parser.print_help(sys.stderr)  # bare `mockmcp`: the command list, then argparse's usage-error status

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import jsonrpc
+from .templates import EFFECTS
 
 
 class Reask:
@@ -51,7 +52,7 @@ class RequestContext:
 
     __slots__ = (
         "request", "meta", "state", "id", "method", "params", "arguments", "vars", "round",
-        "input_responses", "missing_inputs", "request_state", "index", "reask", "_scope",
+        "input_responses", "missing_inputs", "request_state", "index", "reask", "effects", "responses", "_scope",
     )
 
     request: jsonrpc.Request
@@ -69,10 +70,14 @@ class RequestContext:
     request_state: Any  # the scenario's requestState text carried by a retry
     index: int | None  # the repetition of the innermost loop being expanded
     reask: Reask | None
+    effects: Any  # what uuid(), now() and counter() read (the engine's Effects), or None
+    responses: dict[str, Any]  # the client's answers to the server's requests (legacy `request` steps)
     _scope: dict[str, Any] | None
 
-    def __init__(self, request: jsonrpc.Request, meta: dict[str, Any], state: str) -> None:
+    def __init__(self, request: jsonrpc.Request, meta: dict[str, Any], state: str, effects: Any = None) -> None:
         self.request = request
+        self.effects = effects
+        self.responses = _NO_VALUES
         self.meta = meta
         self.state = state
         self.id = request.id
@@ -119,6 +124,12 @@ class RequestContext:
         self.reask = reask
         self._scope = None
 
+    def set_response(self, name: str, answer: dict[str, Any]) -> None:
+        """The client answered (or did not answer) the server's request ``name``."""
+        self.responses = {**self.responses, name: answer}
+        if self._scope is not None:
+            self._scope["responses"] = self.responses
+
     def set_state(self, state: str) -> None:
         self.state = state
         if self._scope is not None:
@@ -149,6 +160,10 @@ class RequestContext:
                 "inputResponses": self.input_responses,
                 "state": self.state,
             }
+            if self.effects is not None:
+                scope[EFFECTS] = self.effects
+            if self.responses:
+                scope["responses"] = self.responses
             if self.index is not None:
                 scope["index"] = self.index
             if self.missing_inputs is not None:

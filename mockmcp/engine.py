@@ -14,12 +14,13 @@ this stays plain synchronous code without I/O.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from . import armed, errors, jsonrpc, model, mrtr, protocol as p, templates
-from .actions import Cancel, Emit, Exit, Output, Park, Plan, Send
+from .actions import Answer, Cancel, Emit, Exit, Output, Park, Plan, Send
 from .context import RequestContext
 from .definitions import derive_capabilities
+from .effects import Effects
 from .envelope import Envelope
 from .legacy import LegacyEra
 from .methods import CAPABILITY_FOR, HANDLERS
@@ -42,6 +43,7 @@ class Engine:
         rng: Random,
         time_scale: float = 1.0,
         compile_replies: bool = True,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.scenario = scenario
         self.protocol = scenario.protocol
@@ -52,6 +54,8 @@ class Engine:
         rounds = Rounds(envelope, mrtr.StateCodec(key), check_capabilities=scenario.protocol.checkCapabilities)
         steps = StepExpander(envelope, self.session, rounds, ReplyCache(envelope) if compile_replies else None, rng, time_scale)
         self.services = Services(scenario, capabilities, envelope, self.session, Selector(self.session, rng), steps, rounds)
+        # uuid(), now(), counter() in templates: the shell's generator and clock, per-process counters
+        self.effects = self.services.effects = Effects(rng, clock)
         self.envelope = envelope
         self._legacy = LegacyEra(self.services, HANDLERS) if scenario.protocol.era != "modern" else None
         self._overrides: dict[str, list[model.Rule]] = {}
@@ -67,7 +71,9 @@ class Engine:
                 return self.handle_request(msg)
             case jsonrpc.Notification():
                 return self.handle_notification(msg)
-        return None  # a response from the client: nothing to answer (the verifier notes it)
+            case jsonrpc.ClientResponse() if msg.id in self.session.legacy.pending:
+                return Answer(msg.id, msg.message)  # the answer a legacy `request` step waits for
+        return None  # any other response from the client: nothing to answer (the verifier notes it)
 
     def handle_request(self, req: jsonrpc.Request) -> Plan:
         session = self.session
@@ -108,6 +114,8 @@ class Engine:
         """Messages that deliver an emitted event to the open subscriptions that want it."""
         method = p.EVENT_METHOD[emit.event]
         out = []
+        if self.session.legacy_initialized and not emit.has_only:
+            out += self._legacy.fan_out(emit, method) if self._legacy is not None else []
         for sid in self.session.listeners(emit.event, emit.uri, emit.only, emit.has_only):
             params: dict[str, Any] = {"_meta": {p.META_SUBSCRIPTION_ID: sid}}
             if emit.event == "resources/updated":
@@ -155,7 +163,7 @@ class Engine:
                 data={"supported": list(proto.versions), "requested": meta[p.META_PROTOCOL_VERSION]},
                 request_id=req.id,
             )
-        ctx = RequestContext(req, meta, self.session.state)
+        ctx = RequestContext(req, meta, self.session.state, self.effects)
         svc = self.services
         if self.session.armed:  # one-shot overrides from the control channel win over every rule
             taken = armed.take(self.session.armed, ctx, svc.selector)
@@ -187,7 +195,7 @@ class Engine:
         """
         meta = note.params.get("_meta")
         req = jsonrpc.Request(None, note.method, note.params, note.message)
-        ctx = RequestContext(req, meta if type(meta) is dict else {}, self.session.state)
+        ctx = RequestContext(req, meta if type(meta) is dict else {}, self.session.state, self.effects)
         chosen = self.services.selector.select(rules, ctx)
         if chosen is None:
             return None

@@ -78,3 +78,37 @@ class LineFramer:
 
 def _strip_cr(line: bytes) -> bytes:
     return line[:-1] if line.endswith(b"\r") else line
+
+
+PASS_THROUGH_MAX = 16 * 1024 * 1024  # a longer unterminated line is passed on in pieces (never held whole)
+
+
+class LineSplitter:
+    """Bytes in, complete lines out (newline kept, a lone ``\\r`` does not cut); an over-long line
+    is let through in pieces, since a pass-through must not lose or hold what it cannot parse."""
+
+    __slots__ = ("buf", "max_line")
+
+    def __init__(self, max_line: int = PASS_THROUGH_MAX) -> None:
+        self.buf = b""
+        self.max_line = max_line
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buf = self.buf + data if self.buf else data
+        end = buf.rfind(b"\n")
+        if end < 0:
+            if len(buf) > self.max_line:
+                self.buf = b""
+                return [buf]
+            self.buf = buf
+            return []
+        self.buf = buf[end + 1 :]
+        lines = [part + b"\n" for part in buf[:end].split(b"\n")]
+        if len(self.buf) > self.max_line:
+            lines.append(self.buf)
+            self.buf = b""
+        return lines
+
+    def close(self) -> list[bytes]:
+        rest, self.buf = self.buf, b""
+        return [rest] if rest else []

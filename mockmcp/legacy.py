@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from . import errors, jsonrpc, protocol as p
-from .actions import Action, Plan, Send
+from .actions import Action, Emit, Plan, Send
 from .context import RequestContext
 from .methods import CAPABILITY_FOR, Handler
 from .services import Services
@@ -58,6 +58,9 @@ class LegacyEra:
     def _initialize(self, req: jsonrpc.Request) -> Plan:
         svc = self.svc
         svc.session.legacy_initialized = True
+        caps = req.params.get("capabilities")
+        # what the server may ask of this client (request steps are gated on it)
+        svc.session.legacy.capabilities = caps if type(caps) is dict else {}
         caps = {k: v for k, v in svc.capabilities.items() if k != "extensions"}
         result: dict[str, Any] = {
             "protocolVersion": p.LEGACY_VERSION,
@@ -72,6 +75,8 @@ class LegacyEra:
         svc = self.svc
         if req.method == "ping":
             return _result(req, {})
+        if req.method in _SESSION_METHODS:
+            return self._session_method(req)
         handler = self.handlers.get(req.method)
         if handler is None or req.method in (p.DISCOVER, p.SUBSCRIPTIONS_LISTEN):
             raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
@@ -81,12 +86,58 @@ class LegacyEra:
         meta = req.params.get("_meta")
         meta = dict(meta) if isinstance(meta, dict) else {}
         meta.setdefault(p.META_PROTOCOL_VERSION, p.LEGACY_VERSION)
-        meta.setdefault(p.META_CLIENT_CAPABILITIES, {})
-        plan = handler(svc, RequestContext(req, meta, svc.session.state))
+        legacy = svc.session.legacy
+        meta.setdefault(p.META_CLIENT_CAPABILITIES, legacy.capabilities)
+        if legacy.log_level is not None:
+            meta.setdefault(p.META_LOG_LEVEL, legacy.log_level)  # log steps then send at or above it
+        plan = handler(svc, RequestContext(req, meta, svc.session.state, svc.effects))
         plan.actions = [_strip(a) for a in plan.actions]
         if plan.rest is not None:
             plan.rest = (None if a is None else _strip(a) for a in plan.rest)
         return plan
+
+    def _session_method(self, req: jsonrpc.Request) -> Plan:
+        """``logging/setLevel`` and ``resources/subscribe``/``unsubscribe``: state the connection keeps."""
+        svc = self.svc
+        caps = svc.capabilities
+        if req.method == p.LEGACY_SET_LEVEL:
+            level = req.params.get("level")
+            if "logging" not in caps:
+                raise errors.MethodNotFound(f"Method not found: {req.method} (this server does not offer logging)", request_id=req.id)
+            if type(level) is not str or level not in p.LOG_LEVEL_RANK:
+                raise errors.InvalidParams(f"Invalid params: level must be one of {', '.join(p.LOG_LEVELS)}", request_id=req.id)
+            svc.session.legacy.log_level = level
+            return _result(req, {})
+        if not (caps.get("resources") or {}).get("subscribe"):
+            raise errors.MethodNotFound(f"Method not found: {req.method} (this server does not offer resource subscriptions)", request_id=req.id)
+        uri = req.params.get("uri")
+        if type(uri) is not str:
+            raise errors.InvalidParams("Invalid params: 'uri' must be a string", request_id=req.id)
+        subscribed = svc.session.legacy.subscribed
+        if req.method == p.LEGACY_SUBSCRIBE:
+            if len(subscribed) >= MAX_SUBSCRIBED and uri not in subscribed:
+                raise errors.InvalidParams(f"Invalid params: at most {MAX_SUBSCRIBED} subscribed resources", request_id=req.id)
+            subscribed.add(uri)
+        else:
+            subscribed.discard(uri)
+        return _result(req, {})
+
+    def fan_out(self, emit: Emit, method: str) -> list[Send]:
+        """An emitted event as a legacy session hears it: list changes whenever the server
+        offers them, a resource update when the client subscribed to that URI."""
+        caps = self.svc.capabilities
+        if emit.event == "resources/updated":
+            if emit.uri not in self.svc.session.legacy.subscribed:
+                return []
+            return [self.svc.envelope.notification(method, {"uri": emit.uri})]
+        cap = emit.event.split("/")[0]
+        if not (caps.get(cap) or {}).get("listChanged"):
+            return []
+        return [self.svc.envelope.notification(method, {})]
+
+
+MAX_SUBSCRIBED = 10_000  # resources one legacy session may subscribe to
+_SESSION_METHODS = frozenset({p.LEGACY_SET_LEVEL, p.LEGACY_SUBSCRIBE, p.LEGACY_UNSUBSCRIBE})
 
 
 def _result(req: jsonrpc.Request, result: dict[str, Any]) -> Plan:

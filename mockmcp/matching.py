@@ -64,7 +64,7 @@ def _matcher(m: dict[str, Any], value: Any) -> bool:
             if (value is _ABSENT) != bool(arg):
                 return False
         elif op == "$regex":
-            if type(value) is not str or not _regex_search(arg, value):
+            if type(value) is not str or not regex_search(arg, value):
                 return False
         elif op == "$type":
             if value is _ABSENT or type(value) not in _TYPES.get(arg, ()) or (arg != "boolean" and type(value) is bool):
@@ -359,27 +359,27 @@ def _quantifier(src: str, i: int) -> tuple[int, int | None, int] | None:
 _regexes: dict[str, tuple[re.Pattern[str], int]] = {}
 
 
-def regex_problem(pattern: Any) -> str | None:
-    """Why ``pattern`` cannot be a ``$regex`` (``None``: it can)."""
+def regex_problem(pattern: Any, label: str = "$regex") -> str | None:
+    """Why ``pattern`` cannot be a ``$regex`` (or a schema's ``pattern``: ``label``) (``None``: it can)."""
     if type(pattern) is not str:
-        return f"$regex takes a string, not {_show(pattern)}"
+        return f"{label} takes a string, not {_show(pattern)}"
     try:
         re.compile(pattern)
     except re.error as exc:
-        return f"$regex {_show(pattern)} is not a regular expression: {exc}"
+        return f"{label} {_show(pattern)} is not a regular expression: {exc}"
     shape = _RegexShape(pattern)
     if shape.problem is not None:
-        return f"$regex {_show(pattern)} {shape.problem}"
+        return f"{label} {_show(pattern)} {shape.problem}"
     if shape.max_input() < MIN_REGEX_INPUT:
         return (
-            f"$regex {_show(pattern)} has too many repetitions and alternatives ({shape.unbounded} unbounded, "
+            f"{label} {_show(pattern)} has too many repetitions and alternatives ({shape.unbounded} unbounded, "
             f"{shape.choices} other choices): its matching time could not be bounded for strings of "
             f"{MIN_REGEX_INPUT} characters; simplify it"
         )
     return None
 
 
-def _regex_search(pattern: str, value: str) -> bool:
+def regex_search(pattern: str, value: str) -> bool:
     """``re.search`` within the pattern's input bound (a longer string does not match)."""
     entry = _regexes.get(pattern)
     if entry is None:

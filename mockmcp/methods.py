@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from typing import Any, Callable
 
-from . import errors, model, protocol as p, templates
+from . import errors, matching, model, protocol as p, templates
 from .actions import Action, Emit, Park, Plan, Sleep
 from .context import RequestContext
 from .definitions import drop_none, prompt_definition, resource_definition, template_definition, tool_definition
@@ -106,6 +106,14 @@ def _tools_call(svc: Services, ctx: RequestContext) -> Plan:
     args = ctx.params.get("arguments")
     if args is not None and type(args) is not dict:
         raise errors.InvalidParams("Invalid params: 'arguments' must be an object", request_id=ctx.id)
+    validate = svc.input_validator(tool)
+    if validate is not None:
+        problems = validate(args or {})
+        if problems:
+            # tools.mdx: input validation errors are tool execution errors, for the model to correct
+            text = f"Invalid arguments for tool {name}: " + "; ".join(problems)
+            svc.session.unmatched.append({"id": ctx.id, "method": ctx.method, "what": f"tool {name!r}", "invalidArguments": problems})
+            return svc.final(ctx, {"content": [{"type": "text", "text": text}], "isError": True})
     svc.rounds.read(ctx)
     if not tool.replies:
         return svc.final(ctx, {"content": []})
@@ -186,6 +194,10 @@ def _complete_handler(svc: Services, ctx: RequestContext) -> Plan:
         found = [c for c in completions if c.resourceTemplate == target and c.argument == argument["name"]]
     else:
         raise errors.InvalidParams("Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'", request_id=ctx.id)
+    if any(c.context is not None for c in found):
+        given = ctx.params.get("context")
+        given = given if type(given) is dict else {}
+        found = [c for c in found if c.context is None or matching.value_matches(c.context, given)]
     values = [v for c in found for v in c.values if v.lower().startswith(value.lower())]
     return svc.final(ctx, {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}})
 

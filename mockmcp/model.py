@@ -71,9 +71,11 @@ def _meta_field() -> Any:
 
 @frozen(repr=False, eq=False)
 class Duration(_Model):
-    """A time span written as ``250ms``, ``1.5s`` or ``2m``."""
+    """A time span written as ``250ms``, ``1.5s`` or ``2m``; in ``sleep`` also a template
+    such as ``"{{ arguments.ms }}ms"`` (then ``template`` holds it, rendered per request)."""
 
     seconds: float
+    template: str | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -284,6 +286,28 @@ class CloseStdoutStep(_Model):
 
 
 @frozen(repr=False, eq=False)
+class RequestSpec(_Model):
+    """A request the server sends the client, in a legacy-era session (2025-11-25 has them).
+
+    ``params`` may hold templates. The client's response is kept under
+    ``responses[name]`` for the later steps' templates: ``{result: ...}``, ``{error: ...}``,
+    or ``{timedOut: true}`` when none came within ``timeout`` (then the server cancels it).
+    """
+
+    method: Literal["sampling/createMessage", "elicitation/create", "roots/list", "ping"]
+    params: dict[str, JSON] = attrs.Factory(dict)
+    name: str | None = None  # default: the method's first part (sampling, elicitation, roots, ping)
+    timeout: Duration = Duration(10.0)
+
+
+@frozen(repr=False, eq=False)
+class RequestStep(_Model):
+    """Send the client a request and wait for its answer (legacy era: sampling, elicitation, roots)."""
+
+    request: RequestSpec
+
+
+@frozen(repr=False, eq=False)
 class HugeSpec(_Model):
     """A complete text result whose text is ``bytes`` copies of ``char``."""
 
@@ -332,6 +356,19 @@ class HttpStep(_Model):
     http: HttpSpec
 
 
+@frozen(repr=False, eq=False)
+class ForwardStep(_Model):
+    """``mockmcp proxy``: pass the request to the real server now; its answer is the final one.
+
+    ``pass`` delivers the answer (after the steps before, e.g. a sleep or a dribble);
+    ``drop`` swallows it; ``duplicate`` delivers it twice; ``wrong-id`` delivers it with
+    an id the client never used. Outside the proxy there is no real server: the request
+    gets an internal error saying so.
+    """
+
+    forward: Literal["pass", "drop", "duplicate", "wrong-id"]
+
+
 Step = Union[
     ResultStep,
     TextStep,
@@ -353,12 +390,14 @@ Step = Union[
     StopReadingStep,
     CloseStdoutStep,
     HugeStep,
+    ForwardStep,
+    RequestStep,
     HttpStep,
 ]
 STEP_TYPES: tuple[type, ...] = Step.__args__  # type: ignore[attr-defined]
 # The key that identifies each step type (its first field).
 STEP_KEYS: dict[str, type] = {attrs.fields(t)[0].name: t for t in STEP_TYPES}
-TERMINAL_STEPS = (ResultStep, TextStep, ErrorStep, InputRequiredStep, HangStep, ExitStep, HugeStep)
+TERMINAL_STEPS = (ResultStep, TextStep, ErrorStep, InputRequiredStep, HangStep, ExitStep, HugeStep, ForwardStep)
 
 
 # ---------------------------------------------------------------- rules
@@ -427,6 +466,8 @@ class Tool(_Model):
     icons: list[Icon] | None = None
     meta: dict[str, JSON] | None = _meta_field()
     states: list[str] | None = None
+    # validate tools/call arguments against inputSchema (None: the scenario's protocol.validateInput)
+    validateInput: bool | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -493,6 +534,8 @@ class Completion(_Model):
     prompt: str | None = None
     resourceTemplate: str | None = None
     values: list[str] = attrs.Factory(list)
+    # matched (like `when`) against the request's context ({arguments: {...}}: the values already chosen)
+    context: dict[str, JSON] | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -587,6 +630,8 @@ class Protocol(_Model):
     ignoreEof: bool = False
     ignoreSigterm: bool = False
     exitAfter: ExitAfter | None = None  # die after N lines written, whatever they were
+    # tools/call arguments that break the tool's inputSchema get a tool error (isError) before any rule
+    validateInput: bool = True
 
 
 @frozen(repr=False, eq=False)

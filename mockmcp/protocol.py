@@ -8,6 +8,10 @@ from __future__ import annotations
 
 LATEST_VERSION = "2026-07-28"
 LEGACY_VERSION = "2025-11-25"
+# methods of the handshake era that carry connection state (served in legacy sessions only)
+LEGACY_SET_LEVEL = "logging/setLevel"
+LEGACY_SUBSCRIBE = "resources/subscribe"
+LEGACY_UNSUBSCRIBE = "resources/unsubscribe"
 JSONRPC_VERSION = "2.0"
 
 # Reserved _meta keys.

@@ -8,6 +8,12 @@ path). After the client is closed, ``server.report()``, ``server.findings()``,
 ``server.journal()`` and ``server.assert_expectations()`` tell what the
 client did. The mock is a subprocess, so asyncio, anyio and trio suites use it
 alike.
+
+``mockmcp.cassette("name", command=[...], mode="once")`` puts a real server
+behind ``mockmcp record``: the first run records ``cassettes/<test
+module>/<name>.yaml`` beside the test file, later runs replay it, and
+``--mockmcp-record-mode MODE`` overrides every test's mode for one run (as
+pytest-recording's ``--record-mode`` does).
 """
 
 from __future__ import annotations
@@ -17,14 +23,23 @@ from typing import Any
 
 import pytest
 
-from .api import MockServer, prepare
+from .api import RECORD_MODES, CassetteServer, MockServer, prepare
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mockmcp")
+    group.addoption("--mockmcp-record-mode", choices=RECORD_MODES, default=None,
+                    help="record mode for every mockmcp.cassette(...) in this run, whatever the test says "
+                         "(once, new_episodes, all, none)")
 
 
 class MockMCP:
     """The fixture's value: a factory of mock servers for one test."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, test_file: Path | None = None, record_mode: str | None = None) -> None:
         self.tmp_path = tmp_path
+        self.test_file = test_file
+        self.record_mode = record_mode
         self.servers: list[MockServer] = []
 
     def __call__(
@@ -36,6 +51,19 @@ class MockMCP:
         self.servers.append(server)
         return server
 
+    def cassette(self, name: str, command: list[str], mode: str = "once", *extra: str, strict: bool = False) -> CassetteServer:
+        """Record ``command`` (the real server) into ``cassettes/<test module>/<name>.yaml`` beside the
+        test file, or replay that cassette, as ``mode`` (or ``--mockmcp-record-mode``) says."""
+        if self.test_file is None:
+            raise RuntimeError("mockmcp.cassette needs a test in a file (the cassette is stored beside it)")
+        path = self.test_file.parent / "cassettes" / self.test_file.stem / f"{name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        server = CassetteServer(path, list(command), self.tmp_path / f"mockmcp-{len(self.servers) + 1}",
+                                mode=self.record_mode or mode, strict=strict, extra=extra)
+        server.directory.mkdir(parents=True, exist_ok=True)
+        self.servers.append(server)
+        return server
+
     def command(self, scenario: str | Path | dict[str, Any], *extra: str) -> list[str]:
         """The argv that spawns ``mockmcp run`` on this scenario (with journal and report)."""
         return self(scenario, *extra).argv
@@ -44,7 +72,9 @@ class MockMCP:
 @pytest.fixture
 def mockmcp(request: pytest.FixtureRequest, tmp_path: Path) -> MockMCP:
     """A factory: ``mockmcp(scenario)`` -> ``MockServer`` (command, args, then journal/report/findings)."""
-    factory = MockMCP(tmp_path)
+    path = getattr(request.node, "path", None)
+    factory = MockMCP(tmp_path, Path(path) if path is not None else None,
+                      request.config.getoption("--mockmcp-record-mode", default=None))
     request.node.stash[_FACTORY] = factory
     return factory
 

@@ -133,6 +133,11 @@ def show(value: Any) -> str:
 def parse_duration(value: Any) -> model.Duration:
     if type(value) is not str:
         raise TypeError(f"expected a duration like '250ms' or '1.5s', got {show(value)}")
+    if "{{" in value:
+        from .templates import compile_string
+
+        compile_string(value)  # a template that cannot parse is refused here (TemplateError is a ValueError)
+        return model.Duration(0.0, value)
     m = _DURATION.match(value)
     if not m:
         raise ValueError(f"invalid duration {value!r}: use a number with ms, s or m (like '250ms')")

@@ -122,6 +122,7 @@ def new_engine(
     """An engine with what the shell owns handed in: a random HMAC key for ``requestState``
     (unless given) and a random generator seeded with ``seed`` (random delays, probabilities)."""
     import random
+    import time
 
     from .engine import Engine
 
@@ -131,6 +132,7 @@ def new_engine(
         rng=random.Random(seed),
         time_scale=time_scale,
         compile_replies=compile_replies,
+        clock=time.time,
     )
 
 

@@ -33,7 +33,7 @@ import attrs
 from . import model
 
 SCHEMA_ID = "https://mockmcp.invalid/schema/scenario.json"
-DURATION_PATTERN = r"^[0-9]+(\.[0-9]+)?(ms|s|m)$"
+DURATION_PATTERN = r"^[0-9]+(\.[0-9]+)?(ms|s|m)$|\{\{"  # or a template (in sleep)
 _SIMPLE = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
 
 

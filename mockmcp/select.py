@@ -28,6 +28,8 @@ class Random(Protocol):
 
     def uniform(self, a: float, b: float) -> float: ...
 
+    def getrandbits(self, k: int, /) -> int: ...  # uuid() in templates (effects.py)
+
 
 class Chosen:
     """The rule that answers and the steps it answers with (its sequence's entry, if any).

@@ -11,6 +11,7 @@ subscriptions are dropped at once, and the process exits.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import sys
@@ -18,7 +19,9 @@ from typing import Any, Callable
 
 import trio
 
-from .actions import Action, Cancel, CloseStdout, Dribble, Emit, Exit, HttpFault, Output, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from . import errors, jsonrpc
+from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Output, Park, Plan,
+                      Send, Sleep, Stderr, StopReading, WriteRaw)
 from .connection import Connection
 from .log import StderrLog
 from .streams import TimedStreams, eligible
@@ -38,6 +41,16 @@ class _PlanRun:
         self.slot = counted  # taken by _dispatch for this task; given back when parked or done
         self.parked = False
         self.dribble: Dribble | None = None
+
+
+class _Waiting:
+    """A request to the client waiting for its answer."""
+
+    __slots__ = ("event", "message")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.message: Any = None
 
 
 class Shell:
@@ -73,6 +86,7 @@ class Shell:
         self.reading_resumes = 0.0  # trio time before which the reader does not read (inf: never)
         self.scopes: dict[Any, trio.CancelScope] = {}
         self.parked: dict[Any, Plan] = {}  # requests parked without a task (see _dispatch)
+        self.asks: dict[Any, _Waiting] = {}  # the server's requests to the client, by id, until answered
         self.busy = 0  # tasks with scripted work left (not parked)
         # At most this many plan tasks do scripted work at once: the reader waits for a
         # slot, so a client that never reads stops being read (back-pressure for every step).
@@ -205,12 +219,45 @@ class Shell:
             case CloseStdout():
                 self._event("closeStdout", {"id": run.rid})
                 await self.writer.send(CloseJob())
+            case Forward():
+                await self.forward(action, run.rid, run.dribble)
+            case Ask():
+                await self._ask(action, run)
             case Stderr():
                 for _ in range(action.repeat):
                     self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
                     await trio.lowlevel.checkpoint()
             case HttpFault():
                 await trio.lowlevel.checkpoint()  # an HTTP transport fault: nothing to do on stdio
+
+    async def forward(self, action: Forward, rid: Any, dribble: Dribble | None) -> None:
+        """A ``forward`` step outside ``mockmcp proxy`` (which overrides this): there is no real server."""
+        msg = errors.error_response(rid, -32603, "mockmcp: a forward step needs a real server (mockmcp proxy)")
+        send = Send(msg, jsonrpc.encode(msg), True)
+        self._emitted(send)
+        await self.writer.send(send.data)
+    async def _ask(self, ask: Ask, run: _PlanRun) -> None:
+        """Send the client a request, wait for its answer (or the timeout), hand it to the core."""
+        waiting = self.asks[ask.id] = _Waiting()
+        delivered = False
+        try:
+            if self.on_output is not None:
+                self.on_output(ask.message, ask.data)
+            await self._queue_bytes(ask.data, run)
+            with trio.move_on_after(ask.timeout):
+                await waiting.event.wait()
+            self.asks.pop(ask.id, None)
+            if waiting.message is None:
+                self.log("info", f"the client did not answer request {ask.id!r} within {ask.timeout:g} s; cancelling it")
+                if self.on_output is not None:
+                    self.on_output(json.loads(ask.cancel), ask.cancel)
+                await self.writer.send(ask.cancel)
+            delivered = True
+            ask.deliver(waiting.message)
+        finally:
+            self.asks.pop(ask.id, None)
+            if not delivered:
+                ask.deliver(None)  # the plan was cancelled while waiting: the core forgets its request
 
     def _stop_reading(self, action: StopReading, rid: Any) -> None:
         seconds = action.seconds
@@ -261,6 +308,11 @@ class Shell:
             match out:
                 case Cancel():
                     self._cancel(out)
+                case Answer():
+                    waiting = self.asks.get(out.id)
+                    if waiting is not None and waiting.message is None:
+                        waiting.message = out.message
+                        waiting.event.set()
                 case Plan() if _parks_at_once(out):
                     # A plain hang or a bare subscription: no task, no cancel scope (a
                     # task per hang costs memory, and cancelling 10k of them at EOF takes

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from . import model
 from .actions import Plan
 from .context import RequestContext
-from .definitions import compile_uri_template
+from .definitions import compile_uri_template, validates_input
 from .envelope import NO_HINTS, CacheHints, Envelope
 from .rounds import Rounds
 from .select import Selector
@@ -37,6 +37,8 @@ class Services:
         rounds: Rounds,
     ) -> None:
         self.scenario = scenario
+        self._validators: dict[int, tuple[model.Tool, Callable[[Any], list[str]] | None]] = {}
+        self.effects: Any = None  # the engine's Effects (templates' uuid/now/counter), set by the engine
         self.protocol = scenario.protocol
         self.capabilities = capabilities
         self.envelope = envelope
@@ -99,6 +101,19 @@ class Services:
                     entry = cache[id(item)] = (item, make(item))
                 out.append(entry[1])
         return out
+
+    def input_validator(self, tool: model.Tool) -> Callable[[Any], list[str]] | None:
+        """What checks a call's arguments against the tool's inputSchema (``None``: nothing to
+        check), decided and compiled once per tool: a call pays one lookup and the checks."""
+        entry = self._validators.get(id(tool))
+        if entry is None:
+            check = None
+            if validates_input(tool, self.protocol.validateInput):
+                from .validator import validator_for  # only scenarios whose schemas need it import it
+
+                check = validator_for(tool.inputSchema).errors
+            entry = self._validators[id(tool)] = (tool, check)
+        return entry[1]
 
     def note_unknown(self, ctx: RequestContext, kind: str, name: str, known: list[str]) -> None:
         """Record a request for something the scenario does not define, with the closest name it does.

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from . import protocol as p
+from .serverrequests import LegacyState
 
 
 class Subscription:
@@ -45,6 +46,7 @@ class Session:
         self.in_flight: dict[Any, str] = {}  # request id -> method
         self.requests_seen = 0
         self.legacy_initialized = False
+        self.legacy = LegacyState()  # what a handshake-era session remembers (serverrequests.py)
         self.unmatched: list[dict[str, Any]] = []  # requests no rule answered, with near misses
         self._subscriptions: dict[Any, Subscription] = {}
         # (event, uri) -> subscription ids, in the order they opened (dicts keep order)

@@ -18,7 +18,8 @@ import enum
 from typing import Any, Iterable, Iterator
 
 from . import errors, jsonrpc, model, protocol as p, templates
-from .actions import Action, CloseStdout, Dribble, Emit, Exit, HttpFault, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from . import serverrequests
+from .actions import Action, Ask, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .context import RequestContext
 from .definitions import drop_none
 from .envelope import Envelope
@@ -71,7 +72,8 @@ class StepExpander:
         for n, action in enumerate(produced):
             if action is not None:
                 actions.append(action)
-            if n >= EAGER_BUDGET:
+            if n >= EAGER_BUDGET or type(action) is Ask:
+                # after a request to the client, the steps wait for its answer (they may use it)
                 rest = guarded(produced, ctx.id, mode)
                 break
         immediate = rest is None and all(type(a) is Send for a in actions)
@@ -123,9 +125,10 @@ class StepExpander:
             case model.InputRequiredStep():
                 return self.rounds.ask_step(ctx, step.inputRequired)
             case model.SleepStep(sleep=model.Duration() as d):
-                return Sleep(d.seconds * self.time_scale)
+                return Sleep((d.seconds if d.template is None else _seconds(d, scope)) * self.time_scale)
             case model.SleepStep(sleep=model.RandomDelay() as r):
-                return Sleep(self.rng.uniform(r.min.seconds, r.max.seconds) * self.time_scale)
+                low, high = _seconds(r.min, scope), _seconds(r.max, scope)
+                return Sleep(self.rng.uniform(min(low, high), max(low, high)) * self.time_scale)
             case model.ProgressStep():
                 token = ctx.meta.get(p.META_PROGRESS_TOKEN)
                 if token is None:
@@ -199,10 +202,16 @@ class StepExpander:
                     0.0 if f.delay is None else f.delay.seconds * self.time_scale, f.respondAs,
                     None if f.write is None else f.write.encode("latin-1"), f.endStream, f.reset,
                 )
+            case model.RequestStep():
+                return serverrequests.ask(
+                    self.session.legacy, ctx, step.request, time_scale=self.time_scale, check_capabilities=self.rounds.check_capabilities
+                )
             case model.HugeStep():
                 h = step.huge
                 text = h.char * max(0, h.bytes // max(1, len(h.char.encode())))
                 return env.final(ctx.id, env.complete(ctx.method, env.text_result(ctx.method, ctx.uri, text)))
+            case model.ForwardStep():
+                return Forward(step.forward)
             case model.LoopStep():  # pragma: no cover - _unroll never yields a loop
                 raise AssertionError("loops are unrolled before this point")
         raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the model's steps are all above
@@ -250,6 +259,29 @@ def guarded(actions: Iterator[Action | None], request_id: Any, mode: Mode) -> It
     except errors.ClientError as exc:
         if mode is not Mode.NOTIFICATION:
             yield Envelope.error(request_id, exc.code, exc.message, exc.data)
+
+
+# The longest sleep a template may render (a request's value decides it).
+MAX_TEMPLATED_SECONDS = 3600.0
+
+
+def _seconds(d: model.Duration, scope: dict[str, Any]) -> float:
+    """A duration's seconds; a templated one rendered (``"{{ arguments.ms }}ms"`` -> 0.25), its
+    text a duration with a unit, at most ``MAX_TEMPLATED_SECONDS`` (else TemplateError: -32602)."""
+    if d.template is None:
+        return d.seconds
+    from .quickload import parse_duration  # only scenarios with templated sleeps need it
+
+    text = templates.to_text(templates.render(d.template, scope))
+    try:
+        seconds = parse_duration(text).seconds if "{{" not in text else -1.0
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_TEMPLATED_SECONDS:
+        raise templates.TemplateError(
+            f"the sleep {text[:40]!r} (from {d.template!r}) is not a duration like '250ms' or '1.5s' of at most {MAX_TEMPLATED_SECONDS:g} s"
+        )
+    return seconds
 
 
 def _number(ctx: RequestContext, value: Any) -> Any:

@@ -21,6 +21,7 @@ holds, a helper returns a JSON value within the bounds below or raises
 
 from __future__ import annotations
 
+import binascii
 import difflib
 import json
 import math
@@ -127,6 +128,13 @@ def _length(x: Any) -> int:
     return len(x) if isinstance(x, (str, list, dict)) else 0
 
 
+def _base64(x: Any) -> str:
+    """The text's UTF-8 bytes in standard base64 (a ``blob``, an image's ``data``)."""
+    raw = to_text(x).encode("utf-8", "surrogatepass")
+    _text_bound((len(raw) + 2) // 3 * 4)
+    return binascii.b2a_base64(raw, newline=False).decode("ascii")
+
+
 HELPERS: dict[str, Callable[..., Any]] = {
     "add": lambda *xs: sum(to_number(x) for x in xs),
     "sub": lambda a, b: to_number(a) - to_number(b),
@@ -142,7 +150,12 @@ HELPERS: dict[str, Callable[..., Any]] = {
     "join": _join,
     "string": to_text,
     "number": to_number,
+    "base64": _base64,
 }
+# Helpers that read the engine's Effects (randomness and the clock the shell hands in,
+# per-process counters) from the scope, under a key no template path can name.
+EFFECT_HELPERS = frozenset({"uuid", "now", "counter"})
+EFFECTS = "\x00effects"
 
 Expr = tuple[Any, ...]  # ("lit", v) | ("path", [parts]) | ("call", name, [args])
 _Tokens = list[tuple[str, str]]
@@ -185,10 +198,11 @@ def _literal_number(text: str) -> float | int:
 
 
 def _unknown_helper(name: str) -> TemplateError:
-    close = difflib.get_close_matches(name, HELPERS, n=1)
+    known = [*HELPERS, *EFFECT_HELPERS]
+    close = difflib.get_close_matches(name, known, n=1)
     if close:
         return TemplateError(f"unknown helper {name!r}; did you mean {close[0]!r}?")
-    return TemplateError(f"unknown helper {name!r} (known: {', '.join(sorted(HELPERS))})")
+    return TemplateError(f"unknown helper {name!r} (known: {', '.join(sorted(known))})")
 
 
 def _parse(toks: _Tokens, i: int, src: str, depth: int) -> tuple[Expr, int]:
@@ -212,7 +226,7 @@ def _parse(toks: _Tokens, i: int, src: str, depth: int) -> tuple[Expr, int]:
 
 def _parse_call(toks: _Tokens, i: int, src: str, depth: int) -> tuple[Expr, int]:
     name = toks[i][1]
-    if name not in HELPERS:
+    if name not in HELPERS and name not in EFFECT_HELPERS:
         raise _unknown_helper(name)
     args: list[Expr] = []
     i += 2
@@ -269,7 +283,13 @@ def evaluate(expr: Expr, ctx: dict[str, Any]) -> Any:
     name = expr[1]
     args = [evaluate(a, ctx) for a in expr[2]]
     try:
-        result = HELPERS[name](*args)
+        if name in EFFECT_HELPERS:
+            effects = ctx.get(EFFECTS)
+            if effects is None:
+                raise TemplateError("needs the running server (it is not available here)")
+            result = getattr(effects, name)(*args)
+        else:
+            result = HELPERS[name](*args)
     except TemplateError as exc:
         raise TemplateError(f"{name}(): {exc}") from None
     except TypeError as exc:  # the wrong number of arguments

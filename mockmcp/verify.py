@@ -124,6 +124,10 @@ class Verifier:
             u = unmatched[self._unmatched_seen]
             self._unmatched_seen += 1
             miss = u.get("nearMiss")
+            if "invalidArguments" in u:
+                text = f"{u['method']} id {u['id']!r} of {u['what']} has arguments that break its inputSchema: " + "; ".join(u["invalidArguments"])
+                self._found([Finding("tools.arguments.invalid", text, None, u["id"])])
+                continue
             if u.get("undefined"):
                 text = f"{u['method']} id {u['id']!r} asks for {u['what']}, which the scenario does not define"
                 if miss:

@@ -65,7 +65,9 @@ counts = mostly(st.integers(-2, 4) | st.just("{{ default(arguments.n, 2) }}"), s
 
 # ---------------------------------------------------------------- steps
 
-sleep = st.builds(lambda d: {"sleep": d}, durations)
+# a templated sleep renders request values (issue 17): "-1ms", "xms", "1e9ms" must be refused, not crash
+templated_durations = st.sampled_from(["{{ arguments.a }}ms", "{{ arguments.n }}s", "{{ default(arguments.a, 5) }}ms", "{{ arguments }}"])
+sleep = st.builds(lambda d: {"sleep": d}, durations | templated_durations)
 progress = st.builds(lambda v, t: {"progress": {"progress": v, "total": t}}, st.one_of(st.integers(0, 5), edge_floats, st.just("{{ index }}")), st.none() | st.just(10))
 log = st.builds(lambda lv, d: {"log": {"level": lv, "data": d}}, st.sampled_from(["debug", "info", "error"]), json_values)
 emit = st.sampled_from([{"emit": {"event": "tools/list_changed"}}, {"emit": {"event": "resources/updated", "uri": "file:///r"}}])
@@ -74,11 +76,21 @@ dribble = st.builds(lambda c: {"dribble": {"chunkBytes": c, "pause": "1ms"}}, st
 raw = st.builds(lambda v: {"raw": v}, json_values)
 raw_bytes = st.sampled_from([{"rawBytes": "\\x00garbage\n"}, {"rawBytes": "{{ arguments.a }}\n"}, {"rawBytes": "€"}])
 other = st.sampled_from([{"stopReading": "5ms"}, {"setState": "start"}])
-simple = st.one_of(sleep, progress, log, emit, stderr, dribble, raw, raw_bytes, other)
+# a request to the client (legacy era; check refuses it in a modern scenario): nobody answers in
+# this harness, so each one times out (virtual seconds) and the reply goes on
+ask = st.builds(
+    lambda m, t: {"request": {"method": m, "params": {"message": "{{ arguments.a }}", "requestedSchema": {"type": "object"}, "messages": [], "maxTokens": 1}, "name": "r", "timeout": t}},
+    st.sampled_from(["ping", "roots/list", "elicitation/create", "sampling/createMessage"]), st.sampled_from(["1ms", "2s"]),
+)
+simple = st.one_of(sleep, progress, log, emit, stderr, dribble, raw, raw_bytes, other, ask)
 loop = st.builds(lambda n, body: {"loop": {"times": n, "steps": body}}, counts, st.lists(simple, min_size=0, max_size=2))
 nested_loop = st.builds(lambda n, body: {"loop": {"times": n, "steps": body}}, counts, st.lists(loop | simple, min_size=1, max_size=2))
 
-text = st.builds(lambda t: {"text": t}, st.sampled_from(["hi", "{{ arguments.a }}", "{{ arguments }}", "{{ length(arguments.a) }}", "{{ div(1, arguments.a) }}", "{{ json(arguments) }}", "{{ mul(arguments.a, 10) }}"]))
+text = st.builds(lambda t: {"text": t}, st.sampled_from([
+    "hi", "{{ arguments.a }}", "{{ arguments }}", "{{ length(arguments.a) }}", "{{ div(1, arguments.a) }}", "{{ json(arguments) }}",
+    "{{ mul(arguments.a, 10) }}", "{{ uuid() }}", "{{ counter(arguments.a) }}", "{{ now(arguments.a) }}", "{{ base64(arguments) }}",
+    "{{ default(responses.r.result, responses.r) }}",
+]))
 result = st.builds(lambda v: {"result": {"content": [{"type": "text", "text": "r"}], "structuredContent": v}}, json_values)
 error = st.builds(lambda c, d: {"error": {"code": c, "message": "no", "data": d}}, st.one_of(st.integers(-33000, 1), edge_ints), json_values)
 huge = st.builds(lambda b, c: {"huge": {"bytes": b, "char": c}}, mostly(st.integers(-1, 5000), st.sampled_from([10**12, 64 * 1024 * 1024 + 1])), mostly(st.sampled_from(["x", "é", "ab"]), st.just("")))
@@ -103,10 +115,29 @@ uri_templates = mostly(
 )
 
 
+# inputSchemas (validated by default): some the validator refuses (check must then refuse the scenario)
+input_schemas = st.sampled_from([
+    None,
+    {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}},
+    {"type": "object", "required": ["a"], "additionalProperties": False, "properties": {"a": {}, "n": {"type": "number"}}},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}, "$defs": {"x": {"anyOf": [{"type": "string", "pattern": "^x"}, {"$ref": "#/$defs/x"}]}}},
+    {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}},
+    {"type": "object", "properties": {"a": {"pattern": "(a+)+$"}}},
+    {"type": "object", "$schema": "http://json-schema.org/draft-04/schema#"},
+    {"type": "object", "unevaluatedProperties": {"type": "integer"}, "properties": {"n": {"multipleOf": 0.1}}},
+])
+
+
 @st.composite
 def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     tools = [{"name": f"t{i}", "replies": draw(rules)} for i in range(draw(st.integers(1, 2)))]
+    for tool in tools:
+        schema = draw(input_schemas)
+        if schema is not None:
+            tool["inputSchema"] = schema
     scenario: dict[str, Any] = {"mockmcp": 1, "tools": tools}
+    if draw(st.booleans()):
+        scenario["protocol"] = {"era": draw(st.sampled_from(["legacy", "dual"]))}
     if draw(st.booleans()):
         scenario["prompts"] = [{"name": "p", "replies": draw(rules)}]
     if draw(st.booleans()):
@@ -114,7 +145,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):
         scenario["resourceTemplates"] = [{"uriTemplate": draw(uri_templates), "name": "tm", "replies": draw(rules)}]
     if draw(st.booleans()):
-        scenario["protocol"] = {"exitAfter": {"messages": draw(st.integers(1, 5)), "status": draw(mostly(st.just(1), st.just(300)))}}
+        scenario.setdefault("protocol", {})
+        scenario["protocol"]["exitAfter"] = {"messages": draw(st.integers(1, 5)), "status": draw(mostly(st.just(1), st.just(300)))}
     return scenario
 
 
@@ -125,6 +157,10 @@ MAY_GO_QUIET = ("hang", "stopReading", "exit", "exitAfter", "closeStdout")
 
 def requests_for(s: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
+    legacy = s.get("protocol", {}).get("era") in ("legacy", "dual")
+    if legacy:
+        caps = {"sampling": {}, "roots": {}, "elicitation": {}}
+        out.append(("initialize", {"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": {"name": "p", "version": "1"}}))
     for tool in s["tools"]:
         for args in ({}, {"a": 1}, {"a": "x", "n": 3}):
             out.append(("tools/call", {"name": tool["name"], "arguments": args}))
@@ -135,7 +171,11 @@ def requests_for(s: dict[str, Any]) -> list[dict[str, Any]]:
     if "resourceTemplates" in s:
         out += [("resources/read", {"uri": "t://x"}), ("resources/read", {"uri": "t://a/b"}), ("resources/templates/list", {})]
     out += [("tools/list", {}), ("ping", {})]
-    return [request(i + 1, method, params) for i, (method, params) in enumerate(out)]
+    msgs = [request(i + 1, method, params) for i, (method, params) in enumerate(out)]
+    if legacy:
+        for m in msgs:  # a handshake-era client sends no per-request _meta (a dual scenario then serves it the legacy way)
+            m["params"].pop("_meta", None)
+    return msgs
 
 
 async def serve(engine: Engine, messages: list[dict[str, Any]]) -> tuple[set[Any], Harness]:

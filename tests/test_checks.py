@@ -72,7 +72,7 @@ def test_a_well_behaved_exchange_has_no_findings(checker: ClientChecker) -> None
         ({"io.modelcontextprotocol/clientInfo": {"name": "x"}}, ["meta.clientInfo.type"]),
         ({"io.modelcontextprotocol/logLevel": "loud"}, ["meta.logLevel.type"]),
         ({"progressToken": 1.5}, ["meta.progressToken.type"]),
-        ({"progressToken": "tok", "io.modelcontextprotocol/logLevel": "debug", "traceparent": "00-x"}, []),
+        ({"progressToken": "tok", "io.modelcontextprotocol/logLevel": "debug", "traceparent": "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"}, []),
     ],
 )
 def test_meta_keys_present_and_well_typed(checker: ClientChecker, meta: dict[str, Any], expected: list[str]) -> None:
@@ -217,7 +217,10 @@ def test_removed_methods(msg: dict[str, Any], check: str) -> None:
     assert send(ClientChecker(modern_only=True), msg) == [check]
 
 
-INIT = {"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+INIT = {
+    "jsonrpc": "2.0", "id": 9, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}},
+}
 
 
 @pytest.mark.parametrize(
@@ -249,7 +252,7 @@ def test_a_removed_method_is_one_finding_even_without_meta() -> None:
 
 def test_removed_methods_are_fine_on_a_dual_era_server() -> None:
     checker = ClientChecker(modern_only=False)
-    assert send(checker, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}) == []
+    assert send(checker, {**INIT, "id": 1}) == []
     assert send(checker, {"jsonrpc": "2.0", "method": "notifications/initialized"}) == []
     assert send(checker, {"jsonrpc": "2.0", "id": 2, "method": "ping"}) == []  # legacy session: no _meta needed
 

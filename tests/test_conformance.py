@@ -253,6 +253,29 @@ async def test_tools_call_with_the_right_arguments(tmp_path, schema):
     mock.check_outbound(schema)
 
 
+async def test_elicitation_defaults_applied(tmp_path, schema):
+    async def form(ctx: Any, params: Any) -> types.ElicitResult:
+        # what a form UI does: every field starts at its schema default, and the user accepts
+        props = params.requested_schema["properties"]
+        return types.ElicitResult(action="accept", content={k: v["default"] for k, v in props.items()})
+
+    mock = Mock(tmp_path, "conformance-elicitation-defaults")
+    async with Client(mock.params, elicitation_callback=form) as client:
+        assert text_of(await client.call_tool("register")) == "registered John Doe (30, 95.5, active, verified true)"
+    assert_clean(mock.report())
+    mock.check_outbound(schema)
+
+
+async def test_elicitation_without_defaults_fails_the_scenario(tmp_path):
+    # mcp==2.3.0 applies no defaults itself: a callback that accepts with {} sends {}
+    mock = Mock(tmp_path, "conformance-elicitation-defaults")
+    async with Client(mock.params, elicitation_callback=accept({})) as client:
+        await client.call_tool("register")
+    report = mock.report()
+    assert report["ok"] is False
+    assert {v["expectation"] for v in report["expectations"] if v["verdict"] == "failed"} == {"defaults", "expectations[2]"}
+
+
 async def test_json_schema_2020_12_keywords_preserved(tmp_path, schema):
     import jsonschema
     import yaml
@@ -269,7 +292,15 @@ async def test_json_schema_2020_12_keywords_preserved(tmp_path, schema):
         assert not validator.is_valid({**arguments, "item": ["AB-1234", 3, 4]})  # prefixItems + items: false
         validator.validate(arguments)
         assert text_of(await client.call_tool("create_order", arguments)) == "ordered 3 x AB-1234"
-    assert_clean(mock.report())
+        # the mock validates too: a 2020-12 violation is a tool error, not an order
+        refused = await client.call_tool("create_order", {**arguments, "item": ["AB-1234", 3, 4]})
+        assert refused.is_error and "no items past the prefix" in text_of(refused)
+        # the suite's echo round trip: the schema the client holds, passed back verbatim
+        echoed = await client.call_tool("json_schema_echo", {"schema": listed})
+        assert json.loads(text_of(echoed).removeprefix("echoed ")) == declared
+    report = mock.report()
+    assert [v["expectation"] for v in report["expectations"] if v["verdict"] != "passed"] == []
+    assert [f["check"] for f in report["findings"]] == ["tools.arguments.invalid"]  # the refused call, on purpose
     mock.check_outbound(schema)
 
 
@@ -487,7 +518,7 @@ def run_raw(mock: Mock, script: str, schema: Any) -> dict[str, Any]:
     [
         ("conformance-request-state", "conformance_dropped_state.py", {"retry"}, "mrtr.requestState.dropped"),
         ("conformance-no-leak", "conformance_leak.py", {"expectations[1]", "expectations[2]"}, "mrtr.leak"),
-        ("conformance-tool-arguments", "conformance_wrong_arguments.py", {"book", "expectations[1]"}, "expect.unmatched"),
+        ("conformance-tool-arguments", "conformance_wrong_arguments.py", {"book", "expectations[1]"}, "tools.arguments.invalid"),  # passengers as a string breaks the inputSchema
         ("stdio-version-retry", "conformance_falls_back.py", {"first", "call", "expectations[3]"}, "removed.initialize"),
         ("stdio-cancel-on-timeout", "conformance_no_cancel.py", {"cancel"}, None),
     ],

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mockmcp import errors, jsonrpc, model, mrtr, protocol as p
-from mockmcp.actions import CloseStdout, Dribble, Emit, Exit, HttpFault, Park, Send, Sleep, Stderr, StopReading, WriteRaw
+from mockmcp.actions import Ask, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Park, Send, Sleep, Stderr, StopReading, WriteRaw
 from mockmcp.context import RequestContext
 from mockmcp.envelope import Envelope
 from mockmcp.replies import ReplyCache
@@ -315,10 +315,16 @@ STEP_CASES: list[tuple[model.Step, dict[str, Any], Any]] = [
     (model.StopReadingStep(stopReading=SECOND), {}, lambda a: a[0] == StopReading(2.0)),
     (model.StopReadingStep(stopReading="forever"), {}, lambda a: a[0] == StopReading(None)),
     (model.CloseStdoutStep(closeStdout=True), {}, lambda a: a[0] == CloseStdout()),
+    (model.ForwardStep(forward="drop"), {}, lambda a: a == [Forward("drop")]),  # the proxy hands it on
     (model.HugeStep(huge=model.HugeSpec(bytes=7, char="é")), {}, lambda a: result_of(a[0])["content"][0]["text"] == "ééé"),
     (model.HttpStep(http=model.HttpSpec(status=503, body="é", headers={"Retry-After": "1"}, delay=SECOND,
                                         respondAs="sse", write="\xff", reset=True)), {},
      lambda a: a[0] == HttpFault(503, "é".encode(), (("Retry-After", "1"),), None, 2.0, "sse", b"\xff", False, True)),
+    # a legacy request to the client: its own id, params rendered, the timeout scaled; nobody answers here
+    (model.RequestStep(request=model.RequestSpec(method="ping", params={"n": "{{ arguments.n }}"}, timeout=SECOND)),
+     {"arguments": {"n": 3}, "meta": {p.META_PROTOCOL_VERSION: p.LEGACY_VERSION}},
+     lambda a: type(a[0]) is Ask and a[0].message == {"jsonrpc": "2.0", "id": "mockmcp-1", "method": "ping", "params": {"n": 3}}
+     and a[0].timeout == 2.0),
 ]
 
 

@@ -100,7 +100,8 @@ def test_tools(session: dict[str, Any]) -> None:
     bad_add = _op(session, 3)
     assert bad_add["status"] == "ok", bad_add  # a tool error is a result, not a protocol error
     assert bad_add["result"]["isError"] is True
-    assert "two numbers" in bad_add["result"]["content"][0]["text"]
+    # the mock validates the arguments against add's inputSchema (a tool error, as tools.mdx says)
+    assert bad_add["result"]["content"][0]["text"].startswith("Invalid arguments for tool add: ")
 
     weather = _op(session, 4)
     assert weather["status"] == "ok", weather
@@ -190,7 +191,8 @@ def test_the_mock_finds_only_the_deliberate_unmatched_read(session: dict[str, An
     report = session_report(session["work"])
     assert report is not None
     errors = [f for f in report["findings"] if f["level"] == "error"]
-    # reading file:///nowhere is the plan's deliberate miss; nothing else the client sent is wrong
-    assert [f["check"] for f in errors] == ["expect.unmatched"], errors
-    assert "file:///nowhere" in errors[0]["text"]
+    # the plan's deliberate mistakes: add with arguments that break its schema, and reading
+    # file:///nowhere; nothing else the client sent is wrong
+    assert [f["check"] for f in errors] == ["tools.arguments.invalid", "expect.unmatched"], errors
+    assert "file:///nowhere" in errors[1]["text"]
     assert report["counts"]["requests"] >= len(PLAN_OPS)

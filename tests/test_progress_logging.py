@@ -11,7 +11,7 @@ import time
 
 import pytest
 import trio
-from conftest import run_mock
+from conftest import SCENARIOS, run_mock
 from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
 from helpers import bundled, call, engine_for, line, request, scenario_engine
 from shellharness import Harness, response_to
@@ -64,7 +64,18 @@ def test_no_progress_without_a_token(schema):
 
 
 def test_a_steps_argument_that_is_no_number_is_invalid_params(schema):
+    # by default the tool's inputSchema (steps: integer) refuses it first: a tool error
     out = progress_link().send(slow(1, "many", progressToken="t"))
+    check_all(schema, out)
+    assert out[-1]["result"]["isError"] is True
+    # unvalidated, the loop's template cannot count "many" times: -32602
+    import attrs
+
+    from mockmcp.run import new_engine
+
+    scenario, _ = load(str(SCENARIOS / "progress.yaml"), use_cache=False)
+    scenario = attrs.evolve(scenario, protocol=attrs.evolve(scenario.protocol, validateInput=False))
+    out = FakeLink(new_engine(scenario)).send(slow(1, "many", progressToken="t"))
     check_all(schema, out)
     assert out[-1]["error"]["code"] == -32602
 

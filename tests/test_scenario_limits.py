@@ -65,7 +65,7 @@ def template(uri: str) -> str:
         ("x://{1}", "URI template variable '1' in '{1}' is not supported: use letters, digits and _, not starting with a digit"),
         ("x://{a}/{a}", "URI template variable 'a' appears twice; give each place its own name"),
         ("x://{a,}", "URI template variable '' in '{a,}' is not supported: use letters, digits and _, not starting with a digit"),
-        ("x://{?q}", "URI template operator '?' in '{?q}' is not supported (only level 1-2: {var}, {+var}, {#var})"),
+        ("x://{?q,q}", "URI template variable 'q' appears twice; give each place its own name"),
     ],
 )
 def test_uri_templates_that_cannot_compile_are_refused_where_they_are(uri, message):
@@ -76,6 +76,29 @@ def test_supported_uri_templates_match():
     assert compile_uri_template("x://{a}/{+rest}").match("x://1/b/c").groupdict() == {"a": "1", "rest": "b/c"}
     assert compile_uri_template("x://p{#frag}").match("x://p#f").groupdict() == {"frag": "f"}
     assert compile_uri_template("x://{a:3},{b*}").match("x://ab,c").groupdict() == {"a": "ab", "b": "c"}
+
+
+@pytest.mark.parametrize(
+    ("tpl", "uri", "groups"),
+    [
+        # level 3: several variables, the . / ; ? & operators
+        ("map{?lat,lon}", "map?lat=1&lon=2", {"lat": "1", "lon": "2"}),
+        ("map{?lat,lon}", "map?lon=2", {"lat": None, "lon": "2"}),  # named variables are optional
+        ("map{?lat}{&lon}", "map?lat=1&lon=2", {"lat": "1", "lon": "2"}),
+        ("a{/seg,id}", "a/x/9", {"seg": "x", "id": "9"}),
+        ("h{.fmt}", "h.json", {"fmt": "json"}),
+        ("p{;v,w}", "p;v=1", {"v": "1", "w": None}),
+        # level 4: prefix and explode
+        ("n{var:3}", "nabc", {"var": "abc"}),
+        ("n{var:3}", "nabcd", None),
+        ("a{/path*}", "a/x/y/z", {"path": "x/y/z"}),
+        ("q{?q*}", "q?x=1&y=2", {"q": "x=1&y=2"}),
+        ("file:///{+path}{?rev}", "file:///a/b.txt?rev=3", {"path": "a/b.txt", "rev": "3"}),
+    ],
+)
+def test_rfc6570_levels_3_and_4_match(tpl, uri, groups):
+    m = compile_uri_template(tpl).match(uri)
+    assert (m and m.groupdict()) == groups
 
 
 @pytest.mark.parametrize("where", ["exit", "exitAfter"])

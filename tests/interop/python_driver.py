@@ -8,6 +8,7 @@ format is shared with ``ts/driver.mjs``::
 
     {"command": ["python", "-m", "mockmcp", "run", "default"],
      "timeoutMs": 5000, "connectTimeoutMs": 10000, "stopAfterBreak": false,
+     "mode": "auto",  # Python only: "legacy" forces the initialize handshake
      "ops": [{"op": "listTools"}, {"op": "callTool", "name": "echo", "arguments": {...}},
              {"op": "listPrompts"}, {"op": "getPrompt", "name": "p", "arguments": {...}},
              {"op": "listResources"}, {"op": "listResourceTemplates"},
@@ -208,6 +209,7 @@ async def _session(server: Any, plan: dict[str, Any], timeout: float, out: dict[
     try:
         async with Client(
             server,
+            mode=plan.get("mode", "auto"),
             read_timeout_seconds=timeout,
             elicitation_callback=elicit,
             sampling_callback=sample,

@@ -39,8 +39,11 @@ class ClientUnavailable(RuntimeError):
     """The client's runtime or packages cannot be had; the message says what to install."""
 
 
-def ensure(ts_dir: Path = TS_DIR) -> None:
-    """Make the client in ``ts_dir`` runnable: check Node and npm, ``npm ci`` unless the stamp matches."""
+def ensure(ts_dir: Path = TS_DIR, package: str = TS_PACKAGE) -> None:
+    """Make the client in ``ts_dir`` runnable: check Node and npm, ``npm ci`` unless the stamp matches.
+
+    Other npm folders of the suite (the real servers it records) are installed the same way,
+    naming the ``package`` whose presence proves the install."""
     if ts_dir in _ready:
         return
     check_node()
@@ -48,7 +51,7 @@ def ensure(ts_dir: Path = TS_DIR) -> None:
     if _stamp(ts_dir) != digest:
         with _install_lock(ts_dir):
             if _stamp(ts_dir) != digest:  # another worker may have installed while this one waited
-                _npm_ci(ts_dir, digest)
+                _npm_ci(ts_dir, digest, package)
     _ready.add(ts_dir)
 
 
@@ -83,11 +86,11 @@ def _install_lock(ts_dir: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _npm_ci(ts_dir: Path, digest: str) -> None:
+def _npm_ci(ts_dir: Path, digest: str, package: str = TS_PACKAGE) -> None:
     """``npm ci`` (it removes node_modules first, stale stamp included), then write the stamp."""
     proc = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=ts_dir, capture_output=True,
                           text=True, timeout=600)
-    if proc.returncode != 0 or not (ts_dir / "node_modules" / TS_PACKAGE / "package.json").is_file():
+    if proc.returncode != 0 or not (ts_dir / "node_modules" / package / "package.json").is_file():
         tail = " ".join((proc.stderr or proc.stdout).split())[-800:]
         raise ClientUnavailable(f"`npm ci` in {ts_dir} failed (exit {proc.returncode}): {tail}")
     (ts_dir / "node_modules" / STAMP).write_text(digest + "\n")

@@ -260,8 +260,8 @@ async function main() {
   const path = process.argv[2];
   const input = JSON.parse(path ? readFileSync(path, 'utf8') : readFileSync(0, 'utf8'));
   const out = input.plans ? await runBatch(input) : await runPlan(input);
-  // Exit only once the write is flushed: with a child process around, the stdout pipe can be
-  // non-blocking, and process.exit() right after a large write cut the JSON at 64 KiB.
+  // process.exit does not wait for a pipe's pending writes: a result line past 64 KiB was cut
+  // (everything-legacy's cells made it that long); exit once the line is flushed
   await new Promise((resolve) => process.stdout.write(`${JSON.stringify(out)}\n`, resolve));
 }
 

@@ -1,0 +1,152 @@
+"""Redaction of recorded values: secrets never reach a cassette.
+
+A recording holds what a client sent and what a server answered, and either may
+carry credentials (a password argument, a token in a result, an API key in
+``_meta``). Before a cassette is built, every value under a key that looks like a
+secret is replaced by ``PLACEHOLDER``, and every match of a ``--redact`` regular
+expression inside any string is replaced too, and so is every other occurrence of
+a value found under a secret key (a token a tool returns in ``structuredContent`` is
+also inside its text content). Protocol keys that merely contain
+such a word (``progressToken``, ``maxTokens``) are kept. Sans-I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+PLACEHOLDER = "[REDACTED]"
+MIN_LEARNED = 4  # shorter secret values are not searched for elsewhere (too many false hits)
+# Words that mark a key as secret wherever they appear in it (case and separators ignored).
+DEFAULT_SECRET_WORDS = ("authorization", "token", "apikey", "password", "passwd", "secret", "cookie")
+# Protocol keys that contain such a word but carry no secret.
+_NOT_SECRETS = frozenset({"progresstoken", "maxtokens", "totaltokens", "inputtokens", "outputtokens"})
+
+
+def _norm(key: str) -> str:
+    return key.lower().replace("_", "").replace("-", "")
+
+
+class Redactor:
+    """Replaces secret values; ``redacted`` tells whether anything was replaced."""
+
+    def __init__(self, keys: Iterable[str] = (), patterns: Iterable[str] = (), *, defaults: bool = True) -> None:
+        self.words = tuple(DEFAULT_SECRET_WORDS if defaults else ()) + tuple(_norm(k) for k in keys)
+        self.exact = frozenset(_norm(k) for k in keys)
+        self.patterns = [re.compile(p) for p in patterns]
+        self.redacted = 0
+        self._learned: set[str] = set()
+        self._index: dict[str, list[str]] = {}  # first MIN_LEARNED characters -> learned secrets
+        self._prefixes: list[str] | None = None  # the index's keys, when few enough to test each
+        self._dirty = False
+        self._keys: dict[str, bool] = {}  # key -> secret? (a cassette has few distinct keys, many times)
+
+    def learn(self, value: Any) -> None:
+        """Remember the strings found right under secret keys, so that they are replaced wherever else
+        they appear (a token returned in a structured result is also inside its text content)."""
+        t = type(value)
+        if t is dict:
+            for k, v in value.items():
+                tv = type(v)
+                if tv is str:
+                    if type(k) is str and self.secret_key(k):
+                        self._remember(v)
+                elif tv is dict or tv is list:
+                    self.learn(v)
+        elif t is list:
+            for v in value:
+                tv = type(v)
+                if tv is dict or tv is list:
+                    self.learn(v)
+
+    def _remember(self, value: str) -> None:
+        if len(value) >= MIN_LEARNED and value != PLACEHOLDER:
+            if value not in self._learned:
+                self._learned.add(value)
+                self._dirty = True
+
+    def secret_key(self, key: str) -> bool:
+        known = self._keys.get(key)
+        if known is None:
+            n = _norm(key)
+            known = self._keys[key] = n in self.exact or (n not in _NOT_SECRETS and any(w in n for w in self.words))
+        return known
+
+    def value(self, value: Any) -> Any:
+        """``value`` with every secret replaced (a new object where something changed)."""
+        t = type(value)
+        if t is dict:
+            out = {}
+            strings = bool(self.patterns or self._learned)
+            for k, v in value.items():
+                if type(k) is str and v is not None and self.secret_key(k):
+                    self.redacted += 1
+                    out[k] = PLACEHOLDER
+                    continue
+                tv = type(v)
+                if tv is dict or tv is list:
+                    out[k] = self.value(v)
+                elif tv is str and strings:
+                    out[k] = self.text(v)
+                else:
+                    out[k] = v
+            return out
+        if t is list:
+            return [self.value(v) for v in value]
+        if t is str and (self.patterns or self._learned):
+            return self.text(value)
+        return value
+
+    def text(self, text: str) -> str:
+        if self._learned and len(text) >= MIN_LEARNED:
+            text = self._replace_learned(text)
+        for pattern in self.patterns:
+            text, n = pattern.subn(PLACEHOLDER, text)
+            self.redacted += n
+        return text
+
+    def _replace_learned(self, text: str) -> str:
+        """Every occurrence of a learned secret in ``text`` replaced, longest first where two start
+        at one place. Secrets are indexed by their first characters, so the cost is the text's
+        length whatever the number of secrets (a regular expression alternation costs their number
+        at every position)."""
+        if self._dirty:
+            index: dict[str, list[str]] = {}
+            for secret in sorted(self._learned, key=len, reverse=True):
+                index.setdefault(secret[:MIN_LEARNED], []).append(secret)
+            self._index = index
+            self._prefixes = list(index) if len(index) <= 64 else None
+            self._dirty = False
+        if text in self._learned:
+            self.redacted += 1
+            return PLACEHOLDER
+        prefixes = self._prefixes
+        if prefixes is not None and not any(prefix in text for prefix in prefixes):
+            return text  # the common case, decided at C speed
+        index = self._index
+        get = index.get
+        parts: list[str] = []
+        last = i = 0
+        end = len(text) - MIN_LEARNED + 1
+        while i < end:
+            found = get(text[i : i + MIN_LEARNED])
+            if found is not None:
+                for secret in found:
+                    if text.startswith(secret, i):
+                        parts.append(text[last:i])
+                        parts.append(PLACEHOLDER)
+                        self.redacted += 1
+                        i += len(secret)
+                        last = i
+                        break
+                else:
+                    i += 1
+                continue
+            i += 1
+        if not parts:
+            return text
+        parts.append(text[last:])
+        return "".join(parts)
+
+
+__all__ = ["PLACEHOLDER", "DEFAULT_SECRET_WORDS", "Redactor"]

@@ -1,0 +1,208 @@
+"""``mockmcp record``'s modes and its bad input, through the real command (subprocesses).
+
+The real server is the official SDK's (tests/servers/sdk_server.py) where the mode
+matters, and a few lines of Python where the point is a server that misbehaves
+(garbage on stdout, exiting at once) or a command that does not exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import line, request
+
+SERVER = [sys.executable, str(Path(__file__).parent / "servers" / "sdk_server.py")]
+ECHO_HI = request(2, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+ECHO_NEW = request(3, "tools/call", {"name": "echo", "arguments": {"text": "new"}})
+
+
+def record(cassette: Path, *args: str, input: bytes = b"", server: list[str] = SERVER,
+           timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    """Run ``mockmcp record`` like a client does: write the requests, keep stdin open until each is
+    answered (the SDK's server drops requests in flight when its stdin closes), then close it."""
+    cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), *args, "--", *server]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    ids = {json.loads(raw)["id"] for raw in input.splitlines()}
+    out: list[bytes] = []
+    try:
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write(input)
+            proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while ids and time.monotonic() < deadline:
+            raw = proc.stdout.readline()
+            if not raw:
+                break
+            out.append(raw)
+            with contextlib.suppress(ValueError):
+                ids.discard(json.loads(raw).get("id"))
+        rest, err = proc.communicate(timeout=timeout)  # closes stdin: the client leaves
+    finally:
+        proc.kill()
+    return subprocess.CompletedProcess(cmd, proc.returncode, b"".join(out) + rest, err)
+
+
+def answers(proc: subprocess.CompletedProcess[bytes]) -> dict[Any, Any]:
+    return {m["id"]: m for m in map(json.loads, proc.stdout.splitlines()) if "id" in m}
+
+
+def text(answer: dict[str, Any]) -> str:
+    return str(answer["result"]["content"][0]["text"])
+
+
+def test_modes_once_none_all_and_new_episodes(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    proc = record(cassette, "--mode", "none", input=line(ECHO_HI))
+    assert proc.returncode == 2 and b"does not exist" in proc.stderr and not proc.stdout
+    proc = record(cassette, input=line(ECHO_HI))  # once, missing: records
+    assert proc.returncode == 0, proc.stderr
+    assert text(answers(proc)[2]) == "echo: hi"
+    # Mark the recorded answer, so a replayed answer shows it.
+    cassette.write_text(cassette.read_text().replace('"echo: hi"', '"echo: hi (from the cassette)"'))
+    for mode in ("once", "none"):
+        proc = record(cassette, "--mode", mode, input=line(ECHO_HI) + line(ECHO_NEW))
+        got = answers(proc)
+        assert text(got[2]) == "echo: hi (from the cassette)"
+        assert "error" in got[3] and "new" in json.dumps(got[3]["error"]), got[3]  # unrecorded: a near miss
+    proc = record(cassette, "--mode", "new_episodes", input=line(ECHO_HI) + line(ECHO_NEW))
+    assert proc.returncode == 0, proc.stderr
+    got = answers(proc)
+    assert text(got[2]) == "echo: hi (from the cassette)"  # replayed
+    assert text(got[3]) == "echo: new"  # passed to the real server
+    kept = cassette.read_text()
+    assert "echo: hi (from the cassette)" in kept and '"echo: new"' in kept
+    proc = record(cassette, "--mode", "none", input=line(ECHO_NEW))
+    assert text(answers(proc)[3]) == "echo: new"  # appended, now replayed
+    proc = record(cassette, "--mode", "all", input=line(ECHO_HI))
+    assert text(answers(proc)[2]) == "echo: hi"
+    assert "from the cassette" not in cassette.read_text() and '"echo: new"' not in cassette.read_text()
+
+
+def test_a_command_that_does_not_exist_fails_before_reading_stdin(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), "--", "no-such-server-xyz"]
+    # stdin stays open and unwritten: a recorder that read it first would never exit
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 2 and not out
+    assert b"no-such-server-xyz" in err and b"not found" in err
+    assert not cassette.exists()
+
+
+def test_a_server_that_exits_at_once_fails_before_reading_stdin(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), "--", sys.executable, "-c", "raise SystemExit(3)"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 2 and not out
+    assert b"exited at once with status 3" in err, err
+
+
+GARBAGE_SERVER = r"""
+import json, sys
+for raw in sys.stdin:
+    msg = json.loads(raw)
+    sys.stdout.write("garbage \x01 not json\n")
+    sys.stdout.buffer.write(b"\xff\xfe\n")
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"resultType": "complete", "content": []}}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+def test_garbage_from_the_server_passes_through_and_is_recorded_as_raw_steps(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    proc = record(cassette, input=line(request(1, "tools/call", {"name": "t", "arguments": {}})),
+                  server=[sys.executable, "-c", GARBAGE_SERVER])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(b"garbage \x01 not json\n\xff\xfe\n{")  # unchanged, byte for byte
+    replay = subprocess.run([sys.executable, "-m", "mockmcp", "run", str(cassette)],
+                            input=line(request(1, "tools/call", {"name": "t", "arguments": {}})), capture_output=True,
+                            timeout=30)
+    assert replay.stdout.startswith(b"garbage \x01 not json\n\xff\xfe\n{"), replay.stdout
+
+
+def test_recording_never_loses_the_old_cassette_half_way(tmp_path: Path) -> None:
+    """The cassette is written to a temporary file and renamed: a killed recorder leaves the old one whole."""
+    cassette = tmp_path / "c.yaml"
+    cassette.write_text("old: content\n")
+    cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), "--mode", "all", "--", *SERVER]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.5)
+    proc.kill()
+    proc.wait(timeout=30)
+    assert cassette.read_text() == "old: content\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
+
+
+@pytest.mark.parametrize("args", [["--redact", "("], ["--mode", "bogus"]])
+def test_bad_options_are_usage_errors(tmp_path: Path, args: list[str]) -> None:
+    proc = record(tmp_path / "c.yaml", *args)
+    assert proc.returncode == 2 and proc.stderr
+
+
+def test_a_cassette_edited_into_an_invalid_scenario_gets_located_errors(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    proc = record(cassette, input=line(request(1, "tools/call", {"name": "t", "arguments": {}})),
+                  server=[sys.executable, "-c", GARBAGE_SERVER])
+    assert proc.returncode == 0, proc.stderr
+    text = cassette.read_text()
+    broken = text.replace("- hang: true", "- hang: maybe") if "hang: true" in text else text.replace(
+        "exactArguments: true", "exactArguments: sometimes")
+    cassette.write_text(broken)
+    line_no = next(i for i, ln in enumerate(broken.splitlines(), 1) if "sometimes" in ln or "maybe" in ln)
+    for mode in ("once", "new_episodes"):
+        proc = record(cassette, "--mode", mode, input=line(request(1, "tools/call", {"name": "t", "arguments": {}})),
+                      server=[sys.executable, "-c", GARBAGE_SERVER])
+        assert proc.returncode == 2 and not proc.stdout, (mode, proc.stdout)
+        assert f"c.yaml:{line_no}:".encode() in proc.stderr, (mode, proc.stderr)
+    assert cassette.read_text() == broken  # an invalid cassette is never overwritten by new_episodes
+
+
+SLOW_SERVER = r"""
+import json, sys, time
+for raw in sys.stdin:
+    msg = json.loads(raw)
+    time.sleep(0.15)
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"resultType": "complete", "content": []}}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+def test_keep_timing_writes_the_observed_delay(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    proc = record(cassette, "--keep-timing", input=line(request(1, "tools/call", {"name": "t", "arguments": {}})),
+                  server=[sys.executable, "-c", SLOW_SERVER])
+    assert proc.returncode == 0, proc.stderr
+    from mockmcp import loader
+
+    scenario, _ = loader.load(str(cassette), use_cache=False)
+    sleep, result = scenario.tools[0].replies[0].steps or []
+    assert 0.14 <= sleep.sleep.seconds < 5 and type(result).__name__ == "ResultStep"
+
+
+def test_a_probe_only_session_writes_no_cassette(tmp_path: Path) -> None:
+    """The TS client probes with server/discover in a process of its own, then opens the session in
+    a second one: the probe must not leave a cassette the session's process would then replay."""
+    cassette = tmp_path / "c.yaml"
+    probe = request("server-discover-probe-1", "server/discover")
+    proc = record(cassette, input=line(probe), server=[sys.executable, "-c", GARBAGE_SERVER])
+    assert proc.returncode == 0 and not cassette.exists(), proc.stderr
+    assert b"only probed" in proc.stderr
+    proc = record(cassette, input=line(probe) + line(request(1, "tools/call", {"name": "t", "arguments": {}})),
+                  server=[sys.executable, "-c", GARBAGE_SERVER])
+    assert cassette.exists()

@@ -1,0 +1,165 @@
+"""mockmcp.validator against the reference implementation (the `jsonschema` package).
+
+The validator has two paths: compiled checks that decide a valid instance, and
+the evaluator that explains a failure (and decides alone when a schema uses
+unevaluated*). Generated schemas and instances go through both and through
+jsonschema's Draft202012Validator: all three must agree on validity. Then the
+bounds: a $ref cycle, an exponential schema, remote references refused.
+"""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from mockmcp import validator as v
+
+PATTERNS = ["^a", "b$", "^[0-9]+$", "x|y"]
+KEYS = ["a", "b", "c", "ab", "1"]
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 5), st.sampled_from([0.0, 1.0, 1.5, -2.5, 1e300]),
+    st.sampled_from(["", "a", "ab", "ba", "b", "12", "xyz", "é"]),
+)
+instances = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)),
+    max_leaves=12,
+)
+
+TYPES = ["string", "number", "integer", "boolean", "object", "array", "null"]
+
+
+def _leaf() -> st.SearchStrategy[object]:
+    n = st.integers(-3, 3)
+    return st.one_of(
+        st.booleans(),
+        st.builds(lambda t: {"type": t}, st.sampled_from(TYPES)),
+        st.builds(lambda ts: {"type": ts}, st.lists(st.sampled_from(TYPES), min_size=1, max_size=3, unique=True)),
+        st.builds(lambda x: {"const": x}, scalars),
+        st.builds(lambda xs: {"enum": xs}, st.lists(scalars, min_size=1, max_size=3)),
+        st.builds(lambda k, x: {k: x}, st.sampled_from(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]), n),
+        st.builds(lambda x: {"multipleOf": x}, st.sampled_from([1, 2, 0.5, 1.5])),
+        st.builds(lambda k, x: {k: x}, st.sampled_from(["minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"]), st.integers(0, 3)),
+        st.builds(lambda x: {"pattern": x}, st.sampled_from(PATTERNS)),
+        st.builds(lambda ks: {"required": ks}, st.lists(st.sampled_from(KEYS), max_size=2, unique=True)),
+        st.builds(lambda k, ks: {"dependentRequired": {k: ks}}, st.sampled_from(KEYS), st.lists(st.sampled_from(KEYS), max_size=2, unique=True)),
+        st.just({"uniqueItems": True}),
+        st.just({"$ref": "#/$defs/d"}),
+    )
+
+
+def _compound(inner: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    lists = st.lists(inner, min_size=1, max_size=3)
+    return st.one_of(
+        st.builds(lambda k, xs: {k: xs}, st.sampled_from(["allOf", "anyOf", "oneOf"]), lists),
+        st.builds(lambda x: {"not": x}, inner),
+        st.builds(lambda a, b, c: {"if": a, "then": b, "else": c}, inner, inner, inner),
+        st.builds(lambda a, b: {"if": a, "then": b}, inner, inner),
+        st.builds(lambda ps: {"properties": ps}, st.dictionaries(st.sampled_from(KEYS), inner, max_size=3)),
+        st.builds(lambda p, x: {"patternProperties": {p: x}}, st.sampled_from(PATTERNS), inner),
+        st.builds(lambda x, ps: {"additionalProperties": x, "properties": ps}, inner, st.dictionaries(st.sampled_from(KEYS), inner, max_size=2)),
+        st.builds(lambda x: {"propertyNames": x}, inner),
+        st.builds(lambda k, x: {"dependentSchemas": {k: x}}, st.sampled_from(KEYS), inner),
+        st.builds(lambda xs: {"prefixItems": xs}, lists),
+        st.builds(lambda xs, x: {"prefixItems": xs, "items": x}, lists, inner),
+        st.builds(lambda x: {"items": x}, inner),
+        st.builds(lambda x, lo: {"contains": x, "minContains": lo}, inner, st.integers(0, 2)),
+        st.builds(lambda x, hi: {"contains": x, "maxContains": hi}, inner, st.integers(0, 2)),
+        st.builds(lambda x, y: {"allOf": [x], "unevaluatedProperties": y}, inner, inner),
+        st.builds(lambda x, y: {"anyOf": [x, {"properties": {"a": True}}], "unevaluatedProperties": y}, inner, inner),
+        st.builds(lambda x, y: {"prefixItems": [x], "unevaluatedItems": y}, inner, inner),
+        st.builds(lambda x, y: {"allOf": [x], "unevaluatedItems": y}, inner, inner),
+        st.builds(lambda a, b: {**a, **b} if isinstance(a, dict) and isinstance(b, dict) else a, inner, inner),
+    )
+
+
+schemas = st.recursive(_leaf(), _compound, max_leaves=8)
+DEF = st.one_of(st.booleans(), st.builds(lambda t: {"type": t}, st.sampled_from(TYPES)))
+
+
+def _root(schema: object, d: object) -> dict[str, object]:
+    body = schema if isinstance(schema, dict) else {"allOf": [schema]}
+    return {**body, "$defs": {"d": d}}
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schemas, DEF, st.lists(instances, min_size=1, max_size=4))
+def test_agrees_with_jsonschema(schema: object, d: object, values: list[object]) -> None:
+    root = _root(schema, d)
+    reference = jsonschema.Draft202012Validator(root)
+    ours = v.Validator(root)
+    slow = v.Validator(root)
+    slow._fast = None  # the evaluator alone
+    for value in values:
+        want = reference.is_valid(value)
+        assert (ours.errors(value) == []) == want, (root, value)
+        assert (slow.errors(value) == []) == want, (root, value)
+        if not want:
+            assert ours.errors(value) and all(e.startswith("$") for e in ours.errors(value))
+
+
+def test_messages_name_the_place() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"item": {"type": "array", "prefixItems": [{"$ref": "#/$defs/sku"}], "items": False}},
+        "$defs": {"sku": {"type": "string", "pattern": "^[A-Z]{2}$"}},
+        "required": ["item", "channel"],
+        "additionalProperties": False,
+    }
+    errs = v.Validator(schema).errors({"item": ["abc", 2], "extra": 1})
+    assert "$.item[0]: 'abc' does not match pattern '^[A-Z]{2}$'" in errs
+    assert "$.item[1]: is not allowed (no items past the prefix)" in errs
+    assert "$: required property 'channel' is missing" in errs
+    assert "$.extra: is not allowed (additionalProperties)" in errs
+
+
+def test_integers_json_equality_and_draft07() -> None:
+    assert v.Validator({"type": "integer"}).errors(2.0) == []
+    assert v.Validator({"enum": [1]}).errors(True) != []
+    assert v.Validator({"const": {"a": [1]}}).errors({"a": [1.0]}) == []
+    d7 = {"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "string"}], "additionalItems": False,
+          "dependencies": {"a": ["b"]}}
+    assert v.Validator(d7).errors(["x"]) == []
+    assert v.Validator(d7).errors(["x", 1]) != []
+    assert v.Validator(d7).errors({"a": 1}) == ["$: property 'b' is required when 'a' is present"]
+
+
+@pytest.mark.parametrize(
+    "schema, words",
+    [
+        ({"$ref": "https://schemas.example.com/city.json"}, "never fetches"),
+        ({"$ref": "#/$defs/missing"}, "no such place"),
+        ({"$ref": "#nowhere"}, "no $anchor"),
+        ({"$schema": "http://json-schema.org/draft-04/schema#"}, "not a supported dialect"),
+        ({"type": "strings"}, "type must be one of"),
+        ({"pattern": "(a+)+$"}, "pattern"),
+        ({"minLength": -1}, "non-negative"),
+        ({"items": [{"type": "string"}]}, "prefixItems"),
+    ],
+)
+def test_unusable_schemas_are_refused(schema: dict[str, object], words: str) -> None:
+    with pytest.raises(v.SchemaError, match=None) as info:
+        v.Validator(schema)
+    assert words in str(info.value)
+
+
+def test_refs_by_anchor_and_id() -> None:
+    schema = {
+        "$id": "https://example.com/root.json",
+        "properties": {"a": {"$ref": "#num"}, "b": {"$ref": "https://example.com/root.json#/$defs/s"}, "c": {"$ref": "other.json"}},
+        "$defs": {"n": {"$anchor": "num", "type": "number"}, "s": {"type": "string"}, "o": {"$id": "other.json", "const": 1}},
+    }
+    # "other.json" is an $id of the document (relative, as written): resolved without fetching
+    val = v.Validator(schema)
+    assert val.errors({"a": 1, "b": "x", "c": 1}) == []
+    assert len(val.errors({"a": "x", "b": 1, "c": 2})) == 3
+
+
+def test_bounds_end_a_validation_with_a_reason() -> None:
+    cycle = v.Validator({"$ref": "#"})
+    assert "nests deeper" in cycle.errors(1)[0]
+    # each level tries both branches: 2**depth evaluations without the step budget
+    blowup = {"$defs": {"x": {"anyOf": [{"$ref": "#/$defs/x"}, {"$ref": "#/$defs/x"}]}}, "$ref": "#/$defs/x"}
+    assert "validation" in v.Validator(blowup).errors(1)[0]
