@@ -164,6 +164,39 @@ class WaitTasks(_Value):
         self.seconds = seconds
 
 
+class HttpFault(_Value):
+    """An HTTP transport fault (``http:`` step); the stdio shell ignores it.
+
+    Before the plan's first message, its status, headers, content type, delay
+    and body kind shape the response head (``httprules.head_faults``); where
+    it stands, ``write``, ``end_stream`` and ``reset`` act on the body.
+    """
+
+    __slots__ = ("status", "body", "headers", "content_type", "delay", "respond_as", "write", "end_stream", "reset")
+
+    def __init__(
+        self,
+        status: int | None = None,
+        body: bytes = b"",
+        headers: tuple[tuple[str, str], ...] = (),
+        content_type: str | None = None,
+        delay: float = 0.0,
+        respond_as: str | None = None,
+        write: bytes | None = None,
+        end_stream: bool = False,
+        reset: bool = False,
+    ) -> None:
+        self.status = status
+        self.body = body
+        self.headers = headers
+        self.content_type = content_type
+        self.delay = delay
+        self.respond_as = respond_as
+        self.write = write
+        self.end_stream = end_stream
+        self.reset = reset
+
+
 
 class Forward(_Value):
     """Pass the request to the real server (``mockmcp proxy``); ``how`` its answer is delivered."""
@@ -192,7 +225,7 @@ class Ask:
         return f"Ask({self.id!r}, {self.message!r})"
 
 
-Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout | WaitTasks | Forward | Ask
+Action = Send | Sleep | Emit | Park | WriteRaw | Exit | Dribble | Stderr | StopReading | CloseStdout | WaitTasks | Forward | Ask | HttpFault
 
 
 class Plan:

@@ -14,12 +14,14 @@ This module imports nothing heavy: suites import it at collection time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .controlclient import AsyncControl, ControlError, SyncControl, WaitTimedOut, _Operations
 
@@ -113,6 +115,30 @@ class MockServer:
         ``StdioServerParameters(**mock.stdio_parameters())`` with the Python SDK.
         """
         return {"command": self.command, "args": list(self.args)}
+
+    @contextlib.contextmanager
+    def http(self, address: str = "0") -> Iterator[str]:
+        """Spawn the mock serving Streamable HTTP (``--http ADDRESS``, a free loopback port by
+        default) and give its endpoint URL; on leaving, close its stdin (it writes its report and
+        exits) and wait for it, so ``report()`` and the assertions work afterwards.
+
+        ``async with Client(url) as client:`` with the Python SDK, inside the ``with`` block.
+        """
+        proc = subprocess.Popen([*self.argv, "--http", address], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stdin is not None
+        try:
+            url = proc.stdout.readline().decode().strip()
+            if not url:
+                raise RuntimeError(f"mockmcp exited with status {proc.wait()} before printing its URL (see stderr)")
+            yield url
+        finally:
+            proc.stdin.close()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
 
     # ------------------------------------------------------------ results
 

@@ -15,6 +15,7 @@ reads resource files and hands their bytes in.
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Mapping
 from typing import Any, Iterator
 
@@ -216,6 +217,8 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
             _exit_status(sp + ("exit", "status"), step.exit.status, found)
         elif isinstance(step, model.TaskStep):
             _check_task(sp + ("task",), method, step.task, found, timeline=timeline)
+        elif isinstance(step, model.HttpStep):
+            found.extend(Found(sp + ("http",) + where, text) for where, text in http_step_problems(step.http))
         elif isinstance(step, model.RequestStep):
             if step.request.timeout.template is not None:
                 found.append(Found(sp + ("request", "timeout"), "only a sleep's duration may be a template"))
@@ -291,6 +294,35 @@ def _check_task(path: Path_, method: str, spec: model.TaskSpec, found: list[Foun
         value = getattr(faults, name)
         if value is not None and value < 0:
             found.append(Found(path + ("faults", name), f"{name} must be at least 0"))
+
+
+_HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HTTP_VALUE = re.compile(r"[\x20-\x7e\t\x80-\xff]*")
+_SHELL_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
+
+
+def http_step_problems(spec: model.HttpSpec) -> list[tuple[Path_, str]]:
+    """What the HTTP shell could not send as written (h11 refuses such a head or body)."""
+    out: list[tuple[Path_, str]] = []
+    if spec.status is not None and not (200 <= spec.status <= 599) or spec.status in (204, 304):
+        out.append((("status",), "status must be 200..599 (not 204 or 304, which carry no body)"))
+    for name, value in spec.headers.items():
+        if not _HTTP_TOKEN.fullmatch(name):
+            out.append((("headers", name), "a header name is a token (letters, digits and !#$%&'*+-.^_`|~)"))
+        elif name.lower() in _SHELL_HEADERS:
+            out.append((("headers", name), "content-length, transfer-encoding and connection are the shell's (they frame the body)"))
+        if not _HTTP_VALUE.fullmatch(value) or value != value.strip():
+            out.append((("headers", name), "a header value has no control characters and no leading or trailing spaces"))
+    if spec.delay is not None and spec.delay.template is not None:
+        out.append((("delay",), "only a sleep's duration may be a template"))
+    if spec.contentType is not None and not _HTTP_VALUE.fullmatch(spec.contentType):
+        out.append((("contentType",), "a content type has no control characters"))
+    if spec.write is not None:
+        try:
+            spec.write.encode("latin-1")
+        except UnicodeEncodeError:
+            out.append((("write",), "write holds one byte per character (U+0000..U+00FF); use \\xNN escapes"))
+    return out
 
 
 def _when_problems(w: model.Match) -> list[tuple[Path_, str]]:

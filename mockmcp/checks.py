@@ -65,6 +65,16 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "tasks.poll.afterTerminal": ("note", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#task-polling", "tasks/get for a task already completed, failed or cancelled (poll until a terminal status, then stop)"),
     "tasks.update.notOutstanding": ("error", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#task-update-requests", "tasks/update answering keys that are not outstanding: never asked, or answered already (each key MUST be outstanding)"),
     "tasks.result.unsupported": ("error", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#capability-negotiation", "following a task the server returned to a request the extension does not augment (the client MUST treat it as an invalid response)"),
+    # Streamable HTTP (mockmcp run --http): found by the HTTP shell's rules, reported here.
+    "http.header.missing": ("error", "basic/transports/streamable-http#server-validation", "a request without MCP-Protocol-Version, Mcp-Method, or Mcp-Name where its method needs one"),
+    "http.header.mismatch": ("error", "basic/transports/streamable-http#server-validation", "a request header that does not match the body (or a malformed value or base64 sentinel)"),
+    "http.param.missing": ("error", "basic/transports/streamable-http#client-behavior", "a tools/call without the Mcp-Param-{Name} header of an x-mcp-header parameter it sets"),
+    "http.param.mismatch": ("error", "basic/transports/streamable-http#client-behavior", "an Mcp-Param-{Name} header that does not match its argument (or a header for an absent one)"),
+    "http.tool.invalidHeaders": ("warning", "basic/transports/streamable-http#schema-extension", "a tools/call of a tool whose x-mcp-header annotations are invalid (a client must exclude it from tools/list, so only an application calling it by name sends this)"),
+    "http.accept": ("error", "basic/transports/streamable-http#sending-messages", "a POST whose Accept does not list both application/json and text/event-stream"),
+    "http.method": ("error", "basic/transports/streamable-http#sending-messages", "an HTTP method other than POST (GET streams and DELETE sessions were removed)"),
+    "http.batch": ("error", "basic/transports/streamable-http#sending-messages", "a POST body that is a JSON array (one request or notification per POST)"),
+    "http.retryAfter": ("warning", "https://www.rfc-editor.org/rfc/rfc9110#name-retry-after", "a request sooner than the Retry-After of a 429 or 503 the mock answered"),
 }
 
 _REMOVED = {

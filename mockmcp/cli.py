@@ -55,6 +55,21 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _http_address(text: str) -> tuple[str, int]:
+    """``PORT``, ``HOST:PORT`` or ``[V6]:PORT`` -> (host, port); the host defaults to 127.0.0.1."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"expected [HOST:]PORT with PORT 0..65535 (0: any free port), got {text!r}")
+    return host, int(port)
+
+
 def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, examples: str) -> argparse.ArgumentParser:
     """A subcommand whose ``--help`` ends with examples, laid out as written."""
     return sub.add_parser(
@@ -104,6 +119,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-cache", action="store_true", help="do not use or write the scenario load cache")
     run.add_argument("--control", metavar="PATH",
                      help="listen for control requests on a Unix socket at PATH, mode 0600 (see docs/control.md)")
+    http = run.add_argument_group("Streamable HTTP (see docs/http.md)")
+    http.add_argument("--http", type=_http_address, metavar="[HOST:]PORT",
+                      help="serve on http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1; PORT 0 picks"
+                           " a free one); the first stdout line is the URL; EOF on stdin or SIGTERM stops it")
+    http.add_argument("--http-any-host", action="store_true",
+                      help="allow --http to listen on an address that is not loopback (e.g. 0.0.0.0)")
+    http.add_argument("--allow-origin", action="append", metavar="ORIGIN",
+                      help="accept requests with this Origin header (repeatable; loopback origins always are)")
+    http.add_argument("--sse-keepalive", type=_non_negative_float, default=15.0, metavar="S",
+                      help="seconds between SSE keep-alive comments on a quiet stream (default: 15; 0: none)")
 
     check = _command(sub, "check", "validate scenario files", "  mockmcp check weather.yaml\n  mockmcp check scenarios/*.yaml\n")
     check.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="a scenario file or the name of a bundled scenario")
@@ -242,6 +267,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         parser.error("--journal cannot be combined with --session (the session keeps its journal in DIR/journal.jsonl)")
     match args.command:
         case "run":
+            if args.http is not None and not _loopback(args.http[0]) and not args.http_any_host:
+                parser.error(f"--http {args.http[0]}: not a loopback address; add --http-any-host to listen there")
             from .run import run
 
             return run(args)

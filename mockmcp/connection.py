@@ -43,7 +43,11 @@ class Connection:
                 out.append(result)
         return out
 
-    def handle_line(self, line: bytes | Oversized) -> Output | None:
+    def handle_line(
+        self, line: bytes | Oversized, check: Callable[[jsonrpc.Message], None] | None = None
+    ) -> Output | None:
+        """One message in, its plan out. ``check`` (a transport's rules on the decoded message,
+        e.g. HTTP's request headers against the body) may raise a ``ClientError``, answered here."""
         msg: jsonrpc.Message | None = None
         try:
             if isinstance(line, Oversized):
@@ -55,6 +59,8 @@ class Connection:
             msg = jsonrpc.decode(line)
             if self.observers:
                 self._observe(line, msg, None)
+            if check is not None:
+                check(msg)
             result = self.engine.handle(msg)
             if self.plan_observers and isinstance(result, Plan):
                 for see in self.plan_observers:

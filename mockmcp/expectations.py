@@ -27,6 +27,8 @@ def describe(e: model.Expectation) -> str:
         parts.append(json.dumps(e.arguments, ensure_ascii=False, sort_keys=True))
     if e.params is not None:
         parts.append("params " + json.dumps(e.params, ensure_ascii=False, sort_keys=True))
+    if e.headers is not None:
+        parts.append("headers " + json.dumps(e.headers, ensure_ascii=False, sort_keys=True))
     return " ".join(parts)
 
 
@@ -50,7 +52,7 @@ def label(index: int, e: model.Expectation) -> str:
     return e.id if e.id is not None else f"expectations[{index}]"
 
 
-def request_matches(e: model.Expectation, method: str, params: dict[str, Any]) -> bool:
+def request_matches(e: model.Expectation, method: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> bool:
     if method != e.method:
         return False
     if not e.retries and method in p.INPUT_REQUIRED_METHODS and ("requestState" in params or "inputResponses" in params):
@@ -65,6 +67,11 @@ def request_matches(e: model.Expectation, method: str, params: dict[str, Any]) -
             return False
     if e.params is not None and not value_matches(e.params, params):
         return False
+    if e.headers is not None:
+        # names lower-cased on both sides (HTTP field names are case-insensitive); no headers on stdio
+        pattern = {k.lower(): v for k, v in e.headers.items()}
+        if not value_matches(pattern, headers or {}):
+            return False
     return True
 
 
@@ -74,10 +81,10 @@ class ExpectationTracker:
         self.seen: list[list[tuple[int, Any]]] = [[] for _ in self.expectations]  # (sequence number, request id)
         self.sequence = 0
 
-    def observe(self, rid: Any, method: str, params: dict[str, Any]) -> None:
+    def observe(self, rid: Any, method: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self.sequence += 1
         for i, e in enumerate(self.expectations):
-            if request_matches(e, method, params):
+            if request_matches(e, method, params, headers):
                 self.seen[i].append((self.sequence, rid))
 
     def verdicts(self) -> list[dict[str, Any]]:
@@ -163,7 +170,7 @@ def problems(expectations: list[model.Expectation]) -> list[tuple[tuple[Any, ...
             out.append((path + ("uri",), "uri applies only to resources/read"))
         if e.arguments is not None and e.method not in (p.TOOLS_CALL, p.PROMPTS_GET):
             out.append((path + ("arguments",), "arguments apply only to tools/call and prompts/get"))
-        for key, pattern in (("arguments", e.arguments), ("params", e.params)):
+        for key, pattern in (("arguments", e.arguments), ("params", e.params), ("headers", e.headers)):
             # the same matchers as `when`: an operand run could not use is refused here
             out += [(path + (key,) + sub, msg) for sub, msg in pattern_problems(pattern)]
         for key in ("before", "after"):

@@ -381,6 +381,40 @@ class TaskStep(_Model):
 
 
 @frozen(repr=False, eq=False)
+class HttpSpec(_Model):
+    """What the HTTP shell does wrong on demand (``mockmcp run --http``; ignored on stdio).
+
+    Head faults apply when the step comes before the reply's first message:
+    ``status`` answers the POST with that status, ``body`` and ``headers`` at
+    once (429/503 with ``Retry-After``, 500, a redirect with ``Location``), and
+    the rest of the reply is for stdio only; ``headers`` adds or replaces
+    response headers; ``contentType`` replaces the Content-Type (``""``: none);
+    ``delay`` holds the response head back (slow headers); ``respondAs``
+    answers with a JSON body or an SSE stream whatever the reply needs.
+    Body faults happen where the step stands: ``write`` puts these bytes in the
+    body unframed (malformed SSE), ``endStream`` ends the response before its
+    answer, ``reset`` drops the connection (mid-stream, or mid-body for JSON).
+    """
+
+    status: int | None = None
+    body: str = ""
+    headers: dict[str, str] = field(factory=dict)
+    contentType: str | None = None
+    delay: Duration | None = None
+    respondAs: Literal["json", "sse"] | None = None
+    write: str | None = None
+    endStream: bool = False
+    reset: bool = False
+
+
+@frozen(repr=False, eq=False)
+class HttpStep(_Model):
+    """An HTTP transport fault (a status, headers, a slow head, broken framing, a reset)."""
+
+    http: HttpSpec
+
+
+@frozen(repr=False, eq=False)
 class ForwardStep(_Model):
     """``mockmcp proxy``: pass the request to the real server now; its answer is the final one.
 
@@ -417,6 +451,7 @@ Step = Union[
     TaskStep,
     ForwardStep,
     RequestStep,
+    HttpStep,
 ]
 STEP_TYPES: tuple[type, ...] = Step.__args__  # type: ignore[attr-defined]
 # The key that identifies each step type (its first field).
@@ -674,6 +709,8 @@ class Expectation(_Model):
     ``never``; with none of them, at least once. Order: ``before``/``after``
     name another expectation's ``id``. Retries after ``input_required`` count
     only with ``retries: true`` (a multi-round call is one call by default).
+    ``headers`` matches the HTTP request's headers (``mockmcp run --http``;
+    names compared regardless of case, values with the same matchers).
     """
 
     method: str
@@ -689,6 +726,7 @@ class Expectation(_Model):
     after: str | None = None  # the `id` of another expectation whose first request must come earlier
     retries: bool = False
     id: str | None = None
+    headers: dict[str, JSON] | None = None  # HTTP request headers (names in any case); none on stdio
 
 
 @frozen(repr=False, eq=False)

@@ -20,8 +20,8 @@ from typing import Any, Callable
 import trio
 
 from . import errors, jsonrpc
-from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, Output, Park, Plan, Send,
-                      Sleep, Stderr, StopReading, WaitTasks, WriteRaw)
+from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Output, Park, Plan,
+                      Send, Sleep, Stderr, StopReading, WaitTasks, WriteRaw)
 from .connection import Connection
 from .log import StderrLog
 from .streams import TimedStreams, eligible
@@ -232,6 +232,8 @@ class Shell:
                 for _ in range(action.repeat):
                     self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
                     await trio.lowlevel.checkpoint()
+            case HttpFault():
+                await trio.lowlevel.checkpoint()  # an HTTP transport fault: nothing to do on stdio
 
     async def forward(self, action: Forward, rid: Any, dribble: Dribble | None) -> None:
         """A ``forward`` step outside ``mockmcp proxy`` (which overrides this): there is no real server."""

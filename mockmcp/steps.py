@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator
 
 from . import errors, jsonrpc, model, protocol as p, tasks as task_rules, templates
 from . import serverrequests
-from .actions import Action, Ask, CloseStdout, Dribble, Emit, Exit, Forward, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from .actions import Action, Ask, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .context import RequestContext
 from .definitions import drop_none
 from .envelope import Envelope
@@ -199,6 +199,13 @@ class StepExpander:
                 return StopReading(None)  # "forever"
             case model.CloseStdoutStep():
                 return CloseStdout()
+            case model.HttpStep():
+                f = step.http
+                return HttpFault(
+                    f.status, f.body.encode("utf-8"), tuple(f.headers.items()), f.contentType,
+                    0.0 if f.delay is None else f.delay.seconds * self.time_scale, f.respondAs,
+                    None if f.write is None else f.write.encode("latin-1"), f.endStream, f.reset,
+                )
             case model.RequestStep():
                 return serverrequests.ask(
                     self.session.legacy, ctx, step.request, time_scale=self.time_scale, check_capabilities=self.rounds.check_capabilities

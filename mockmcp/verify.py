@@ -49,6 +49,7 @@ class Verifier:
         self.counts = {"requests": 0, "notifications": 0, "clientResponses": 0, "invalid": 0, "sent": 0, "rawWrites": 0, "cancelled": 0}
         self.rules: dict[Any, str] = {}
         self._unmatched_seen = 0
+        self._headers: dict[str, str] | None = None  # the HTTP request whose body comes next
         if self.journal is not None:
             self.journal.write("start", scenario=engine.scenario.description or "", argv=sys.argv[1:], versions=list(engine.protocol.versions))
 
@@ -70,20 +71,29 @@ class Verifier:
             return
         if self.journal is not None:
             self.journal.write("in", message=msg.message)
+        headers, self._headers = self._headers, None
         if type(msg) is jsonrpc.Request:
             self.counts["requests"] += 1
-            self.tracker.observe(msg.id, msg.method, msg.params)
+            self.tracker.observe(msg.id, msg.method, msg.params, headers)
             self._found(self.checker.request(msg.id, msg.method, msg.params, msg.message))
             if self.tasks is not None:
                 self._found(self.tasks.request(msg.id, msg.method, msg.params, msg.message, time.monotonic()))
         elif type(msg) is jsonrpc.Notification:
             self.counts["notifications"] += 1
             # expectations can ask for notifications too (e.g. notifications/cancelled after a timeout)
-            self.tracker.observe(None, msg.method, msg.params)
+            self.tracker.observe(None, msg.method, msg.params, headers)
             self._found(self.checker.notification(msg.method, msg.params, msg.message))
         else:
             self.counts["clientResponses"] += 1
             self._found(self.checker.response(msg.message))
+
+    def http_request(self, headers: dict[str, str]) -> None:
+        """The HTTP shell's request headers (names lower-cased), for the body it hands in next."""
+        self._headers = headers
+
+    def http_finding(self, check: str, text: str, message: Any = None, request_id: Any = None) -> None:
+        """A client check the HTTP shell's rules found (headers, Accept, method, Retry-After)."""
+        self._found([Finding(check, text, message, request_id)])
 
     def plan(self, plan: Any) -> None:
         if plan.rule is not None:
@@ -230,4 +240,5 @@ def attach(engine: Any, conn: Any, log: Any, *, journal: str | None = None, repo
     plan_observers = getattr(conn, "plan_observers", None)
     if plan_observers is not None:
         plan_observers.append(v.plan)
-    return {"output": v.output, "event": v.event, "finish": v.finish, "verifier": v}
+    return {"output": v.output, "event": v.event, "finish": v.finish, "verifier": v,
+            "httpRequest": v.http_request, "httpFinding": v.http_finding}

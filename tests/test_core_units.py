@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mockmcp import errors, jsonrpc, model, mrtr, protocol as p
-from mockmcp.actions import Ask, CloseStdout, Dribble, Emit, Exit, Forward, Park, Send, Sleep, Stderr, StopReading, WriteRaw
+from mockmcp.actions import Ask, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Park, Send, Sleep, Stderr, StopReading, WriteRaw
 from mockmcp.context import RequestContext
 from mockmcp.envelope import Envelope
 from mockmcp.replies import ReplyCache
@@ -320,6 +320,9 @@ STEP_CASES: list[tuple[model.Step, dict[str, Any], Any]] = [
     # a task for a client without the extension: the outcome at once, as scripted (tasks: tests/test_tasks.py)
     (model.TaskStep(task=model.TaskSpec(withoutCapability="answer", outcome=[model.TextStep(text="later {{ name }}")])), {},
      lambda a: result_of(a[0])["content"] == [{"type": "text", "text": "later t"}] and len(a) == 1),
+    (model.HttpStep(http=model.HttpSpec(status=503, body="é", headers={"Retry-After": "1"}, delay=SECOND,
+                                        respondAs="sse", write="\xff", reset=True)), {},
+     lambda a: a[0] == HttpFault(503, "é".encode(), (("Retry-After", "1"),), None, 2.0, "sse", b"\xff", False, True)),
     # a legacy request to the client: its own id, params rendered, the timeout scaled; nobody answers here
     (model.RequestStep(request=model.RequestSpec(method="ping", params={"n": "{{ arguments.n }}"}, timeout=SECOND)),
      {"arguments": {"n": 3}, "meta": {p.META_PROTOCOL_VERSION: p.LEGACY_VERSION}},

@@ -243,3 +243,52 @@ def test_every_bundled_scenario_with_every_client_gives_the_committed_verdict() 
                 if _verdicts(got) != _verdicts(want):
                     wrong.append(f"{name} x {client}: now {got!r}, docs/interop.md says {want!r}")
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("typescript_client")
+def test_every_bundled_scenario_over_http_gives_the_committed_verdict() -> None:
+    """The same generic session over Streamable HTTP (`mockmcp run ... --http 0`, the SDKs'
+    Streamable HTTP client transports): every scenario completes with both official clients,
+    and the mock's verdict is the one docs/interop.md shows in the HTTP columns. The Python
+    client runs under trio here (its asyncio column is in the committed table; the transport
+    code is the same), to keep the suite's time."""
+    committed = _committed_cells()
+    names = loader.bundled_names()
+    clients = ["python-trio-http", "typescript-http"]
+    results = matrix.run_matrix(names, clients, jobs=2)
+    wrong = []
+    for name in names:
+        for client in clients:
+            got = matrix.summarize(results[name][client])[0]
+            assert "crash" not in got and "does not load" not in got, f"{name} x {client}: {got}"
+            want = committed[name, client]  # (no committed cell failed to connect: a connect timeout is run again)
+            if _verdicts(got) != _verdicts(want):
+                got = matrix.summarize(matrix.run_cell(loader.bundled_dir() / f"{name}.yaml", client))[0]
+                if _verdicts(got) != _verdicts(want):
+                    wrong.append(f"{name} x {client}: now {got!r}, docs/interop.md says {want!r}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("client", ["python-asyncio-http", "typescript-http"])
+def test_default_scenario_over_http(client: str, request: pytest.FixtureRequest) -> None:
+    _needs(client.removesuffix("-http"), request)
+    cell = matrix.run_matrix(["default"], [client], jobs=1)["default"][client]
+    assert cell["connect"]["status"] == "ok" and cell["connect"]["protocolVersion"] == "2026-07-28", cell
+    assert [o["status"] for o in cell["ops"]] == ["ok"] * len(cell["plan"]), cell["ops"]
+    by_name = {o.get("name"): o for o in cell["ops"] if o["op"] == "callTool"}
+    assert by_name["add"]["result"]["structuredContent"] == {"sum": 2.0}
+    # one process serves the whole session over HTTP (the TypeScript probe included)
+    assert cell["processes"] == 1 and cell["report"]["counts"]["findings"]["error"] == 0
+
+
+@pytest.mark.parametrize("client", ["python-trio-http", "typescript-http"])
+def test_clients_exclude_tools_with_invalid_x_mcp_header(client: str, request: pytest.FixtureRequest) -> None:
+    """The conformance rule behind http-invalid-tool-headers: over Streamable HTTP a client leaves
+    tools with invalid x-mcp-header annotations out of tools/list; the valid one stays, and its
+    call carries the Mcp-Param header (the scenario's expectation)."""
+    _needs(client.removesuffix("-http"), request)
+    cell = matrix.run_matrix(["http-invalid-tool-headers"], [client], jobs=1)["http-invalid-tool-headers"][client]
+    (listed,) = [o for o in cell["ops"] if o["op"] == "listTools"]
+    assert listed["status"] == "ok" and listed["result"]["tools"] == ["valid"], listed
+    assert cell["report"]["counts"]["expectations"] == {"passed": 1, "failed": 0}

@@ -53,6 +53,7 @@ CORE = [
     "tracecontext",
     "armed",
     "control",
+    "httprules",
 ]
 FORBIDDEN = ("trio", "yaml", "cattrs")
 FORBIDDEN_STDLIB = ("os", "pathlib", "time", "random", "socket", "subprocess", "shutil", "tempfile", "io", "secrets")

@@ -36,6 +36,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 CLIENTS = ("python-asyncio", "python-trio", "typescript")
+# The same clients over Streamable HTTP: the driver spawns `mockmcp run ... --http 0`, reads
+# the URL from its first stdout line and connects the SDK's Streamable HTTP transport to it.
+HTTP_SUFFIX = "-http"
+HTTP_CLIENTS = tuple(c + HTTP_SUFFIX for c in CLIENTS)
 DEFAULT_TIMEOUT_MS = 3000
 # Connecting spawns the mock (the TypeScript client in auto mode: a probe, then the session);
 # with sessions running side by side on a loaded machine that alone can take seconds, and the
@@ -67,6 +71,7 @@ def installed_versions() -> dict[str, str]:
 
 
 def driver_argv(client: str) -> list[str]:
+    client = client.removesuffix(HTTP_SUFFIX)  # the same driver; the plan says which transport
     if client == "typescript":
         ts_ready()
         return ["node", str(TS_DIR / "driver.mjs")]
@@ -223,7 +228,13 @@ def inbound_methods(journal: Path) -> dict[str, int]:
             method = rec.get("message", {}).get("method") if rec.get("dir") == "in" else None
             if isinstance(method, str):
                 counts[method] = counts.get(method, 0) + 1
+            elif rec.get("kind") == "cancelled" and "HTTP stream" in str(rec.get("reason")):
+                counts[CLOSED_STREAM] = counts.get(CLOSED_STREAM, 0) + 1
     return counts
+
+
+# Counted with the inbound methods: over HTTP, a client cancels by closing the request's stream.
+CLOSED_STREAM = "(HTTP stream closed by the client)"
 
 
 def run_cell(scenario_path: Path, client: str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[str, Any]:
@@ -253,7 +264,8 @@ def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOU
             ops = generic_plan(scenario, [], timeout_ms)["ops"]
             work = Path(tmp) / f"cell-{i}"
             work.mkdir()
-            runs.setdefault(client, []).append((i, CellRun(path, ops, work, timeout_ms, bool(scenario.expectations))))
+            runs.setdefault(client, []).append((i, CellRun(path, ops, work, timeout_ms, bool(scenario.expectations),
+                                                           http=client.endswith(HTTP_SUFFIX))))
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(runs))) as pool:
             for fut in [pool.submit(_run_rounds, client, group, jobs) for client, group in runs.items()]:
                 for i, result in fut.result():
@@ -280,8 +292,9 @@ class CellRun:
     first session."""
 
     def __init__(self, scenario_path: Path, ops: list[dict[str, Any]], tmp: Path, timeout_ms: int,
-                 has_expectations: bool) -> None:
+                 has_expectations: bool, *, http: bool = False) -> None:
         self.scenario_path, self.ops, self.tmp, self.timeout_ms = scenario_path, ops, tmp, timeout_ms
+        self.http = http
         self.has_expectations = has_expectations
         self.remaining = list(ops)
         self.merged: dict[str, Any] = {}
@@ -297,9 +310,13 @@ class CellRun:
         self.session += 1
         self.work = self.tmp / f"session-{self.session}"
         self.work.mkdir()
-        return {"command": mock_command(self.scenario_path, self.work), "timeoutMs": self.timeout_ms,
+        plan = {"command": mock_command(self.scenario_path, self.work), "timeoutMs": self.timeout_ms,
                 "connectTimeoutMs": max(CONNECT_TIMEOUT_MS, self.timeout_ms), "ops": self.remaining,
                 "stopAfterBreak": True}
+        if self.http:
+            plan["command"] = [*plan["command"], "--http", "0"]
+            plan["transport"] = "http"
+        return plan
 
     def take(self, result: dict[str, Any]) -> None:
         """Merge one session's result; decide whether another session is needed."""
@@ -423,6 +440,8 @@ def summarize(cell: dict[str, Any]) -> tuple[str, list[str]]:
             text = _op_text(op)
             if op["status"] == "timeout":
                 text += f"; the mock received notifications/cancelled ×{cancels} in this cell"
+                if cell.get("inbound", {}).get(CLOSED_STREAM):
+                    text += f" and saw the client close a request's HTTP stream ×{cell['inbound'][CLOSED_STREAM]}"
             notes.append(f"{op['op']} {target}: {text}".replace("  ", " "))
     parts = [f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (kv[0] != "ok", kv[0]))]
     if cell.get("sessions", 1) > 1:
@@ -507,6 +526,19 @@ KNOWN_BEHAVIOURS = [
     " session). The TypeScript client decodes the line with replacement characters and carries on.",
     "Both clients accept a response whose `id` is the request's numeric id written as a string (`\"7\"`"
     " for 7): the `lies` tool `wrong_id` completes.",
+    "Over Streamable HTTP the TypeScript client does not surface a `404 Not Found` whose body is a"
+    " JSON-RPC `-32601` error as that error: it throws `SdkError` `CLIENT_HTTP_NOT_IMPLEMENTED` (\"Error"
+    " POSTing to endpoint\") and reports it through `onerror` (the `errors` tool `method_not_found`). The"
+    " revision answers an unknown method with exactly that status and body; the Python client surfaces"
+    " the `-32601`.",
+    "Over Streamable HTTP a client cancels by closing the request's stream, not with"
+    " `notifications/cancelled` (the revision defines that notification for stdio only): the `stdio-*`"
+    " scenarios whose expectations count `notifications/cancelled` fail in the HTTP columns by design,"
+    " and the timeout notes count the closed streams instead.",
+    "Over Streamable HTTP the legacy era's requests to the client (`everything-legacy`: sampling,"
+    " elicitation, roots, ping) are written on the request's SSE stream, but the client's POSTed answer"
+    " is not routed back to them yet: those calls time out in the HTTP columns (a mockmcp limitation,"
+    " not client behaviour; on stdio they complete).",
     "Neither client sets `io.modelcontextprotocol/logLevel` unless asked, so scenarios that log send no"
     " `notifications/message` in this generic session (as the revision requires).",
 ]
@@ -524,7 +556,10 @@ def render(results: dict[str, dict[str, dict[str, Any]]], clients: list[str], ve
         "```",
         "",
         f"Generated {date} with {versions['python']} (asyncio and trio backends) and {versions['typescript']},"
-        " spawned with `versionNegotiation: {mode: 'auto'}`.",
+        " spawned with `versionNegotiation: {mode: 'auto'}`. Columns ending in `-http` run the same session over"
+        " Streamable HTTP: the driver spawns `mockmcp run SCENARIO --http 0`, reads the endpoint URL from its first"
+        " stdout line and connects the SDK's Streamable HTTP client transport (Python `Client(url)`, TypeScript"
+        " `StreamableHTTPClientTransport`); the TypeScript probe then goes to the same process.",
         "",
         "Each client runs the same generic session per scenario (tests/interop/matrix.py): list and call"
         " every tool with example arguments from its `inputSchema` (its first `examples` entry if it has"
@@ -611,7 +646,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description="Run the interop matrix and write docs/interop.md.")
     ap.add_argument("--scenarios", help="comma-separated bundled names (default: all)")
-    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--clients", default=",".join(CLIENTS + HTTP_CLIENTS))
     ap.add_argument("--out", default=str(ROOT / "docs" / "interop.md"))
     ap.add_argument("--json", help="also write the raw results here")
     ap.add_argument("--jobs", type=int, default=2, help="sessions at once per client (default 2)")

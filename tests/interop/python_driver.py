@@ -20,6 +20,11 @@ sessions at once, and prints ``{"results": [RESULT, ...]}`` in the plans' order:
 interop matrix pays for one interpreter and one import of the SDK per client and round,
 not one per cell. Each plan still spawns its own mock.
 
+With ``"transport": "http"`` the driver spawns ``command`` itself (it must serve Streamable
+HTTP, e.g. ``mockmcp run ... --http 0``), reads the endpoint URL from its first stdout
+line, connects the client's Streamable HTTP transport to it, and closes the server's
+stdin at the end (EOF stops it).
+
 ``connectTimeoutMs`` is for ``ts/driver.mjs`` (its connect, probe included); the
 Python client has one read timeout for every request, ``timeoutMs``.
 
@@ -33,6 +38,7 @@ did; it does not judge it (the tests and the matrix do).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -126,7 +132,7 @@ def breaks_session(record: dict[str, Any]) -> bool:
 
 
 async def run_plan(plan: dict[str, Any]) -> dict[str, Any]:
-    from mcp import Client, StdioServerParameters, types
+    from mcp import StdioServerParameters, types
 
     notes: dict[str, list[Any]] = {"elicitation": [], "sampling": [], "roots": [], "log": []}
 
@@ -155,8 +161,50 @@ async def run_plan(plan: dict[str, Any]) -> dict[str, Any]:
 
     timeout = plan.get("timeoutMs", 5000) / 1000
     argv = plan["command"]
-    server = StdioServerParameters(command=argv[0], args=argv[1:], env=plan.get("env"))
     out: dict[str, Any] = {"client": "python", "ops": []}
+    if plan.get("transport") == "http":
+        try:
+            async with _http_server(argv, timeout) as url:
+                await _session(url, plan, timeout, out, elicit, sample, roots, log)
+        except Exception as exc:  # the server did not start or print its URL: a failed connect
+            if "connect" not in out:
+                out["connect"] = describe(exc)
+    else:
+        server = StdioServerParameters(command=argv[0], args=argv[1:], env=plan.get("env"))
+        await _session(server, plan, timeout, out, elicit, sample, roots, log)
+    out["callbacks"] = {k: v for k, v in notes.items() if v}
+    return out
+
+
+@contextlib.asynccontextmanager
+async def _http_server(argv: list[str], timeout: float) -> Any:
+    """Spawn a server that prints its URL first; yield the URL; close its stdin, then wait."""
+    import subprocess
+
+    proc = await anyio.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        line = b""
+        with anyio.fail_after(max(10.0, timeout)):
+            while not line.endswith(b"\n"):
+                chunk = await proc.stdout.receive(1)
+                line += chunk
+        yield line.decode().strip()
+    finally:
+        with anyio.move_on_after(5, shield=True):
+            if proc.stdin is not None:
+                await proc.stdin.aclose()
+            await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+            with anyio.move_on_after(5, shield=True):
+                await proc.wait()
+
+
+async def _session(server: Any, plan: dict[str, Any], timeout: float, out: dict[str, Any],
+                   elicit: Any, sample: Any, roots: Any, log: Any) -> None:
+    from mcp import Client
+
     t0 = time.monotonic()
     try:
         async with Client(
@@ -192,8 +240,6 @@ async def run_plan(plan: dict[str, Any]) -> dict[str, Any]:
             out["connect"] = d
         else:
             out["shutdown"] = d
-    out["callbacks"] = {k: v for k, v in notes.items() if v}
-    return out
 
 
 async def _one(client: Any, op: dict[str, Any], timeout: float, progress: list[float]) -> Any:

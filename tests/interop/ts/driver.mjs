@@ -7,14 +7,19 @@
 // A batch {"plans": [PLAN, ...], "jobs": N} runs every plan in this one process,
 // N sessions at once, and prints {"results": [RESULT, ...]} in the plans' order.
 //
+// With "transport": "http" the driver spawns plan.command itself (a server that prints
+// its Streamable HTTP endpoint URL as its first stdout line, e.g. mockmcp run ... --http 0),
+// connects a StreamableHTTPClientTransport to that URL, and ends the server's stdin at the end.
+//
 // The client connects with versionNegotiation {mode: 'auto'}: on stdio it
 // spawns the server twice (a discover probe, then the session). Elicitation,
 // sampling and roots handlers are registered (and the capabilities declared)
 // so input_required rounds can complete. Every operation's failure is
 // recorded, not thrown: the driver reports, the tests and the matrix judge.
 
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { Client, ProtocolError, SdkError } from '@modelcontextprotocol/client';
+import { Client, ProtocolError, SdkError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 const MAX_TEXT = 400;
@@ -160,9 +165,16 @@ async function runPlan(plan) {
   client.onerror = (err) => clientErrors.push(String(err?.message ?? err).slice(0, MAX_TEXT));
 
   const [command, ...args] = plan.command;
-  const transport = new StdioClientTransport({ command, args, env: plan.env, stderr: 'inherit' });
+  let server = null;
+  let transport;
   const t0 = Date.now();
   try {
+    if (plan.transport === 'http') {
+      server = await spawnHttpServer(command, args, plan.connectTimeoutMs ?? timeout);
+      transport = new StreamableHTTPClientTransport(new URL(server.url));
+    } else {
+      transport = new StdioClientTransport({ command, args, env: plan.env, stderr: 'inherit' });
+    }
     await client.connect(transport, { timeout: plan.connectTimeoutMs ?? timeout });
     out.connect = {
       status: 'ok',
@@ -196,9 +208,38 @@ async function runPlan(plan) {
   } catch (err) {
     out.shutdown = describe(err);
   }
+  if (server) await server.stop();
   if (clientErrors.length) out.clientErrors = clientErrors;
   out.callbacks = Object.fromEntries(Object.entries(notes).filter(([, v]) => v.length));
   return out;
+}
+
+// Spawn a server that prints its URL as the first stdout line; {url, stop()} (stop: end
+// its stdin, wait up to 5 s for it to exit, then kill it).
+function spawnHttpServer(command, args, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+    let buffered = '';
+    const exited = new Promise((done) => child.once('exit', done));
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error('the server printed no URL in time')); }, timeoutMs);
+    child.once('error', (err) => { clearTimeout(timer); reject(err); });
+    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`the server exited (${code}) before printing its URL`)); });
+    child.stdout.on('data', (chunk) => {
+      buffered += chunk.toString('utf8');
+      const nl = buffered.indexOf('\n');
+      if (nl < 0) return;
+      clearTimeout(timer);
+      child.stdout.removeAllListeners('data');
+      child.stdout.resume();
+      const stop = async () => {
+        child.stdin.end();
+        const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
+        await exited;
+        clearTimeout(killer);
+      };
+      resolve({ url: buffered.slice(0, nl).trim(), stop });
+    });
+  });
 }
 
 // Every plan of a batch, `jobs` sessions at once; results in the plans' order.

@@ -1,0 +1,773 @@
+"""The Streamable HTTP shell: the same core, served over h11 on trio sockets.
+
+The engine does not know which transport carries a message: each POST body is
+handed to the same ``Connection`` (so the same plans, journal, checks and
+expectations), with the transport's rules (``httprules``) checked on the head
+before the body is read and on the decoded message before the engine sees it.
+A plan that only sends one message is answered as one JSON body at once, on
+the connection's own task; any other plan runs in a task of its own that puts
+SSE events on a bounded channel, drained by the connection's task (the one
+writer of that socket), while a watcher reads the socket: the client closing it
+cancels the plan's scope, and nothing more is written for that request.
+Emitted events go to the listen streams they are for (``streams``, by
+subscription id). h11 is imported only here, and this module only with ``--http``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Any, Callable
+
+import h11
+import trio
+
+from . import errors, httprules, jsonrpc
+from .actions import (Action, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Park, Plan, Send, Sleep,
+                      Stderr, StopReading, WaitTasks, WriteRaw)
+from .connection import Connection
+from .log import StderrLog
+
+MAX_CONNECTIONS = 8192  # open client connections at once; more are refused with 503
+REQUEST_TIMEOUT = 30.0  # seconds for a request's head and body once it started
+IDLE_TIMEOUT = 120.0  # seconds a kept-alive connection may wait for its next request
+STREAM_BUFFER = 64  # SSE chunks queued per stream before its plan waits (or an event is dropped)
+READ_SIZE = 65536
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+class _Out:
+    """Bytes for the wire and what they carry, journaled once written (not when queued: a reset or
+    the client closing can leave queued items unwritten, and the journal says what was sent)."""
+
+    __slots__ = ("data", "send", "raw")
+
+    def __init__(self, data: bytes, send: Send | None = None, raw: bytes | None = None) -> None:
+        self.data, self.send, self.raw = data, send, raw
+
+
+class _Dribble(_Out):
+    __slots__ = ("chunk", "pause")
+
+    def __init__(self, data: bytes, chunk: int, pause: float, send: Send | None = None, raw: bytes | None = None) -> None:
+        super().__init__(data, send, raw)
+        self.chunk, self.pause = chunk, pause
+
+
+class _Exit:
+    __slots__ = ("status", "partial")
+
+    def __init__(self, status: int, partial: bytes) -> None:
+        self.status, self.partial = status, partial
+
+
+class _Reset:
+    """Drop the connection without ending the response (``closeStdout``, ``http: {reset: true}``)."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, event: tuple[str, dict[str, Any]] | None = None) -> None:
+        self.event = event  # journaled when the writer gets to it
+
+
+class _End:
+    """End the response now, before its answer (``http: {endStream: true}``)."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, event: tuple[str, dict[str, Any]] | None = None) -> None:
+        self.event = event
+
+
+_Item = _Out | _Exit | _Reset | _End
+
+
+class _Run:
+    """One running plan: its id, its stream, whether it answers as JSON, its dribble setting."""
+
+    __slots__ = ("rid", "sink", "raw_json", "dribble")
+
+    def __init__(self, rid: Any, sink: trio.MemorySendChannel[_Item], raw_json: bool) -> None:
+        self.rid, self.sink, self.raw_json = rid, sink, raw_json
+        self.dribble: Dribble | None = None
+
+    async def put(self, data: bytes, send: Send | None = None, raw: bytes | None = None) -> None:
+        """Queue one message (framed as an SSE event unless the answer is one JSON body)."""
+        chunk = data if self.raw_json else httprules.sse_event(data.rstrip(b"\n"))
+        if self.dribble is None:
+            await self.sink.send(_Out(chunk, send, raw))
+        else:
+            await self.sink.send(_Dribble(chunk, self.dribble.chunk, self.dribble.pause, send, raw))
+
+
+class _ClientGone(Exception):
+    """The client closed or reset the connection while we were answering."""
+
+
+class _Dropped(Exception):
+    """A scripted reset: the connection is to be dropped (with a TCP RST) mid-answer."""
+
+
+class HttpShell:
+    """Serves one scenario's ``Connection`` on one listening socket at ``/mcp``."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        log: StderrLog | None = None,
+        tool_headers: dict[str, list[httprules.ParamHeader]] | None = None,
+        allowed_origins: frozenset[str] = frozenset(),
+        keepalive: float = 15.0,
+        exit_process: Callable[[int], Any] | None = None,
+        on_output: Callable[[Any, bytes], None] | None = None,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        on_request: Callable[[dict[str, str]], None] | None = None,
+        on_finding: Callable[..., None] | None = None,
+        invalid_tools: dict[str, str] | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+        request_timeout: float = REQUEST_TIMEOUT,
+        idle_timeout: float = IDLE_TIMEOUT,
+    ) -> None:
+        self.conn = connection
+        self.log = log or StderrLog("warning")
+        self.tasks_changed = trio.Event()  # set (and renewed) when a request changed tasks (WaitTasks)
+        self.tool_headers = tool_headers if tool_headers is not None else {}
+        self.allowed_origins = allowed_origins
+        self.keepalive = keepalive
+        self.exit_process = exit_process or _hard_exit
+        self.on_output = on_output
+        self.on_event = on_event
+        self.on_request = on_request  # the verifier: each request's headers, before its body
+        self.on_finding = on_finding  # the verifier: client checks the rules found
+        self.invalid_tools = invalid_tools if invalid_tools is not None else {}
+        self._retry_after = -math.inf  # trio time before which a request ignores a Retry-After we sent
+        self.request_timeout = request_timeout
+        self.idle_timeout = idle_timeout
+        self.streams: dict[Any, trio.MemorySendChannel[_Item]] = {}  # listen request id -> its stream
+        self._scopes: dict[Any, trio.CancelScope] = {}  # request id -> its plan's scope
+        self._stalled: set[Any] = set()  # listen streams that dropped an event (warned once)
+        self._modern_only = connection.engine.protocol.era == "modern"
+        self._connections = trio.Semaphore(max_connections)
+
+    # ---------------------------------------------------------------- serving
+
+    async def serve(self, listeners: list[trio.SocketListener], task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Accept connections on ``listeners`` until cancelled."""
+        async with trio.open_nursery() as nursery:
+            for listener in listeners:
+                nursery.start_soon(self._accept_loop, listener, nursery)
+            task_status.started()
+
+    async def _accept_loop(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+        async with listener:
+            while True:
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:  # EMFILE and friends: wait for connections to close
+                    self.log("warning", f"accept failed ({exc}); retrying")
+                    await trio.sleep(0.1)
+                    continue
+                nursery.start_soon(self._connection, stream)
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        try:
+            self._connections.acquire_nowait()
+        except trio.WouldBlock:
+            with trio.move_on_after(1):
+                await _send_raw(stream, 503, b"too many connections\n")
+            await trio.aclose_forcefully(stream)
+            return
+        h = h11.Connection(h11.SERVER, max_incomplete_event_size=httprules.MAX_HEADER_BYTES)
+        try:
+            while True:
+                got = await self._read_request(h, stream)
+                if got is None:
+                    break
+                request, body = got
+                await self._answer(h, stream, request, body)
+                if h.our_state is not h11.DONE or h.their_state is not h11.DONE:
+                    break
+                h.start_next_cycle()
+        except (_ClientGone, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        finally:
+            self._connections.release()
+            await trio.aclose_forcefully(stream)
+
+    async def _read_request(self, h: h11.Connection, stream: trio.SocketStream) -> tuple[h11.Request, bytes] | None:
+        """The next request's head and body, or ``None`` when the connection is to close.
+
+        A refusal by the rules, an oversized or malformed request, or a timeout
+        is answered here (then the connection closes: its body was not read).
+        """
+        request: h11.Request | None = None
+        body = bytearray()
+        deadline = trio.current_time() + self.idle_timeout
+        while True:
+            try:
+                event = h.next_event()
+            except h11.RemoteProtocolError as exc:
+                status = exc.error_status_hint
+                with trio.move_on_after(1):
+                    await _send_raw(stream, status, f"malformed HTTP request: {exc}\n".encode())
+                return None
+            if event is h11.NEED_DATA:
+                if request is not None and h.they_are_waiting_for_100_continue:
+                    # curl sends `Expect: 100-continue` with bodies over 1 KiB and waits a second for this
+                    await stream.send_all(h.send(h11.InformationalResponse(status_code=100, headers=[])))
+                with trio.move_on_at(deadline) as timer:
+                    data = await stream.receive_some(READ_SIZE)
+                if timer.cancelled_caught:
+                    if request is not None or h.their_state is not h11.IDLE or _has_partial(h):
+                        with trio.move_on_after(1):
+                            await _send_raw(stream, 408, b"request timed out\n")
+                    return None
+                h.receive_data(data)
+                continue
+            if isinstance(event, h11.Request):
+                deadline = trio.current_time() + self.request_timeout
+                request = event
+                headers = httprules.header_map(event.headers)
+                reject = httprules.check_head(event.method, event.target, headers, allowed_origins=self.allowed_origins)
+                if reject is None:
+                    length = headers.get(b"content-length")
+                    if length is not None and length.isdigit() and int(length) > httprules.MAX_BODY_BYTES:
+                        reject = _too_large()
+                if reject is not None:
+                    # (a handshake-era client may GET the standalone stream of 2025-11-25: 405 is right
+                    # for both eras, but only a modern-only scenario calls it a client mistake)
+                    if reject.check is not None and (reject.check != "http.method" or self._modern_only):
+                        self._finding(reject.check, f"{event.method.decode('latin-1')} {event.target.decode('latin-1')}:"
+                                      f" {reject.reason}")
+                    await self._reject(h, stream, reject)
+                    return None
+            elif isinstance(event, h11.Data):
+                body += event.data
+                if len(body) > httprules.MAX_BODY_BYTES:
+                    await self._reject(h, stream, _too_large())
+                    return None
+            elif isinstance(event, h11.EndOfMessage):
+                assert request is not None
+                return request, bytes(body)
+            elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+                return None
+
+    async def _reject(self, h: h11.Connection, stream: trio.SocketStream, reject: httprules.Reject) -> None:
+        headers = [*reject.headers, (b"content-length", str(len(reject.body)).encode()), (b"connection", b"close")]
+        await stream.send_all(h.send(h11.Response(status_code=reject.status, headers=headers, reason=_reason(reject.status))))
+        await stream.send_all(h.send(h11.Data(data=reject.body)) + h.send(h11.EndOfMessage()))
+
+    # ---------------------------------------------------------------- one POST
+
+    async def _answer(self, h: h11.Connection, stream: trio.SocketStream, request: h11.Request, body: bytes) -> None:
+        headers = httprules.header_map(request.headers)
+        seen: list[jsonrpc.Message] = []
+
+        def check(msg: jsonrpc.Message) -> None:
+            seen.append(msg)
+            if isinstance(msg, jsonrpc.ClientResponse) and self._modern_only:
+                raise errors.InvalidRequest("Invalid Request: a client must not send JSON-RPC responses (each POST carries one request or notification)")
+            if self.on_finding is not None and isinstance(msg, jsonrpc.Request) and msg.method == "tools/call":
+                why = self.invalid_tools.get(msg.params.get("name"))  # type: ignore[arg-type]
+                if why is not None:
+                    self._finding("http.tool.invalidHeaders", f"tools/call of {msg.params.get('name')!r}: {why}",
+                                  msg.message, msg.id)
+            try:
+                httprules.check_metadata(msg, headers, self.tool_headers)
+            except httprules.HeaderMismatch as exc:
+                self._finding(exc.check, exc.message, getattr(msg, "message", None), exc.request_id)
+                raise
+
+        if self.on_finding is not None:
+            if trio.current_time() < self._retry_after:
+                self._finding("http.retryAfter", "a request came before the Retry-After of the mock's last 429/503 had passed")
+                self._retry_after = -math.inf
+            if body.lstrip()[:1] == b"[":
+                self._finding("http.batch", "the POST body is a JSON array (a batch)")
+        if self.on_request is not None:
+            self.on_request({k.decode("latin-1"): v.decode("latin-1") for k, v in headers.items()})
+        if not body.strip():
+            error = errors.ParseError("Parse error: the POST body is empty").response()
+            await self._json(h, stream, 400, jsonrpc.encode(error))
+            return
+        out = self.conn.handle_line(body, check)
+        if self.conn.engine.take_task_changes():  # wake the listen streams that watch tasks
+            self.tasks_changed.set()
+            self.tasks_changed = trio.Event()
+        if not isinstance(out, Plan):  # a notification or a legacy client's answer, accepted (a cancel performed)
+            if isinstance(out, Cancel):
+                self._cancel(out.request_id, out.reason)
+            await self._accepted(h, stream)
+            return
+        if seen and isinstance(seen[0], jsonrpc.Notification) and not out.actions and out.rest is None:
+            await self._accepted(h, stream)
+            return
+        if out.immediate and len(out.actions) == 1:
+            send = out.actions[0]
+            if type(send) is Send:
+                self._emitted(send)
+                data = send.data
+                status = httprules.status_for(send.message) if b'"error"' in data else 200
+                await self._json(h, stream, status, data)
+                return
+        head = httprules.head_faults(out)
+        if head is not None and head.status is not None:
+            await self._status_answer(h, stream, out, head)
+            return
+        kind = head.respond_as if head is not None and head.respond_as else httprules.choose_body(out)
+        await self._stream(h, stream, out, kind, head)
+
+    async def _json(self, h: h11.Connection, stream: trio.SocketStream, status: int, data: bytes,
+                    head: httprules.Head | None = None) -> None:
+        headers = _JSON_HEADERS if head is None else head.head_headers(b"application/json")
+        response = h11.Response(status_code=status, reason=_reason(status),
+                                headers=[*headers, (b"content-length", str(len(data)).encode())])
+        await stream.send_all(h.send(response) + h.send(h11.Data(data=data)) + h.send(h11.EndOfMessage()))
+
+    async def _status_answer(self, h: h11.Connection, stream: trio.SocketStream, plan: Plan, head: httprules.Head) -> None:
+        """``http: {status: ...}``: that status, headers and body instead of the plan's answer."""
+        assert head.status is not None
+        try:
+            if head.delay:
+                await trio.sleep(head.delay)
+            self._event("httpStatus", {"id": plan.request_id, "status": head.status})
+            retry = next((v for k, v in head.headers if k.lower() == b"retry-after"), None)
+            if retry is not None and retry.strip().isdigit() and head.status in (429, 503):
+                self._retry_after = trio.current_time() + int(retry)
+            headers = [*head.head_headers(b"text/plain"), (b"content-length", str(len(head.body)).encode())]
+            response = h11.Response(status_code=head.status, reason=_reason(head.status), headers=headers)
+            await stream.send_all(h.send(response) + h.send(h11.Data(data=head.body)) + h.send(h11.EndOfMessage()))
+        finally:
+            if plan.has_id and not plan.immediate:
+                self.conn.finished(plan.request_id)
+
+    async def _accepted(self, h: h11.Connection, stream: trio.SocketStream) -> None:
+        head = h11.Response(status_code=202, reason=b"Accepted", headers=[(b"content-length", b"0")])
+        await stream.send_all(h.send(head) + h.send(h11.EndOfMessage()))
+
+    def _cancel(self, rid: Any, reason: str | None) -> None:
+        """A ``notifications/cancelled`` POSTed anyway (stdio's form): honoured like on stdio."""
+        scope = self._scopes.get(rid)
+        if scope is not None:
+            scope.cancel()
+            self._event("cancelled", {"id": rid, "reason": reason})
+
+    async def _stream(self, h: h11.Connection, stream: trio.SocketStream, plan: Plan, body: str,
+                      head: httprules.Head | None = None) -> None:
+        """Run a plan in its own task; write what it produces as SSE (or, ``json``, its one answer)."""
+        send, receive = trio.open_memory_channel[_Item](STREAM_BUFFER)
+        rid = plan.request_id
+        scope = trio.CancelScope()
+        registered = plan.has_id and not plan.immediate
+        if registered:
+            self._scopes[rid] = scope
+        listen = plan.method == "subscriptions/listen" and plan.has_id
+        if listen:
+            self.streams[rid] = send
+        # The client closing the connection, seen by the watcher or by a failed write, stops both the
+        # plan and the writer; `closed` holds whether the plan was still running then. The cancel is
+        # journaled only once the writer has stopped, so it comes after every message written.
+        closed: list[bool] = []
+        dropped = False
+        writer = trio.CancelScope()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._run_plan, plan, send, scope, registered, listen, body == "json")
+            watcher = trio.CancelScope()
+            nursery.start_soon(self._watch, h, stream, watcher, closed, scope, writer, rid)
+            try:
+                with writer:
+                    if head is not None and head.delay:
+                        await trio.sleep(head.delay)  # slow headers
+                    if body == "json":
+                        await self._write_json_when_done(h, stream, receive, head)
+                    else:
+                        await self._write_sse(h, stream, receive, head)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, _ClientGone):
+                if not closed:
+                    closed.append(self._scopes.get(rid) is scope)
+            except _Dropped:
+                _reset_on_close(stream)
+                dropped = True
+            finally:
+                watcher.cancel()
+                scope.cancel()  # the answer is over (a plan still running was cut by endStream)
+        if closed:
+            if closed[0]:  # (a plan that had ended was not cancelled: the client read its answer and left)
+                self.log("info", f"request {rid!r} cancelled: the client closed its stream")
+                self._event("cancelled", {"id": rid, "reason": "the client closed the HTTP stream"})
+            raise _ClientGone()
+        if dropped:
+            raise _ClientGone()
+
+    async def _watch(self, h: h11.Connection, stream: trio.SocketStream, watcher: trio.CancelScope,
+                     closed: list[bool], scope: trio.CancelScope, writer: trio.CancelScope, rid: Any) -> None:
+        """Read the socket while the answer is written: EOF means the client closed the stream."""
+        with watcher:
+            buffered = 0
+            while True:
+                try:
+                    data = await stream.receive_some(READ_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    data = b""
+                if not data:
+                    if not closed:
+                        closed.append(self._scopes.get(rid) is scope)
+                    scope.cancel()  # the plan: nothing more is done for it
+                    writer.cancel()  # and nothing more is written
+                    return
+                h.receive_data(data)  # a pipelined next request: h11 keeps it for the next cycle
+                buffered += len(data)
+                if buffered > httprules.MAX_HEADER_BYTES + httprules.MAX_BODY_BYTES:
+                    await trio.sleep_forever()  # read no further until this answer is done
+
+    async def _write_sse(self, h: h11.Connection, stream: trio.SocketStream, receive: trio.MemoryReceiveChannel[_Item],
+                         head: httprules.Head | None = None) -> None:
+        headers = _SSE_HEADERS if head is None else [*head.head_headers(b"text/event-stream"), *_SSE_HEADERS[1:]]
+        await stream.send_all(h.send(h11.Response(status_code=200, reason=b"OK", headers=headers)))
+        keepalive = self.keepalive if self.keepalive > 0 else math.inf
+        async with receive:
+            while True:
+                # Only the wait is timed: a write cut by a timeout would leave half an event on the wire.
+                with trio.move_on_after(keepalive) as quiet:
+                    item = await _receive(receive)
+                if quiet.cancelled_caught:
+                    await stream.send_all(h.send(h11.Data(data=httprules.KEEPALIVE)))
+                    continue
+                if item is None:
+                    break
+                if isinstance(item, _End):
+                    self._item_event(item)
+                    break
+                await self._write_item(h, stream, item)
+        await stream.send_all(h.send(h11.EndOfMessage()))
+
+    async def _write_item(self, h: h11.Connection, stream: trio.SocketStream, item: _Item) -> None:
+        match item:
+            case _Dribble():
+                data = item.data
+                for i in range(0, len(data), item.chunk):
+                    await stream.send_all(h.send(h11.Data(data=data[i:i + item.chunk])))
+                    if i + item.chunk < len(data):
+                        await trio.sleep(item.pause)
+                self._written(item)
+            case _Out():
+                await stream.send_all(h.send(h11.Data(data=item.data)))
+                self._written(item)
+            case _Exit():
+                if item.partial:
+                    await stream.send_all(h.send(h11.Data(data=item.partial)))
+                self.exit_process(item.status)
+                await trio.sleep_forever()
+            case _Reset():
+                self._item_event(item)
+                raise _Dropped()  # (the connection is dropped without ending the response)
+
+    async def _write_json_when_done(self, h: h11.Connection, stream: trio.SocketStream,
+                                    receive: trio.MemoryReceiveChannel[_Item], head: httprules.Head | None = None) -> None:
+        """One JSON body, written when the plan gave its answer (the last message it sent).
+
+        A dribbled answer is written in its chunks; a ``reset`` drops the
+        connection halfway through the answer's body; ``endStream`` answers
+        with an empty body.
+        """
+        final: _Out | None = None
+        reset = False
+        async with receive:
+            while True:
+                item = await _receive(receive)
+                if item is None:
+                    break
+                if isinstance(item, _End):
+                    self._item_event(item)
+                    break
+                if isinstance(item, _Out):
+                    final = item
+                elif isinstance(item, _Reset):
+                    self._item_event(item)
+                    reset = True
+                else:
+                    await self._write_item(h, stream, item)
+        data = final.data if final is not None else b""
+        status = httprules.status_for(jsonrpc.parse(data)) if b'"error"' in data and _is_json(data) else 200
+        if not reset and not isinstance(final, _Dribble):
+            await self._json(h, stream, status, data, head)
+            if final is not None:
+                self._written(final)
+            return
+        headers = _JSON_HEADERS if head is None else head.head_headers(b"application/json")
+        response = h11.Response(status_code=status, reason=_reason(status),
+                                headers=[*headers, (b"content-length", str(len(data)).encode())])
+        await stream.send_all(h.send(response))
+        if reset:
+            if data:
+                await stream.send_all(h.send(h11.Data(data=data[: len(data) // 2])))
+            raise _Dropped()  # (dropped mid-body, as scripted)
+        assert isinstance(final, _Dribble)
+        await self._write_item(h, stream, final)
+        await stream.send_all(h.send(h11.EndOfMessage()))
+
+    # ---------------------------------------------------------------- plans
+
+    async def _run_plan(self, plan: Plan, sink: trio.MemorySendChannel[_Item], scope: trio.CancelScope,
+                        registered: bool, listen: bool, raw_json: bool) -> None:
+        rid = plan.request_id
+        run = _Run(rid, sink, raw_json)
+        with scope:
+            try:
+                for action in plan.all_actions():
+                    await self._perform(action, run)
+            except trio.BrokenResourceError:
+                pass  # the answer is over (endStream, a reset, the client gone): the rest goes nowhere
+            finally:
+                sink.close()
+                if listen and self.streams.get(rid) is sink:
+                    del self.streams[rid]
+                    self._stalled.discard(rid)
+                if registered:
+                    if self._scopes.get(rid) is scope:
+                        del self._scopes[rid]
+                    self.conn.finished(rid)
+
+    async def _perform(self, action: Action | None, run: _Run) -> None:
+        """One action of a plan, the HTTP way (``server.Shell._perform`` is the stdio way)."""
+        match action:
+            case None:
+                await trio.lowlevel.checkpoint()
+            case Send():
+                await run.put(action.data, action)
+            case Sleep():
+                await trio.sleep(action.seconds)
+            case Emit():
+                await self._fan_out(action, run.sink)
+            case Park():
+                await trio.sleep_forever()
+            case WriteRaw():
+                await run.put(action.data, None, action.data)
+            case Exit():
+                self._event("exit", {"status": action.status, "id": run.rid})
+                await run.sink.send(_Exit(action.status, action.partial))
+                await trio.sleep_forever()
+            case Dribble():
+                run.dribble = action
+            case StopReading():
+                self.log("info", "stopReading has no effect over HTTP (each request is its own POST)")
+            case CloseStdout():
+                # Over HTTP the scripted "stdout closed" is the connection dropped mid-answer.
+                await run.sink.send(_Reset(("closeStdout", {"id": run.rid})))
+            case Stderr():
+                for _ in range(action.repeat):
+                    self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
+                    await trio.lowlevel.checkpoint()
+            case Ask():
+                # A legacy-era request to the client goes on this request's stream (2025-11-25 allowed
+                # that); its POSTed answer is not routed back over HTTP yet, so it ends as unanswered.
+                await run.put(action.data)
+                await trio.sleep(action.timeout)
+                await run.put(action.cancel)
+                action.deliver(None)
+            case WaitTasks():
+                changed = self.tasks_changed
+                with trio.move_on_after(math.inf if action.seconds is None else action.seconds):
+                    await changed.wait()
+            case Forward():
+                # there is no real server behind an HTTP mock (mockmcp proxy is stdio)
+                msg = errors.error_response(run.rid, -32603, "mockmcp: a forward step needs a real server (mockmcp proxy)")
+                await run.put(jsonrpc.encode(msg), Send(msg, jsonrpc.encode(msg), True))
+            case HttpFault():
+                # (its head options were applied before the head was written: see head_faults)
+                if action.write is not None:
+                    await run.sink.send(_Out(action.write, None, action.write))  # unframed: malformed SSE on purpose
+                if action.end_stream:
+                    await run.sink.send(_End(("httpEndStream", {"id": run.rid})))
+                if action.reset:
+                    await run.sink.send(_Reset(("httpReset", {"id": run.rid})))
+
+    async def _fan_out(self, emit: Emit, own: trio.MemorySendChannel[_Item]) -> None:
+        """Deliver an event to the listen streams that want it (the engine says which, in order)."""
+        engine = self.conn.engine
+        sids = engine.session.listeners(emit.event, emit.uri, emit.only, emit.has_only)
+        if not sids:
+            return
+        for sid, send in zip(sids, engine.fan_out(emit)):
+            target = self.streams.get(sid)
+            if target is None:
+                continue
+            chunk = _Out(httprules.sse_event(send.data.rstrip(b"\n")), send)
+            if target is own:
+                await own.send(chunk)
+                continue
+            try:
+                target.send_nowait(chunk)  # (journaled by that stream's writer once written)
+            except trio.WouldBlock:
+                if sid not in self._stalled:  # once per stream: a stalled reader must not flood stderr
+                    self._stalled.add(sid)
+                    self.log("warning", f"listen stream {sid!r} is not being read; events for it are dropped")
+                self._event("dropped", {"id": sid, "method": send.message.get("method")})
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+
+    def _finding(self, check: str, text: str, message: Any = None, request_id: Any = None) -> None:
+        if self.on_finding is not None:
+            self.on_finding(check, text, message, request_id)
+
+    def _emitted(self, send: Send) -> None:
+        if self.on_output is not None:
+            self.on_output(send.message, send.data)
+
+    def _item_event(self, item: _Reset | _End) -> None:
+        if item.event is not None:
+            self._event(*item.event)
+
+    def _written(self, item: _Out) -> None:
+        if self.on_output is not None:
+            if item.send is not None:
+                self.on_output(item.send.message, item.send.data)
+            elif item.raw is not None:
+                self.on_output(None, item.raw)
+
+    def _event(self, name: str, fields: dict[str, Any]) -> None:
+        if self.on_event is not None:
+            self.on_event(name, fields)
+
+
+async def _receive(channel: trio.MemoryReceiveChannel[_Item]) -> _Item | None:
+    try:
+        return await channel.receive()
+    except trio.EndOfChannel:
+        return None
+
+
+def _reset_on_close(stream: Any) -> None:
+    """Make the coming close a TCP RST (SO_LINGER 0), as a crashed server's connection would end."""
+    import socket
+    import struct
+
+    sock = getattr(stream, "socket", None)
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        jsonrpc.parse(data)
+    except errors.ClientError:
+        return False
+    return True
+
+
+def _has_partial(h: h11.Connection) -> bool:
+    return bool(h.trailing_data[0])
+
+
+def _too_large() -> httprules.Reject:
+    return httprules.Reject(413, "Content Too Large", headers=((b"content-type", b"text/plain"),),
+                            body=f"the body exceeds the {httprules.MAX_BODY_BYTES}-byte limit\n".encode())
+
+
+def _reason(status: int) -> bytes:
+    return httprules.REASONS.get(status, b"Status")
+
+
+async def _send_raw(stream: trio.SocketStream, status: int, body: bytes) -> None:
+    """An answer written without h11 (for requests h11 could not parse, or over the connection cap)."""
+    head = (f"HTTP/1.1 {status} ".encode() + _reason(status) + b"\r\ncontent-type: text/plain\r\n"
+            + f"content-length: {len(body)}\r\nconnection: close\r\n\r\n".encode())
+    try:
+        await stream.send_all(head + body)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+
+
+def _hard_exit(status: int) -> None:
+    try:
+        sys.stderr.flush()
+    finally:
+        os._exit(status)
+
+
+# ---------------------------------------------------------------- the process
+
+
+def url_for(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/mcp"
+
+
+async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool = False,
+                        ignore_sigterm: bool = False, print_url: Callable[[str], Any] | None = None) -> int:
+    """Listen, print the endpoint URL as the first stdout line, serve until stdin's EOF or a signal."""
+    import signal
+
+    sigs = {signal.SIGINT} | (set() if ignore_sigterm else {signal.SIGTERM})
+    # The signal receiver is open before the URL is printed: a suite that stops the mock as
+    # soon as it has read the URL must find SIGTERM handled, not the default action.
+    with trio.open_signal_receiver(*sigs) as received:
+        listeners = (await trio.open_tcp_listeners(port, host=host))[:1]  # one socket: one port, one URL
+        bound = listeners[0].socket.getsockname()
+        url = url_for(host, bound[1])
+        async with trio.open_nursery() as nursery:
+            await nursery.start(shell.serve, listeners)
+            (print_url or _print_url)(url)
+            shell.log("info", f"serving Streamable HTTP at {url}")
+
+            async def watch_signals() -> None:
+                async for signum in received:
+                    shell.log("info", f"received {signal.Signals(signum).name}; shutting down")
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(watch_signals)
+            await _until_eof(shell, ignore_eof)
+            nursery.cancel_scope.cancel()
+    return 0
+
+
+async def _until_eof(shell: HttpShell, ignore_eof: bool) -> None:
+    stdin = trio.lowlevel.FdStream(os.dup(0))
+    try:
+        while True:
+            try:
+                data = await stdin.receive_some(READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                data = b""
+            if not data:
+                break  # what arrives on stdin is ignored: the protocol is on the socket
+    finally:
+        await trio.aclose_forcefully(stdin)
+    if ignore_eof:
+        shell.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal)")
+        await trio.sleep_forever()
+    shell.log("debug", "stdin closed; shutting down")
+
+
+def _print_url(url: str) -> None:
+    os.write(1, (url + "\n").encode())
+
+
+def run_http(args: Any, scenario: Any, conn: Connection, log: StderrLog, observers: dict[str, Any]) -> int:
+    """``mockmcp run SCENARIO --http [HOST:]PORT``: the HTTP shell in this process's trio run."""
+    host, port = args.http
+    shell = HttpShell(
+        conn,
+        log=log,
+        tool_headers=httprules.tool_header_table(scenario.tools),
+        allowed_origins=frozenset(args.allow_origin or ()),
+        keepalive=args.sse_keepalive,
+        on_output=observers.get("output"),
+        on_event=observers.get("event"),
+        on_request=observers.get("httpRequest"),
+        on_finding=observers.get("httpFinding"),
+        invalid_tools=httprules.invalid_tool_headers(scenario.tools),
+    )
+    return trio.run(serve_process, shell, host, port, scenario.protocol.ignoreEof, scenario.protocol.ignoreSigterm)
