@@ -44,12 +44,14 @@ def judge(records: list[dict[str, Any]], expectations: list[Any]) -> dict[str, A
                 continue
             raw = msg.get("params")
             params: dict[str, Any] = raw if type(raw) is dict else {}
+            hdrs = rec.get("headers")  # an HTTP request's headers (``mockmcp run --http``)
+            headers = hdrs if type(hdrs) is dict else None
             if "id" in msg:
                 counts["requests"] += 1
-                tracker.observe(msg["id"], msg["method"], params)
+                tracker.observe(msg["id"], msg["method"], params, headers)
             else:
                 counts["notifications"] += 1
-                tracker.observe(None, msg["method"], params)
+                tracker.observe(None, msg["method"], params, headers)
         elif kind == "finding":
             finding = rec.get("finding") or {}
             check = finding.get("check", "?")

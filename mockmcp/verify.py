@@ -69,9 +69,12 @@ class Verifier:
                 self.journal.write("in", raw=raw_text(line.rstrip(b"\r\n")), error=text)
             self._found(self.checker.invalid_line(line, text))
             return
-        if self.journal is not None:
-            self.journal.write("in", message=msg.message)
         headers, self._headers = self._headers, None
+        if self.journal is not None:
+            if headers is None:
+                self.journal.write("in", message=msg.message)
+            else:  # over HTTP: the request's headers too (a session's verdict is judged from the journal)
+                self.journal.write("in", message=msg.message, headers=headers)
         if type(msg) is jsonrpc.Request:
             self.counts["requests"] += 1
             self.tracker.observe(msg.id, msg.method, msg.params, headers)
