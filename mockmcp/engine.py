@@ -153,6 +153,14 @@ class Engine:
         tasks.changed = False
         return True
 
+    def task_notifications(self) -> list[Send]:
+        """``notifications/tasks`` for the listen streams whose watched tasks changed behind their
+        back (another process of the session, the control channel): ``TaskTable.notify_watchers``."""
+        if not self.tasks.watchers:
+            return []
+        subscriptions = self.session.subscriptions
+        return self.tasks.notify_watchers(lambda sid: sid in subscriptions)
+
     def fan_out(self, emit: Emit) -> list[Send]:
         """Messages that deliver an emitted event to the open subscriptions that want it."""
         method = p.EVENT_METHOD[emit.event]

@@ -164,7 +164,16 @@ class HttpShell:
         async with trio.open_nursery() as nursery:
             for listener in listeners:
                 nursery.start_soon(self._accept_loop, listener, nursery)
+            watch = getattr(self.conn, "watch", None)  # a session's connection (sessiondir) watches the log
+            if watch is not None:
+                nursery.start_soon(watch, self.wake_task_streams)
             task_status.started()
+
+    def wake_task_streams(self) -> None:
+        """If tasks changed (a request, another process of the session), wake the streams watching them."""
+        if self.conn.engine.take_task_changes():
+            self.tasks_changed.set()
+            self.tasks_changed = trio.Event()
 
     async def _accept_loop(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
         async with listener:
@@ -299,9 +308,7 @@ class HttpShell:
             await self._json(h, stream, 400, jsonrpc.encode(error))
             return
         out = self.conn.handle_line(body, check)
-        if self.conn.engine.take_task_changes():  # wake the listen streams that watch tasks
-            self.tasks_changed.set()
-            self.tasks_changed = trio.Event()
+        self.wake_task_streams()
         if not isinstance(out, Plan):  # a notification or a legacy client's answer, accepted (a cancel performed)
             if isinstance(out, Cancel):
                 self._cancel(out.request_id, out.reason)

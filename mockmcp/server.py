@@ -137,6 +137,12 @@ class Shell:
             self._read_scope.cancel()
         self.resume_reading()
 
+    def wake_task_streams(self) -> None:
+        """If tasks changed (a request, another process of the session), wake the streams watching them."""
+        if self.conn.engine.take_task_changes():
+            self.tasks_changed.set()
+            self.tasks_changed = trio.Event()
+
     async def deliver(self, sends: list[Send]) -> None:
         """Write lines made outside a plan (the control channel's events) through the writer."""
         for send in sends:
@@ -363,6 +369,9 @@ class Shell:
             async with trio.open_nursery() as requests:
                 if self.streams is not None:
                     requests.start_soon(self.streams.run)
+                watch = getattr(self.conn, "watch", None)  # a session's connection (sessiondir) watches the log
+                if watch is not None:
+                    requests.start_soon(watch, self.wake_task_streams)
                 task_status.started()
                 try:
                     while not self._stopped:
@@ -385,9 +394,7 @@ class Shell:
                         if not data:
                             break
                         await self._dispatch(self.conn.receive_data(bytes(data)), requests)
-                        if self.conn.engine.take_task_changes():
-                            self.tasks_changed.set()
-                            self.tasks_changed = trio.Event()
+                        self.wake_task_streams()
                     await self._dispatch(self.conn.receive_eof(), requests)
                     if self.ignore_eof and not self._stopped:
                         self.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal)")

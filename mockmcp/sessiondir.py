@@ -34,7 +34,7 @@ import contextlib
 import fcntl
 import json
 import os
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 MARKER = "VERSION"
 MARKER_TEXT = "mockmcp session 1\n"
@@ -43,6 +43,8 @@ LOG = "state.log"
 LOCK = "lock"
 JOURNAL = "journal.jsonl"
 COMPACT_MIN = 1 << 20  # bytes of log before compaction is considered
+# How often a process with a listen stream watching tasks looks (one stat) for other processes' changes.
+WATCH_INTERVAL = 0.05
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
@@ -62,6 +64,7 @@ class SessionStore:
         self._live: dict[str, str] = {}  # task id (or "E") -> its latest line, for compaction
         self._live_bytes = 0
         self._last_state: str | None = None
+        self._seen: tuple[int, int, int] | None = None  # the log's (inode, size, mtime) when last read or written
         self.corrupt_lines = 0
 
     # ------------------------------------------------------------ opening
@@ -144,6 +147,7 @@ class SessionStore:
             return
         except OSError as exc:
             raise SessionError(f"{self._path(LOG)}: cannot read: {exc.strerror}") from None
+        self._seen = (st.st_ino, st.st_size, st.st_mtime_ns)
         if st.st_ino != self._inode:  # first look, or compacted by another process: read it all
             self._inode = st.st_ino
             self._offset = 0
@@ -171,6 +175,8 @@ class SessionStore:
         live = self._live
         raw = tasks.raw if tasks is not None else None
         records = tasks.records if tasks is not None else {}
+        watchers = tasks.watchers if tasks is not None else {}
+        watched_changed = False
         state: str | None = None
         # One pass, no JSON: a task record stays text until the task is looked at (a
         # session of 10,000 ended tasks starts without parsing one of them).
@@ -183,6 +189,8 @@ class SessionStore:
                     continue
                 records.pop(tid, None)
                 raw[tid] = body
+                if tid in watchers:
+                    watched_changed = True
                 old = live.get(tid)
                 self._live_bytes += len(line) + 1 - (len(old) + 1 if old is not None else 0)
                 live[tid] = line
@@ -195,11 +203,15 @@ class SessionStore:
             elif kind == "F ":
                 tid = line[2:]
                 records.pop(tid, None)
+                if tid in watchers:
+                    watched_changed = True
                 if raw is not None:
                     raw.pop(tid, None)
                 self._forget(tid)
             else:
                 self.corrupt_lines += 1
+        if watched_changed:
+            tasks.changed = True  # a listen stream here watches a task another process changed: wake it
         if state is not None:
             self._last_state = state
             try:
@@ -243,6 +255,8 @@ class SessionStore:
         while written < len(data):
             written += os.write(fd, data[written:])
         self._offset += len(data)
+        st = os.fstat(fd)  # (the lock is held: nobody else wrote since the pull)
+        self._seen = (st.st_ino, st.st_size, st.st_mtime_ns)
         if self._offset > COMPACT_MIN and self._offset > 1.5 * self._live_bytes:
             self._compact()
 
@@ -262,8 +276,19 @@ class SessionStore:
         if self._log_fd is not None:
             os.close(self._log_fd)
             self._log_fd = None
-        self._inode = os.stat(self._path(LOG)).st_ino
+        st = os.stat(self._path(LOG))
+        self._inode = st.st_ino
         self._offset = len(data)
+        self._seen = (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def changed_on_disk(self) -> bool:
+        """Did another process write the log since this one last read or wrote it? (One ``stat``,
+        no lock: the watcher of listen streams asks it every ``WATCH_INTERVAL``.)"""
+        try:
+            st = os.stat(self._path(LOG))
+        except OSError:
+            return False  # no log yet (or gone for a moment): the next look will tell
+        return (st.st_ino, st.st_size, st.st_mtime_ns) != self._seen
 
     def _remember(self, key: str, line: str) -> None:
         old = self._live.get(key)
@@ -279,7 +304,7 @@ class SessionStore:
 
 
 class SessionConnection:
-    """A ``Connection`` whose every input chunk is handled inside the session's lock.
+    """A ``Connection`` whose every input chunk (or HTTP message) is handled inside the session's lock.
 
     The shell sees the connection it knows (everything else is the wrapped one's).
     """
@@ -288,12 +313,14 @@ class SessionConnection:
         self._conn = conn
         self._store = store
         self.engine = conn.engine
+        self._listening: Any = None  # a trio.Event while ``watch`` waits for a stream to watch tasks
 
     def receive_data(self, data: bytes) -> Any:
         with self._store.locked():
             self._store.pull(self.engine)
             out = self._conn.receive_data(data)
             self._store.push(self.engine)
+        self._streams_may_watch()
         return out
 
     def receive_eof(self) -> Any:
@@ -302,6 +329,54 @@ class SessionConnection:
             out = self._conn.receive_eof()
             self._store.push(self.engine)
         return out
+
+    def handle_line(self, line: Any, check: Any = None) -> Any:
+        """One message (the HTTP shell's way in), under the lock like a chunk of stdin."""
+        with self._store.locked():
+            self._store.pull(self.engine)
+            out = self._conn.handle_line(line, check)
+            self._store.push(self.engine)
+        self._streams_may_watch()
+        return out
+
+    # ------------------------------------------------------------ other processes' changes, pushed
+
+    def _streams_may_watch(self) -> None:
+        if self._listening is not None and self.engine.tasks.watchers:
+            self._listening.set()
+
+    def refresh(self) -> bool:
+        """Read what other processes appended, if anything (the lock taken only then); read?"""
+        if not self._store.changed_on_disk():
+            return False
+        with self._store.locked():
+            self._store.pull(self.engine)
+            self._store.push(self.engine)
+        return True
+
+    async def watch(self, wake: Callable[[], None], interval: float = WATCH_INTERVAL) -> None:
+        """While a listen stream here watches tasks: notice the other processes' changes.
+
+        Without this a change made by another process reached this one's
+        streams only when this process next read a request. Every ``interval``
+        the log is ``stat``-ed (no lock); when another process wrote it, its
+        new lines are read under the lock and ``wake`` wakes the streams
+        (``pull`` marks the task table changed when a watched task changed;
+        each stream then sends ``notifications/tasks``). With no stream
+        watching tasks the loop sleeps on an event: nothing is polled, and a
+        spawn costs what it did.
+        """
+        import trio
+
+        tasks = self.engine.tasks
+        while True:
+            if not tasks.watchers:
+                self._listening = trio.Event()
+                await self._listening.wait()
+                continue
+            await trio.sleep(interval)
+            if tasks.watchers and self.refresh():
+                wake()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)

@@ -59,6 +59,15 @@ def iso(t: float) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 
 
+def seen_key(rec: TaskRecord) -> tuple[Any, ...]:
+    """What tells one observable state of a task from another, for notifications.
+
+    The version alone is not enough across processes: two processes may each
+    bump it once from the same record, so the status and the time of the
+    change go with it."""
+    return (rec.version, rec.status, rec.updated, rec.phase, len(rec.answers))
+
+
 class TaskRecord:
     """One task's state: plain values only, so it can be kept as JSON between processes."""
 
@@ -125,8 +134,8 @@ class TaskTable:
         self.state: Callable[[], str] = lambda: "start"
         self.render_outcome: Callable[[RequestContext, list[model.Step]], dict[str, Any]] | None = None
         self.changed = False  # set on every change; the shell wakes the streams that watch tasks
-        # task id -> {subscription id: version last sent}: the streams listening for it (this process)
-        self.watchers: dict[str, dict[Any, int]] = {}
+        # task id -> {subscription id: the state last sent (seen_key)}: the streams listening for it
+        self.watchers: dict[str, dict[Any, tuple[Any, ...] | None]] = {}
 
     # ------------------------------------------------------------ creating
 
@@ -410,7 +419,7 @@ class TaskTable:
     def watch(self, subscription_id: Any, task_ids: list[str]) -> None:
         for tid in task_ids:
             rec = self.get(tid)
-            self.watchers.setdefault(tid, {})[subscription_id] = -1 if rec is None else rec.version
+            self.watchers.setdefault(tid, {})[subscription_id] = None if rec is None else seen_key(rec)
 
     def unwatch(self, subscription_id: Any) -> None:
         for tid in list(self.watchers):
@@ -420,53 +429,79 @@ class TaskTable:
                 del self.watchers[tid]
 
     def notifications(self, rec: TaskRecord, live: Callable[[Any], bool]) -> list[Send]:
-        """``notifications/tasks`` for every stream watching ``rec`` that has not seen this version."""
+        """``notifications/tasks`` for every stream watching ``rec`` that has not seen its state."""
         subs = self.watchers.get(rec.id)
         if not subs:
             return []
         out = []
+        key = seen_key(rec)
         for sid, seen in list(subs.items()):
             if not live(sid):
                 del subs[sid]
-                continue
-            if seen != rec.version:
-                subs[sid] = rec.version
-                params = {**self.detailed(rec), "_meta": {p.META_SUBSCRIPTION_ID: sid}}
-                out.append(self.envelope.notification(p.TASKS_NOTIFICATION, params))
+            elif seen != key:
+                subs[sid] = key
+                out.append(self._notification(rec, sid))
         return out
+
+    def notify_watchers(self, live: Callable[[Any], bool], subscription_id: Any = None) -> list[Send]:
+        """``notifications/tasks`` for every watched task whose state a stream has not seen yet.
+
+        The one place notifications are made outside a request's own answer:
+        each watched task is brought up to date first (its clock, and what the
+        session store read from other processes), then every live stream
+        watching it (or only ``subscription_id``'s) that last saw another
+        state gets the full state. A stream's rest calls it when it wakes; so
+        can anything else that changed tasks behind the streams' back (the
+        control channel), writing what it returns.
+        """
+        out: list[Send] = []
+        for tid in list(self.watchers):
+            subs = self.watchers.get(tid)
+            if not subs or (subscription_id is not None and subscription_id not in subs):
+                continue
+            rec = self.get(tid)
+            if rec is None:
+                continue  # forgotten (past the bound) by another process: nothing more to say
+            if self.advance(rec):
+                self._saved(rec)
+            key = seen_key(rec)
+            for sid, seen in list(subs.items()):
+                if subscription_id is not None and sid != subscription_id:
+                    continue
+                if not live(sid):
+                    del subs[sid]
+                elif seen != key:
+                    subs[sid] = key
+                    out.append(self._notification(rec, sid))
+            if not subs:
+                del self.watchers[tid]
+        return out
+
+    def _notification(self, rec: TaskRecord, sid: Any) -> Send:
+        params = {**self.detailed(rec), "_meta": {p.META_SUBSCRIPTION_ID: sid}}
+        return self.envelope.notification(p.TASKS_NOTIFICATION, params)
 
     def stream(self, subscription_id: Any, task_ids: list[str], live: Callable[[Any], bool]) -> Iterator[Action | None]:
         """The rest of a listen stream that watches tasks: a notification whenever one changes.
 
         It waits (``WaitTasks``) until the next moment time alone changes a
-        watched task, or until the shell says some request changed tasks,
-        brings the watched tasks up to date and sends what changed.
+        watched task, or until the shell says tasks changed (a request, or the
+        session store reading another process's change), then sends what
+        changed (``notify_watchers``).
         """
         try:
             while live(subscription_id):
+                yield from self.notify_watchers(live, subscription_id)
                 deadlines = []
                 for tid in task_ids:
                     rec = self.get(tid)
-                    if rec is None:
-                        continue
-                    if self.advance(rec):
-                        self._saved(rec)
-                    yield from self.notifications_for(rec, subscription_id, live)
-                    due = self.next_deadline(rec)
+                    due = None if rec is None else self.next_deadline(rec)
                     if due is not None:
                         deadlines.append(due)
                 wait = None if not deadlines else max(0.0, min(deadlines) - self.clock())
                 yield WaitTasks(wait)
         finally:
             self.unwatch(subscription_id)
-
-    def notifications_for(self, rec: TaskRecord, sid: Any, live: Callable[[Any], bool]) -> list[Send]:
-        subs = self.watchers.get(rec.id)
-        if subs is None or sid not in subs or subs[sid] == rec.version:
-            return []
-        subs[sid] = rec.version
-        params = {**self.detailed(rec), "_meta": {p.META_SUBSCRIPTION_ID: sid}}
-        return [self.envelope.notification(p.TASKS_NOTIFICATION, params)]
 
     # ------------------------------------------------------------ bounds and the store
 
