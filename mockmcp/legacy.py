@@ -80,6 +80,11 @@ class LegacyEra:
         handler = self.handlers.get(req.method)
         if handler is None or req.method in (p.DISCOVER, p.SUBSCRIPTIONS_LISTEN):
             raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
+        if req.method in p.TASK_METHODS:  # the Tasks extension is not defined under 2025-11-25
+            raise errors.MethodNotFound(
+                f"Method not found: {req.method} (the {p.TASKS_EXTENSION} extension needs protocol version 2026-07-28 or later)",
+                request_id=req.id,
+            )
         cap = CAPABILITY_FOR.get(req.method)
         if cap is not None and cap not in svc.capabilities:
             raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
@@ -88,6 +93,7 @@ class LegacyEra:
         meta.setdefault(p.META_PROTOCOL_VERSION, p.LEGACY_VERSION)
         legacy = svc.session.legacy
         meta.setdefault(p.META_CLIENT_CAPABILITIES, legacy.capabilities)
+        meta[p.META_CLIENT_CAPABILITIES] = _without_tasks(meta[p.META_CLIENT_CAPABILITIES])
         if legacy.log_level is not None:
             meta.setdefault(p.META_LOG_LEVEL, legacy.log_level)  # log steps then send at or above it
         plan = handler(svc, RequestContext(req, meta, svc.session.state, svc.effects))
@@ -143,6 +149,15 @@ _SESSION_METHODS = frozenset({p.LEGACY_SET_LEVEL, p.LEGACY_SUBSCRIBE, p.LEGACY_U
 def _result(req: jsonrpc.Request, result: dict[str, Any]) -> Plan:
     msg = jsonrpc.result_response(req.id, result)
     return Plan(req.id, [Send(msg, jsonrpc.encode(msg), True)], req.method, "protocol.era", immediate=True)
+
+
+def _without_tasks(caps: Any) -> Any:
+    """Client capabilities as a legacy-era request has them: the Tasks extension is not defined
+    under 2025-11-25, so a declaration of it counts for nothing (no task is returned)."""
+    if type(caps) is not dict or type(caps.get("extensions")) is not dict or p.TASKS_EXTENSION not in caps["extensions"]:
+        return caps
+    extensions = {k: v for k, v in caps["extensions"].items() if k != p.TASKS_EXTENSION}
+    return {**caps, "extensions": extensions}
 
 
 def _strip(action: Action) -> Action:

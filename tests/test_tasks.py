@@ -365,3 +365,28 @@ def test_listen_for_tasks_without_the_capability_is_32021() -> None:
     with _link() as link:
         (err,) = link.send(_req(1, "subscriptions/listen", {"notifications": {"taskIds": ["x"]}}, caps={}))
         assert err["error"]["code"] == -32021
+
+
+def test_the_legacy_era_never_gets_a_task_whatever_it_declares(tmp_path: Any) -> None:
+    """The extension is not defined under 2025-11-25: a legacy client that declares it is a client without it."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "scenarios" / "tasks.yaml").read_text()
+    scenario = tmp_path / "dual.yaml"
+    scenario.write_text(text.replace("mockmcp: 1\n", "mockmcp: 1\nprotocol: {era: dual, versions: ['2026-07-28', '2025-11-25']}\n", 1))
+    core = Core(str(scenario))
+
+    def legacy(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        (plan,) = core.conn.receive_data(line(msg))
+        (answer,) = [a.message for a in plan.actions if isinstance(a, Send)]
+        return answer
+
+    init = legacy(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": EXT, "clientInfo": {"name": "old", "version": "1"}})
+    assert "extensions" not in init["result"]["capabilities"]
+    core.conn.receive_data(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    declared = {"_meta": {p.META_CLIENT_CAPABILITIES: EXT}}
+    quick = legacy(2, "tools/call", {"name": "quick", "arguments": {}, **declared})["result"]
+    assert quick["content"] == [{"type": "text", "text": "quick result"}] and "taskId" not in quick
+    assert legacy(3, "tools/call", {"name": "build", "arguments": {}})["error"]["code"] == -32021
+    assert legacy(4, "tasks/get", {"taskId": "x", **declared})["error"]["code"] == -32601
