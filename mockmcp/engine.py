@@ -130,12 +130,25 @@ class Engine:
         return {"state": self.session.state, "counters": self.session.export_counters(self._rule_order()), "serial": self.tasks.serial}
 
     def import_state(self, data: dict[str, Any]) -> None:
-        if "state" in data:
-            self.session.set_state(data["state"])
-        if "counters" in data:
-            self.session.import_counters(self._rule_order(), data["counters"])
-        if "serial" in data:
-            self.tasks.serial = max(self.tasks.serial, data["serial"])
+        """Take another process's ``export_state``; ``ValueError`` (nothing taken) if it does not fit."""
+        rules = self._rule_order()
+        if type(data) is not dict:
+            raise ValueError("not an object")
+        state, counters, serial = data.get("state"), data.get("counters", {}), data.get("serial", 0)
+        if "state" in data and type(state) is not str:
+            raise ValueError("'state' must be a string")
+        if type(serial) is not int or serial < 0:
+            raise ValueError("'serial' must be an integer >= 0")
+        if type(counters) is not dict or not all(
+            type(k) is str and k.isdigit() and int(k) < len(rules)
+            and type(v) is list and len(v) == 2 and all(type(n) is int and n >= 0 for n in v)
+            for k, v in counters.items()
+        ):
+            raise ValueError("'counters' must map rule places to [matched, used] counts")
+        if type(state) is str:
+            self.session.set_state(state)
+        self.session.import_counters(rules, counters)
+        self.tasks.serial = max(self.tasks.serial, serial)
 
     def _rule_order(self) -> list[object]:
         """Every rule in file order: counters are kept by place, since objects do not outlive a process."""

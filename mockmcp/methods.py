@@ -226,7 +226,7 @@ def _listen(svc: Services, ctx: RequestContext) -> Plan:
             raise tasks.missing_extension(ctx.id, "listening for task notifications (taskIds)")
         table = svc.tasks
         if table is not None and _offers_tasks(svc):
-            honored["taskIds"] = [t for t in task_ids if table.known(t)]
+            honored["taskIds"] = [t for t in task_ids if table.peek(t) is not None]  # (not unknown or corrupt ones)
     level = ctx.meta.get(p.META_LOG_LEVEL)
     svc.session.subscribe(Subscription(ctx.id, honored, level if type(level) is str else None))
     ack = svc.envelope.notification(

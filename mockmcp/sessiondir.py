@@ -184,7 +184,7 @@ class SessionStore:
             kind = line[:2]
             if kind == "T " and raw is not None:
                 tid, _, body = line[2:].partition(" ")
-                if not body.startswith("{"):
+                if not (body.startswith("{") and body.endswith("}")):  # (the record is parsed when looked at)
                     self.corrupt_lines += 1
                     continue
                 records.pop(tid, None)
@@ -216,7 +216,7 @@ class SessionStore:
             self._last_state = state
             try:
                 engine.import_state(json.loads(state))
-            except (ValueError, KeyError, IndexError, TypeError):  # a state record that does not fit
+            except ValueError:  # a state record that does not fit (json's errors are ValueErrors too)
                 self.corrupt_lines += 1
 
     def check(self, engine: Any) -> None:

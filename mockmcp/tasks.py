@@ -33,6 +33,7 @@ Clock = Callable[[], float]  # seconds (wall time in the shell: tasks outlive pr
 
 REQUIRED_CAPABILITY: dict[str, Any] = {"extensions": {p.TASKS_EXTENSION: {}}}
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
+STATUSES = TERMINAL | {"working", "input_required"}
 MAX_RECORDS = 100_000  # finished tasks beyond this are forgotten, oldest first (bounded memory and store)
 
 
@@ -100,11 +101,36 @@ class TaskRecord:
         return {name: getattr(self, name) for name in self.__slots__}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TaskRecord:
+    def from_json(cls, data: Any, task_id: str, specs: int) -> TaskRecord:
+        """A record from its JSON (a session store's line); ``CorruptRecord`` if it does not fit."""
+        if type(data) is not dict:
+            raise CorruptRecord("not an object")
+        missing = [name for name in cls.__slots__ if name not in data]
+        if missing:
+            raise CorruptRecord(f"no {', '.join(missing)}")
+        for name, kinds in _FIELD_TYPES.items():
+            if type(data[name]) not in kinds:
+                raise CorruptRecord(f"{name!r} is {type(data[name]).__name__}")
+        if data["id"] != task_id or not 0 <= data["spec"] < specs or data["phase"] < 0 or data["status"] not in STATUSES:
+            raise CorruptRecord("its id, script, phase or status does not fit this scenario")
         rec = cls.__new__(cls)
         for name in cls.__slots__:
             setattr(rec, name, data[name])
         return rec
+
+
+class CorruptRecord(ValueError):
+    """A stored task record that does not fit (the session directory was edited, or written by
+    another program): answered -32603 when the task is asked for, the record left as it is."""
+
+
+_NUMBER = (int, float)
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,), "spec": (int,), "params": (dict,), "meta": (dict,), "created": _NUMBER, "updated": _NUMBER,
+    "phase": (int,), "phase_start": _NUMBER, "polls": (int,), "total_polls": (int,), "answers": (dict,),
+    "status": (str,), "message": (str, type(None)), "outcome": (dict, type(None)), "version": (int,),
+    "cancel_asked": (bool,), "fault_step": (int,),
+}
 
 
 class TaskTable:
@@ -286,7 +312,14 @@ class TaskTable:
             raise errors.InvalidParams("Invalid params: 'taskId' missing", request_id=request_id)
         if type(task_id) is not str:
             raise errors.InvalidParams("Invalid params: 'taskId' must be a string", request_id=request_id)
-        rec = self.get(task_id)
+        try:
+            rec = self.get(task_id)
+        except CorruptRecord as exc:
+            raise errors.ClientError(
+                f"Internal error: the session directory's record of task {task_id} is corrupt ({exc}); it was left as it is",
+                data={"taskId": task_id},
+                request_id=request_id,
+            ) from None
         if rec is None:
             raise errors.InvalidParams("Failed to retrieve task: Task not found", data={"taskId": task_id}, request_id=request_id)
         spec = self.spec_of(rec)
@@ -400,13 +433,30 @@ class TaskTable:
     # ------------------------------------------------------------ notifications/tasks
 
     def get(self, task_id: str) -> TaskRecord | None:
-        """The record of ``task_id`` (parsed now if the store read it as text)."""
+        """The record of ``task_id`` (parsed now if the store read it as text).
+
+        A stored record that does not fit raises ``CorruptRecord`` and stays as
+        it was (start-up does not parse records: a session of 10,000 ended
+        tasks would pay for it at every spawn)."""
         rec = self.records.get(task_id)
         if rec is None:
-            text = self.raw.pop(task_id, None)
+            text = self.raw.get(task_id)
             if text is not None:
-                rec = self.records[task_id] = TaskRecord.from_json(json.loads(text))
+                try:
+                    data = json.loads(text)
+                except ValueError as exc:
+                    raise CorruptRecord(f"not JSON ({exc})") from None
+                rec = self.records[task_id] = TaskRecord.from_json(data, task_id, len(self.specs))
+                del self.raw[task_id]
         return rec
+
+    def peek(self, task_id: str) -> TaskRecord | None:
+        """``get``, with a corrupt record taken as absent (streams and pruning skip it; a request for
+        the task itself gets the error)."""
+        try:
+            return self.get(task_id)
+        except CorruptRecord:
+            return None
 
     def known(self, task_id: str) -> bool:
         return task_id in self.records or task_id in self.raw
@@ -418,7 +468,7 @@ class TaskTable:
 
     def watch(self, subscription_id: Any, task_ids: list[str]) -> None:
         for tid in task_ids:
-            rec = self.get(tid)
+            rec = self.peek(tid)
             self.watchers.setdefault(tid, {})[subscription_id] = None if rec is None else seen_key(rec)
 
     def unwatch(self, subscription_id: Any) -> None:
@@ -459,9 +509,9 @@ class TaskTable:
             subs = self.watchers.get(tid)
             if not subs or (subscription_id is not None and subscription_id not in subs):
                 continue
-            rec = self.get(tid)
+            rec = self.peek(tid)
             if rec is None:
-                continue  # forgotten (past the bound) by another process: nothing more to say
+                continue  # forgotten (past the bound) by another process, or corrupt: nothing to say
             if self.advance(rec):
                 self._saved(rec)
             key = seen_key(rec)
@@ -494,7 +544,7 @@ class TaskTable:
                 yield from self.notify_watchers(live, subscription_id)
                 deadlines = []
                 for tid in task_ids:
-                    rec = self.get(tid)
+                    rec = self.peek(tid)
                     due = None if rec is None else self.next_deadline(rec)
                     if due is not None:
                         deadlines.append(due)
@@ -511,7 +561,7 @@ class TaskTable:
         if excess <= 0:
             return
         for tid in list(self.raw):  # rare: past the bound, what other processes wrote is read too
-            self.get(tid)
+            self.peek(tid)  # (a corrupt record stays text, and is never pruned)
         for tid in [t for t, r in self.records.items() if r.status in TERMINAL][:excess]:
             del self.records[tid]
             self.dirty.pop(tid, None)
@@ -527,4 +577,4 @@ class TaskTable:
         return out
 
 
-__all__ = ["REQUIRED_CAPABILITY", "TERMINAL", "TaskRecord", "TaskTable", "has_extension", "iso", "missing_extension"]
+__all__ = ["REQUIRED_CAPABILITY", "TERMINAL", "CorruptRecord", "TaskRecord", "TaskTable", "has_extension", "iso", "missing_extension"]

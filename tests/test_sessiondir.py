@@ -108,9 +108,19 @@ def test_processes_at_once_lose_no_update(tmp_path: Path) -> None:
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
                     (d / "state.log").write_bytes(b"T x {\"a\"\nZ garbage\n")), "state.log: corrupt"),
         (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
+                    (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
+                    (d / "state.log").write_bytes(b'E {"state":5,"counters":{},"serial":1}\n')), "state.log: corrupt (1 unreadable"),
+        (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
+                    (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
+                    (d / "state.log").write_bytes(b'E {"state":"start","counters":{"-1":[1,0]},"serial":1}\n')), "state.log: corrupt (1 unreadable"),
+        (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
+                    (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
+                    (d / "state.log").write_bytes(b'T abc {"id":"abc","spec"\n')), "state.log: corrupt (1 unreadable"),
+        (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "default"}))), "belongs to scenario 'default'"),
     ],
-    ids=["other-version", "not-a-session", "a-file", "corrupt-meta", "corrupt-log", "other-scenario"],
+    ids=["other-version", "not-a-session", "a-file", "corrupt-meta", "corrupt-log", "other-scenario",
+         "state-of-wrong-type", "counter-of-no-rule", "truncated-record"],
 )
 def test_an_unusable_session_directory_is_refused_at_start_up_and_left_alone(tmp_path: Path, prepare: Any, message: str) -> None:
     d = tmp_path / "s"
@@ -178,3 +188,35 @@ def test_one_verdict_per_session_and_per_process_verdicts(tmp_path: Path) -> Non
     human = run_mock("report", session)
     assert human.returncode == 0 and b"2 process(es)" in human.stdout and b"-> ok" in human.stdout
     assert run_mock("report", str(tmp_path / "nothing")).returncode == 2
+
+
+def test_a_corrupt_task_record_is_an_error_for_that_task_and_is_left_as_it_is(tmp_path: Path) -> None:
+    """Start-up reads no record (10,000 ended tasks would cost every spawn): one that does not
+    fit is found when the task is asked for, answered -32603, and never rewritten or dropped."""
+    from conftest import line, request
+    from mockmcp.connection import Connection
+
+    engine = scenario_engine("tasks", state_key=b"a", clock=lambda: 1e9)
+    store = sessiondir.SessionStore(str(tmp_path), "tasks")
+    ext = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    conn = sessiondir.SessionConnection(Connection(engine), store)
+
+    def send(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        (plan,) = conn.receive_data(line(request(rid, method, params, ext)))
+        return plan.actions[0].message  # type: ignore[no-any-return]
+
+    good = send(1, "tools/call", {"name": "build"})["result"]["taskId"]
+    log = tmp_path / "state.log"
+    with log.open("a") as fh:
+        fh.write('T bad1 {"id":"bad1","spec":0}\n')  # fields missing
+        fh.write('T bad2 {"id":"other","spec":0}\n')  # another id
+    before = log.read_bytes()
+    fresh = sessiondir.SessionStore(str(tmp_path), "tasks")
+    fresh.check(scenario_engine("tasks", state_key=b"b", clock=lambda: 1e9))  # start-up accepts it
+    for rid, tid in ((2, "bad1"), (3, "bad2")):
+        error = send(rid, "tasks/get", {"taskId": tid})["error"]
+        assert error["code"] == -32603 and f"record of task {tid} is corrupt" in error["message"]
+    listen = send(4, "subscriptions/listen", {"notifications": {"taskIds": ["bad1", good]}})
+    assert listen["params"]["notifications"]["taskIds"] == [good]  # not agreed to for a record it cannot read
+    assert send(5, "tasks/get", {"taskId": good})["result"]["status"] == "working"
+    assert log.read_bytes().startswith(before) and b"bad1" not in log.read_bytes()[len(before):]

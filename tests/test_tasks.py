@@ -390,3 +390,51 @@ def test_the_legacy_era_never_gets_a_task_whatever_it_declares(tmp_path: Any) ->
     assert quick["content"] == [{"type": "text", "text": "quick result"}] and "taskId" not in quick
     assert legacy(3, "tools/call", {"name": "build", "arguments": {}})["error"]["code"] == -32021
     assert legacy(4, "tasks/get", {"taskId": "x", **declared})["error"]["code"] == -32601
+
+
+ASKS = """\
+mockmcp: 1
+tools:
+  - name: ask
+    replies:
+      - steps:
+          - task:
+              pollIntervalMs: 10
+              phases:
+                - status: input_required
+                  inputRequests:
+                    draft: {method: sampling/createMessage, params: {messages: [{role: user, content: {type: text, text: hi}}], maxTokens: 10}}
+                - status: input_required
+                  inputRequests:
+                    where: {method: roots/list, params: {}}
+              outcome:
+                - text: "{{ inputResponses.draft.model }} {{ inputResponses.where.roots.0.uri }}"
+"""
+
+
+@pytest.mark.parametrize(
+    "key, bad, fragment",
+    [
+        ("draft", {"role": "robot", "model": "m", "content": {"type": "text", "text": "x"}}, "'role' must be user or assistant"),
+        ("draft", {"role": "assistant", "content": {"type": "text", "text": "x"}}, "'model' must be a string"),
+        ("where", {"roots": [{"name": "no uri"}]}, "'roots' must be a list of objects with a 'uri'"),
+    ],
+)
+def test_sampling_and_roots_input_requests_are_answered_through_tasks_update(tmp_path: Any, key: str, bad: Any, fragment: str) -> None:
+    scenario = tmp_path / "asks.yaml"
+    scenario.write_text(ASKS)
+    core = Core(str(scenario))
+    tid = core.start("ask")
+    draft = {"role": "assistant", "model": "m1", "content": {"type": "text", "text": "a draft"}}
+    if key == "where":
+        assert list(core.get(tid)["result"]["inputRequests"]) == ["draft"]
+        assert core.ask("tasks/update", {"taskId": tid, "inputResponses": {"draft": draft}})["result"]["resultType"] == "complete"
+    state = core.get(tid)["result"]
+    assert state["status"] == "input_required" and list(state["inputRequests"]) == [key]
+    error = core.ask("tasks/update", {"taskId": tid, "inputResponses": {key: bad}})["error"]
+    assert error["code"] == -32602 and fragment in error["message"]
+    assert list(core.get(tid)["result"]["inputRequests"]) == [key]  # re-asked: nothing was taken
+    if key == "where":
+        core.ask("tasks/update", {"taskId": tid, "inputResponses": {"where": {"roots": [{"uri": "file:///w"}]}}})
+        done = core.get(tid)["result"]
+        assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "m1 file:///w"
