@@ -448,6 +448,9 @@ class TaskTable:
                     raise CorruptRecord(f"not JSON ({exc})") from None
                 rec = self.records[task_id] = TaskRecord.from_json(data, task_id, len(self.specs))
                 del self.raw[task_id]
+                # Another process wrote it: its version may equal the one this process encoded last
+                # (a timed change each made on its own, an outcome rendered by each), so no cached text.
+                self._texts.pop(task_id, None)
         return rec
 
     def peek(self, task_id: str) -> TaskRecord | None:

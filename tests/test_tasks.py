@@ -249,12 +249,13 @@ def test_time_scale_scales_phases() -> None:
     assert core.get(tid)["result"]["status"] == "completed"
 
 
-def test_an_expired_task_is_invalid_params() -> None:
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_an_expired_task_is_invalid_params(method: str) -> None:
     core = Core("mockmcp: 1\ntools:\n  - name: t\n    replies:\n      - steps:\n          - task: {ttlMs: 1000}\n")
     tid = core.start("t")
     core.now += 1.0
-    error = core.get(tid)["error"]
-    assert error["code"] == -32602 and "expired" in error["message"]
+    error = core.ask(method, {"taskId": tid, "inputResponses": {}})["error"]
+    assert error["code"] == -32602 and "expired" in error["message"] and error["data"] == {"taskId": tid}
 
 
 def test_state_scripted_phase_waits_for_the_named_state() -> None:
