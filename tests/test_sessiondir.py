@@ -117,10 +117,13 @@ def test_processes_at_once_lose_no_update(tmp_path: Path) -> None:
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
                     (d / "state.log").write_bytes(b'T abc {"id":"abc","spec"\n')), "state.log: corrupt (1 unreadable"),
         (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
+                    (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
+                    (d / "state.log").mkdir()), "state.log: cannot read"),
+        (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "default"}))), "belongs to scenario 'default'"),
     ],
     ids=["other-version", "not-a-session", "a-file", "corrupt-meta", "corrupt-log", "other-scenario",
-         "state-of-wrong-type", "counter-of-no-rule", "truncated-record"],
+         "state-of-wrong-type", "counter-of-no-rule", "truncated-record", "unreadable-log"],
 )
 def test_an_unusable_session_directory_is_refused_at_start_up_and_left_alone(tmp_path: Path, prepare: Any, message: str) -> None:
     d = tmp_path / "s"
