@@ -68,6 +68,7 @@ class Engine:
         self.envelope = envelope
         self._legacy = LegacyEra(self.services, HANDLERS) if scenario.protocol.era != "modern" else None
         self._rules_in_order: list[object] | None = None
+        self._state_seen = self.session.state  # (take_task_changes: a new state may end a task phase)
         self._overrides: dict[str, list[model.Rule]] = {}
         for o in scenario.methods:
             self._overrides.setdefault(o.method, []).extend(o.replies)
@@ -159,8 +160,17 @@ class Engine:
         return self._rules_in_order
 
     def take_task_changes(self) -> bool:
-        """Did requests change tasks since the last call? (The shell then wakes task streams.)"""
+        """Did tasks change since the last call? (The shell then wakes task streams.)
+
+        A new named state counts when streams watch tasks: a phase scripted on the
+        state ends when it changes (by a request here, or read from another process),
+        not when the task is next looked at."""
         tasks = self.tasks
+        state = self.session.state
+        if state != self._state_seen:
+            self._state_seen = state
+            if tasks.watchers:
+                tasks.changed = True
         if not tasks.changed:
             return False
         tasks.changed = False

@@ -19,7 +19,7 @@ from mockmcp.loader import load, load_text
 from mockmcp.run import new_engine
 
 __all__ = [
-    "META", "bundled", "call", "call_line", "cancelled", "discover", "engine_for", "line", "listen", "plan_for",
+    "GATED", "META", "bundled", "call", "call_line", "cancelled", "discover", "engine_for", "line", "listen", "plan_for",
     "request", "scenario_engine",
 ]
 
@@ -84,3 +84,16 @@ def plan_for(engine: Engine, msg: dict[str, Any]) -> Plan | Cancel:
     """What the core plans for one message (no shell runs it: for tests of the plan itself)."""
     (out,) = Connection(engine).receive_data(line(msg))
     return out
+
+
+# A task whose one phase ends when the named state becomes `released` (the tool `release` sets it).
+GATED = """mockmcp: 1
+state: {initial: idle, states: [idle, released]}
+tools:
+  - name: release
+    replies: [{steps: [{setState: released}, {text: ok}]}]
+  - name: gated
+    replies:
+      - steps:
+          - task: {phases: [{state: released}], outcome: [{text: "released"}]}
+"""

@@ -16,7 +16,7 @@ import pytest
 import trio
 from conftest import line, request
 from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
-from helpers import scenario_engine
+from helpers import GATED, scenario_engine
 
 from mockmcp import protocol as p
 from mockmcp.actions import Send
@@ -439,3 +439,16 @@ def test_sampling_and_roots_input_requests_are_answered_through_tasks_update(tmp
         core.ask("tasks/update", {"taskId": tid, "inputResponses": {"where": {"roots": [{"uri": "file:///w"}]}}})
         done = core.get(tid)["result"]
         assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "m1 file:///w"
+
+
+
+
+def test_a_named_state_change_is_pushed_to_streams_watching_a_task_gated_on_it() -> None:
+    """No poll: the request that sets the state is what ends the task's phase."""
+    with FakeLink(scenario_engine(GATED, state_key=b"k", seed=0, clock=trio.current_time)) as link:
+        (created,) = link.send(_req(1, "tools/call", {"name": "gated", "arguments": {}}))
+        tid = created["result"]["taskId"]
+        link.send(_req(2, "subscriptions/listen", {"notifications": {"taskIds": [tid]}}))
+        out = link.send(_req(3, "tools/call", {"name": "release", "arguments": {}}))
+        notes = [m["params"] for m in out if m.get("method") == p.TASKS_NOTIFICATION]
+        assert [n["status"] for n in notes] == ["completed"] and notes[0]["result"]["content"][0]["text"] == "released"

@@ -20,7 +20,7 @@ from typing import Any
 import trio
 import trio.testing
 from conftest import line, request
-from helpers import scenario_engine
+from helpers import GATED, scenario_engine
 from taskclient import TaskClient
 
 from mockmcp import protocol as p
@@ -109,10 +109,10 @@ def _json(engine: Any, tid: str) -> str:
 
 # ---------------------------------------------------------------- core: two stores on one directory
 
-def _pair(tmp_path: Path, clock: Clock) -> tuple[Any, Any]:
+def _pair(tmp_path: Path, clock: Clock, scenario: str = "tasks") -> tuple[Any, Any]:
     conns = []
     for key in (b"a", b"b"):
-        engine = scenario_engine("tasks", state_key=key, clock=clock)
+        engine = scenario_engine(scenario, state_key=key, clock=clock)
         store = sessiondir.SessionStore(str(tmp_path), "tasks")
         store.check(engine)
         conns.append(sessiondir.SessionConnection(Connection(engine), store))
@@ -133,6 +133,17 @@ def test_a_store_notices_another_process_change_with_one_stat_and_wakes_its_stre
     assert here.refresh() and here.engine.take_task_changes()
     assert [n["status"] for n in _notes(here.engine.task_notifications())] == ["working"]
     assert not here.refresh() and not here.engine.take_task_changes()
+
+
+def test_a_named_state_set_by_another_process_ends_a_phase_gated_on_it(tmp_path: Path) -> None:
+    here, there = _pair(tmp_path, Clock(), GATED)
+    tid = _result(there, 1, "tools/call", {"name": "gated"})["taskId"]
+    _send(here, 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
+    assert not here.engine.take_task_changes()
+    _result(there, 2, "tools/call", {"name": "release"})  # only the state changes (no task record)
+    assert here.refresh() and here.engine.take_task_changes()  # the streams are woken
+    (note,) = _notes(here.engine.task_notifications())
+    assert note["status"] == "completed" and note["result"]["content"][0]["text"] == "released"
 
 
 def test_the_watcher_polls_only_while_a_stream_watches_tasks(tmp_path: Path) -> None:
