@@ -461,9 +461,6 @@ class TaskTable:
         except CorruptRecord:
             return None
 
-    def known(self, task_id: str) -> bool:
-        return task_id in self.records or task_id in self.raw
-
     def load(self, task_id: str, text: str) -> None:
         """The store read a newer version of a record (another process changed it)."""
         self.records.pop(task_id, None)
