@@ -23,6 +23,11 @@ What is in ``DIR``:
 - ``journal.jsonl``: the journal of every process (``mockmcp report DIR``
   judges the session from it).
 
+A process with a listen stream watching tasks also looks at the log's
+``stat`` every ``WATCH_INTERVAL`` and, when another process wrote it, reads
+the new lines under the lock at once (``SessionConnection.watch``), so the
+stream hears of the change without waiting for this process's next request.
+
 The core never sees a file: ``Engine.export_state``/``import_state`` and the
 task table's records (plain JSON) are all it offers; this shell-side module
 does the reading, writing and locking.
