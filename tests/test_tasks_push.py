@@ -278,27 +278,32 @@ def test_a_timed_phase_another_process_started_is_pushed_when_it_ends(tmp_path: 
 
 
 def test_an_http_process_shares_the_session_and_its_stream_hears_the_other_process(tmp_path: Path) -> None:
-    """Over HTTP each message is handled under the session's lock too, and the log is watched."""
+    """Over HTTP each message is handled under the session's lock too, and the log is watched;
+    the SSE stream also hears a timed completion with no request at all."""
     import json
 
     from httpmock import HttpMock, msg, read_events, sse_data
 
     session = str(tmp_path / "s")
-    with HttpMock("tasks", "--session", session) as mock:
-        b = TaskClient("tasks", "--session", session)
+    with HttpMock("tasks", "--session", session, "--time-scale", "0.25") as mock:
+        b = TaskClient("tasks", "--session", session, time_scale=0.25)
         try:
-            created = mock.post(msg(1, "tools/call", {"name": "forever", "arguments": {}}, EXT)).json()
-            tid = created["result"]["taskId"]
-            assert b.get(tid)["result"]["status"] == "working"  # the HTTP process's task, seen by B
-            conn, resp = mock.stream(msg(2, "subscriptions/listen", {"notifications": {"taskIds": [tid]}}, EXT))
+            forever = mock.post(msg(1, "tools/call", {"name": "forever", "arguments": {}}, EXT)).json()["result"]["taskId"]
+            deploy = mock.post(msg(2, "tools/call", {"name": "deploy", "arguments": {}}, EXT)).json()["result"]["taskId"]
+            assert b.get(forever)["result"]["status"] == "working"  # the HTTP process's task, seen by B
+            conn, resp = mock.stream(msg(3, "subscriptions/listen", {"notifications": {"taskIds": [forever, deploy]}}, EXT))
             try:
                 (ack,) = read_events(resp, 1)
-                assert json.loads(sse_data(ack)[0])["params"]["notifications"]["taskIds"] == [tid]
-                b.ask("tasks/cancel", {"taskId": tid})
+                assert json.loads(sse_data(ack)[0])["params"]["notifications"]["taskIds"] == [forever, deploy]
+                (event,) = read_events(resp, 1)  # deploy: 2 s x 0.25, then completed, no request
+                note = json.loads(sse_data(event)[0])["params"]
+                assert note["taskId"] == deploy and note["status"] == "completed"
+                b.ask("tasks/cancel", {"taskId": forever})
                 (event,) = read_events(resp, 1)
                 note = json.loads(sse_data(event)[0])
                 assert note["method"] == p.TASKS_NOTIFICATION and note["params"]["status"] == "cancelled"
-                assert note["params"]["_meta"][p.META_SUBSCRIPTION_ID] == 2 and FULL <= set(note["params"])
+                assert note["params"]["taskId"] == forever and FULL <= set(note["params"])
+                assert note["params"]["_meta"][p.META_SUBSCRIPTION_ID] == 3
             finally:
                 conn.close()
         finally:
