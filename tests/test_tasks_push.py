@@ -184,6 +184,12 @@ def test_the_watcher_polls_only_while_a_stream_watches_tasks(tmp_path: Path) -> 
 
 # ---------------------------------------------------------------- real processes
 
+def _close(*clients: TaskClient) -> None:
+    """Close each (stdin EOF), then check each exited with 0, its stderr in the message if not."""
+    statuses = [c.close() for c in clients]
+    assert statuses == [0] * len(clients), statuses
+
+
 def _listen(client: TaskClient, tid: str) -> int:
     rid = client.write("subscriptions/listen", {"notifications": {"taskIds": [tid]}})
     ack = client.read()
@@ -191,7 +197,7 @@ def _listen(client: TaskClient, tid: str) -> int:
     return rid
 
 
-def _note(client: TaskClient, bound: float = 10.0) -> dict[str, Any]:
+def _note(client: TaskClient, bound: float = 15.0) -> dict[str, Any]:
     msg = client.read(timeout=bound)
     assert msg.get("method") == p.TASKS_NOTIFICATION, msg
     return msg["params"]  # type: ignore[no-any-return]
@@ -217,14 +223,14 @@ def test_a_change_by_another_process_reaches_this_process_listen_stream(tmp_path
         latency = time.monotonic() - started
         assert note["taskId"] == forever and note["status"] == "cancelled" and note["_meta"][p.META_SUBSCRIPTION_ID] == rid_f
         assert note["statusMessage"] == "cancelled at the client's request" and FULL <= set(note)
-        assert latency < 5.0  # generous: the watcher looks every 50 ms
+        assert latency < 10.0, latency  # generous (a loaded machine): the watcher looks every 50 ms
         b.ask("tasks/update", {"taskId": approve, "inputResponses": {"approval": {"action": "decline"}}})
         note = _note(a)
         assert note["taskId"] == approve and note["status"] == "working"
         # and A answers its own requests as before, the streams still open
         assert a.get(forever)["result"]["status"] == "cancelled"
     finally:
-        assert b.close() == 0 and a.close() == 0
+        _close(b, a)
 
 
 def test_a_timed_completion_is_pushed_with_no_request_to_either_process(tmp_path: Path) -> None:
@@ -238,7 +244,7 @@ def test_a_timed_completion_is_pushed_with_no_request_to_either_process(tmp_path
         assert note["status"] == "completed" and note["result"]["content"][0]["text"] == "deployed"
         assert note["taskId"] == tid and note["_meta"][p.META_SUBSCRIPTION_ID] == rid and FULL <= set(note)
     finally:
-        assert b.close() == 0 and a.close() == 0
+        _close(b, a)
 
 
 STAGED = """\
@@ -274,7 +280,7 @@ def test_a_timed_phase_another_process_started_is_pushed_when_it_ends(tmp_path: 
         assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "staged done"
         assert done["lastUpdatedAt"] > running["lastUpdatedAt"]
     finally:
-        assert b.close() == 0 and a.close() == 0
+        _close(b, a)
 
 
 def test_an_http_process_shares_the_session_and_its_stream_hears_the_other_process(tmp_path: Path) -> None:
