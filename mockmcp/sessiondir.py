@@ -61,8 +61,10 @@ class SessionStore:
     def __init__(self, path: str, scenario: str) -> None:
         self.dir = path
         self.scenario = scenario
-        self._open_dir()
-        self._lock_fd = self._open(LOCK, os.O_RDWR | os.O_CREAT)
+        self._lock_fd = -1
+        self._open_dir()  # (opens the lock when it creates the session)
+        if self._lock_fd < 0:
+            self._lock_fd = self._open(LOCK, os.O_RDWR | os.O_CREAT)
         self._log_fd: int | None = None
         self._inode: int | None = None
         self._offset = 0
@@ -90,12 +92,16 @@ class SessionStore:
         except OSError as exc:
             raise SessionError(f"{self.dir}: cannot use as a session directory: {exc.strerror}") from None
         if MARKER not in entries:
-            if entries:
+            if not all(_made_by_us(name) for name in entries):
                 raise SessionError(
                     f"{self.dir}: not a mockmcp session directory (no {MARKER} file, and not empty); nothing in it was changed"
                 )
-            self._create()
-            return
+            # Empty, or another process is making the session right now (processes started at
+            # once): make it under the lock, or find it made, so no process sees it half made.
+            self._lock_fd = self._open(LOCK, os.O_RDWR | os.O_CREAT)
+            with self.locked():
+                if not os.path.exists(self._path(MARKER)):
+                    self._create()
         try:
             with open(self._path(MARKER), encoding="utf-8") as fh:
                 marker = fh.read(200)
@@ -116,6 +122,17 @@ class SessionStore:
             raise SessionError(f"{self.dir}: belongs to scenario {owner!r}, not {self.scenario!r}; use another directory")
 
     def _create(self) -> None:
+        """Write ``session.json`` then ``VERSION`` (the lock is held). A ``session.json`` already
+        there is a session made halfway by a process that died; anything else in it is not ours."""
+        try:
+            with open(self._path(META), encoding="utf-8") as fh:
+                old = json.load(fh)
+        except FileNotFoundError:
+            old = {"mockmcp": 1}
+        except (OSError, ValueError):
+            old = None
+        if type(old) is not dict or old.get("mockmcp") != 1:
+            raise SessionError(f"{self.dir}: not a mockmcp session directory (a {META} that is not one); nothing in it was changed")
         for name, text in ((META, json.dumps({"mockmcp": 1, "scenario": self.scenario}) + "\n"), (MARKER, MARKER_TEXT)):
             tmp = self._path(f".{name}.{os.getpid()}.tmp")
             try:
@@ -385,6 +402,11 @@ class SessionConnection:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
+
+
+def _made_by_us(name: str) -> bool:
+    """Is this a file a process making a session writes before ``VERSION`` (so: one being made)?"""
+    return name in (LOCK, META) or (name.startswith(".") and name.endswith(".tmp"))
 
 
 def scenario_ref(scenario: str) -> str:

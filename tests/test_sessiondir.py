@@ -223,3 +223,36 @@ def test_a_corrupt_task_record_is_an_error_for_that_task_and_is_left_as_it_is(tm
     assert listen["params"]["notifications"]["taskIds"] == [good]  # not agreed to for a record it cannot read
     assert send(5, "tasks/get", {"taskId": good})["result"]["status"] == "working"
     assert log.read_bytes().startswith(before) and b"bad1" not in log.read_bytes()[len(before):]
+
+
+def test_processes_started_at_once_on_a_new_directory_all_start(tmp_path: Path) -> None:
+    """The first ones make the session under the lock; none sees it half made and refuses it."""
+    import subprocess
+
+    from conftest import META, mockmcp_cmd
+
+    session = str(tmp_path / "s")
+    line = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}) + "\n").encode()
+    procs = []
+    for _ in range(8):  # staggered a little: some list the directory while another is making it
+        procs.append(subprocess.Popen(mockmcp_cmd("run", "tasks", "--session", session), stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        time.sleep(0.004)
+    outs = [p.communicate(line, timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [err.decode()[-300:] for _, err in outs]
+    assert all(b'"supportedVersions"' in out for out, _ in outs)
+
+
+def test_a_half_made_session_is_finished_and_a_foreign_one_refused(tmp_path: Path) -> None:
+    half = tmp_path / "half"
+    half.mkdir()
+    (half / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"}))  # its maker died here
+    (half / ".VERSION.123.tmp").write_text("mockmcp session 1\n")
+    sessiondir.SessionStore(str(half), "tasks")
+    assert (half / "VERSION").read_text() == sessiondir.MARKER_TEXT
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "session.json").write_text('{"mine": true}')
+    with pytest.raises(sessiondir.SessionError, match="not a mockmcp session directory"):
+        sessiondir.SessionStore(str(foreign), "tasks")
+    assert (foreign / "session.json").read_text() == '{"mine": true}' and not (foreign / "VERSION").exists()
