@@ -23,11 +23,12 @@ from typing import Any, Callable
 import h11
 import trio
 
-from . import errors, httprules, jsonrpc
-from .actions import (Action, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Park, Plan, Send, Sleep,
+from . import errors, httprules, jsonrpc, protocol as p
+from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Park, Plan, Send, Sleep,
                       Stderr, StopReading, WaitTasks, WriteRaw)
 from .connection import Connection
 from .log import StderrLog
+from .waits import Asks, TaskWake
 
 MAX_CONNECTIONS = 8192  # open client connections at once; more are refused with 503
 REQUEST_TIMEOUT = 30.0  # seconds for a request's head and body once it started
@@ -138,7 +139,8 @@ class HttpShell:
     ) -> None:
         self.conn = connection
         self.log = log or StderrLog("warning")
-        self.tasks_changed = trio.Event()  # set (and renewed) when a request changed tasks (WaitTasks)
+        self.asks = Asks(self.log)  # legacy-era requests to the client, until their answer is POSTed (waits.py)
+        self.task_wake = TaskWake()  # wakes the listen streams that watch tasks (waits.py)
         self.tool_headers = tool_headers if tool_headers is not None else {}
         self.allowed_origins = allowed_origins
         self.keepalive = keepalive
@@ -299,14 +301,16 @@ class HttpShell:
             await self._json(h, stream, 400, jsonrpc.encode(error))
             return
         out = self.conn.handle_line(body, check)
-        if self.conn.engine.take_task_changes():  # wake the listen streams that watch tasks
-            self.tasks_changed.set()
-            self.tasks_changed = trio.Event()
+        self.task_wake.after_input(self.conn.engine)
         if not isinstance(out, Plan):  # a notification or a legacy client's answer, accepted (a cancel performed)
             if isinstance(out, Cancel):
                 self._cancel(out.request_id, out.reason)
+            elif isinstance(out, Answer):
+                self.asks.answer(out)  # the response to a legacy-era request, to the plan waiting on it
             await self._accepted(h, stream)
             return
+        if self.streams:
+            self._to_listen_streams(out)
         if seen and isinstance(seen[0], jsonrpc.Notification) and not out.actions and out.rest is None:
             await self._accepted(h, stream)
             return
@@ -567,16 +571,14 @@ class HttpShell:
                     self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
                     await trio.lowlevel.checkpoint()
             case Ask():
-                # A legacy-era request to the client goes on this request's stream (2025-11-25 allowed
-                # that); its POSTed answer is not routed back over HTTP yet, so it ends as unanswered.
-                await run.put(action.data)
-                await trio.sleep(action.timeout)
-                await run.put(action.cancel)
-                action.deliver(None)
+                # A legacy-era request to the client goes on this request's stream (2025-11-25 sends it
+                # there); the client POSTs its response, which `_answer` routes to the wait by id.
+                async def write(message: Any, data: bytes) -> None:
+                    await run.put(data, Send(message, data))
+
+                await self.asks.ask(action, write)
             case WaitTasks():
-                changed = self.tasks_changed
-                with trio.move_on_after(math.inf if action.seconds is None else action.seconds):
-                    await changed.wait()
+                await self.task_wake.wait(action)
             case Forward():
                 # there is no real server behind an HTTP mock (mockmcp proxy is stdio)
                 msg = errors.error_response(run.rid, -32603, "mockmcp: a forward step needs a real server (mockmcp proxy)")
@@ -598,21 +600,42 @@ class HttpShell:
             return
         for sid, send in zip(sids, engine.fan_out(emit)):
             target = self.streams.get(sid)
-            if target is None:
-                continue
-            chunk = _Out(httprules.sse_event(send.data.rstrip(b"\n")), send)
             if target is own:
-                await own.send(chunk)
-                continue
-            try:
-                target.send_nowait(chunk)  # (journaled by that stream's writer once written)
-            except trio.WouldBlock:
-                if sid not in self._stalled:  # once per stream: a stalled reader must not flood stderr
-                    self._stalled.add(sid)
-                    self.log("warning", f"listen stream {sid!r} is not being read; events for it are dropped")
-                self._event("dropped", {"id": sid, "method": send.message.get("method")})
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
+                await own.send(_Out(httprules.sse_event(send.data.rstrip(b"\n")), send))
+            elif target is not None:
+                self._deliver(sid, target, send)
+
+    def _to_listen_streams(self, plan: Plan) -> None:
+        """Move a plan's notifications for other requests' listen streams onto those streams.
+
+        On stdio every message shares one pipe; over HTTP a notification that carries
+        another request's subscription id (``notifications/tasks`` after a ``tasks/get``
+        changed a watched task) belongs on that listen stream, not in this answer."""
+        kept: list[Action] = []
+        moved = False
+        for action in plan.actions:
+            if type(action) is Send and not action.final:
+                sid = _subscription_of(action.message)
+                target = self.streams.get(sid) if sid is not None and sid != plan.request_id else None
+                if target is not None:
+                    self._deliver(sid, target, action)
+                    moved = True
+                    continue
+            kept.append(action)
+        if moved:
+            plan.actions = kept
+
+    def _deliver(self, sid: Any, target: trio.MemorySendChannel[_Item], send: Send) -> None:
+        """One message onto a listen stream without waiting (a stream that is not read loses it)."""
+        try:
+            target.send_nowait(_Out(httprules.sse_event(send.data.rstrip(b"\n")), send))  # (journaled once written)
+        except trio.WouldBlock:
+            if sid not in self._stalled:  # once per stream: a stalled reader must not flood stderr
+                self._stalled.add(sid)
+                self.log("warning", f"listen stream {sid!r} is not being read; events for it are dropped")
+            self._event("dropped", {"id": sid, "method": send.message.get("method")})
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
 
     def _finding(self, check: str, text: str, message: Any = None, request_id: Any = None) -> None:
         if self.on_finding is not None:
@@ -656,6 +679,13 @@ def _reset_on_close(stream: Any) -> None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         except OSError:
             pass
+
+
+def _subscription_of(message: Any) -> Any:
+    """The subscription id a notification carries in ``params._meta`` (``None``: none)."""
+    params = message.get("params") if type(message) is dict else None
+    meta = params.get("_meta") if type(params) is dict else None
+    return meta.get(p.META_SUBSCRIPTION_ID) if type(meta) is dict else None
 
 
 def _is_json(data: bytes) -> bool:

@@ -11,7 +11,6 @@ subscriptions are dropped at once, and the process exits.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 import sys
@@ -25,6 +24,7 @@ from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, E
 from .connection import Connection
 from .log import StderrLog
 from .streams import TimedStreams, eligible
+from .waits import Asks, TaskWake
 from .writer import CloseJob, DribbleJob, ExitJob, StdoutWriter
 
 MAX_TASKS = 1024  # plan tasks doing scripted work at once (parked ones do not count)
@@ -41,16 +41,6 @@ class _PlanRun:
         self.slot = counted  # taken by _dispatch for this task; given back when parked or done
         self.parked = False
         self.dribble: Dribble | None = None
-
-
-class _Waiting:
-    """A request to the client waiting for its answer."""
-
-    __slots__ = ("event", "message")
-
-    def __init__(self) -> None:
-        self.event = trio.Event()
-        self.message: Any = None
 
 
 class Shell:
@@ -86,13 +76,13 @@ class Shell:
         self.reading_resumes = 0.0  # trio time before which the reader does not read (inf: never)
         self.scopes: dict[Any, trio.CancelScope] = {}
         self.parked: dict[Any, Plan] = {}  # requests parked without a task (see _dispatch)
-        self.asks: dict[Any, _Waiting] = {}  # the server's requests to the client, by id, until answered
+        self.asks = Asks(self.log)  # the server's requests to the client, by id, until answered (waits.py)
         self.busy = 0  # tasks with scripted work left (not parked)
         # At most this many plan tasks do scripted work at once: the reader waits for a
         # slot, so a client that never reads stops being read (back-pressure for every step).
         self._slots = trio.Semaphore(max_tasks)
         self.idle = trio.Event()
-        self.tasks_changed = trio.Event()  # set (and renewed) when a request changed tasks
+        self.task_wake = TaskWake()  # wakes the listen streams that watch tasks when a request changed tasks
         # The control channel (controlshell) pauses, resumes and stops the reader: it then
         # reads in a cancel scope of its own (plain runs skip that cost: ``controllable``).
         self.controllable = False
@@ -221,9 +211,7 @@ class Shell:
                 self._event("closeStdout", {"id": run.rid})
                 await self.writer.send(CloseJob())
             case WaitTasks():
-                changed = self.tasks_changed
-                with trio.move_on_after(math.inf if action.seconds is None else action.seconds):
-                    await changed.wait()
+                await self.task_wake.wait(action)
             case Forward():
                 await self.forward(action, run.rid, run.dribble)
             case Ask():
@@ -243,26 +231,18 @@ class Shell:
         await self.writer.send(send.data)
     async def _ask(self, ask: Ask, run: _PlanRun) -> None:
         """Send the client a request, wait for its answer (or the timeout), hand it to the core."""
-        waiting = self.asks[ask.id] = _Waiting()
-        delivered = False
-        try:
+
+        async def write(message: Any, data: bytes) -> None:
             if self.on_output is not None:
-                self.on_output(ask.message, ask.data)
-            await self._queue_bytes(ask.data, run)
-            with trio.move_on_after(ask.timeout):
-                await waiting.event.wait()
-            self.asks.pop(ask.id, None)
-            if waiting.message is None:
-                self.log("info", f"the client did not answer request {ask.id!r} within {ask.timeout:g} s; cancelling it")
-                if self.on_output is not None:
-                    self.on_output(json.loads(ask.cancel), ask.cancel)
-                await self.writer.send(ask.cancel)
-            delivered = True
-            ask.deliver(waiting.message)
-        finally:
-            self.asks.pop(ask.id, None)
-            if not delivered:
-                ask.deliver(None)  # the plan was cancelled while waiting: the core forgets its request
+                self.on_output(message, data)
+            await self._queue_bytes(data, run)
+
+        async def write_cancel(message: Any, data: bytes) -> None:
+            if self.on_output is not None:
+                self.on_output(message, data)
+            await self.writer.send(data)
+
+        await self.asks.ask(ask, write, write_cancel)
 
     def _stop_reading(self, action: StopReading, rid: Any) -> None:
         seconds = action.seconds
@@ -314,10 +294,7 @@ class Shell:
                 case Cancel():
                     self._cancel(out)
                 case Answer():
-                    waiting = self.asks.get(out.id)
-                    if waiting is not None and waiting.message is None:
-                        waiting.message = out.message
-                        waiting.event.set()
+                    self.asks.answer(out)
                 case Plan() if _parks_at_once(out):
                     # A plain hang or a bare subscription: no task, no cancel scope (a
                     # task per hang costs memory, and cancelling 10k of them at EOF takes
@@ -385,9 +362,7 @@ class Shell:
                         if not data:
                             break
                         await self._dispatch(self.conn.receive_data(bytes(data)), requests)
-                        if self.conn.engine.take_task_changes():
-                            self.tasks_changed.set()
-                            self.tasks_changed = trio.Event()
+                        self.task_wake.after_input(self.conn.engine)
                     await self._dispatch(self.conn.receive_eof(), requests)
                     if self.ignore_eof and not self._stopped:
                         self.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal)")

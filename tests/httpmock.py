@@ -173,3 +173,40 @@ def read_events(resp: http.client.HTTPResponse, n: int, timeout: float = 10) -> 
             n -= 1
         else:
             block += line
+
+
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+class HttpClient:
+    """A raw JSON-RPC client over ``HttpMock``: numbered requests, the answer from a JSON body or
+    an SSE stream (the message with the request's id; the others kept in ``notifications``)."""
+
+    def __init__(self, mock: HttpMock, caps: Any = TASKS, start_id: int = 1) -> None:
+        self.mock, self.caps, self.next_id = mock, caps, start_id
+        self.notifications: list[dict[str, Any]] = []
+
+    def message(self, method: str, params: dict[str, Any] | None = None, caps: Any = None) -> dict[str, Any]:
+        rid, self.next_id = self.next_id, self.next_id + 1
+        return msg(rid, method, params, {"io.modelcontextprotocol/clientCapabilities": self.caps if caps is None else caps})
+
+    def ask(self, method: str, params: dict[str, Any] | None = None, caps: Any = None) -> dict[str, Any]:
+        m = self.message(method, params, caps)
+        r = self.mock.post(m)
+        if r.headers.get("content-type", "").startswith("text/event-stream"):
+            found = None
+            for event in r.events():
+                if event.get("id") == m["id"] and "method" not in event:
+                    found = event
+                else:
+                    self.notifications.append(event)
+            assert found is not None, r
+            return found
+        assert r.status in (200, 400, 404), r
+        return r.json()  # type: ignore[no-any-return]
+
+    def call(self, tool: str, caps: Any = None, **arguments: Any) -> dict[str, Any]:
+        return self.ask("tools/call", {"name": tool, "arguments": arguments}, caps)
+
+    def get(self, task_id: Any) -> dict[str, Any]:
+        return self.ask("tasks/get", {"taskId": task_id})
