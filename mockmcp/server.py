@@ -127,6 +127,10 @@ class Shell:
             self._read_scope.cancel()
         self.resume_reading()
 
+    async def crash(self, status: int) -> None:
+        """Exit at once with ``status`` (the control channel's crash), after what the writer holds."""
+        await self.writer.send(ExitJob(status))
+
     async def deliver(self, sends: list[Send]) -> None:
         """Write lines made outside a plan (the control channel's events) through the writer."""
         for send in sends:
