@@ -71,10 +71,11 @@ def sse_data(body: bytes) -> list[bytes]:
 
 
 class HttpMock:
-    def __init__(self, scenario: str | Path, *args: str, cwd: Path | None = None) -> None:
+    def __init__(self, scenario: str | Path, *args: str, cwd: Path | None = None, stderr: Any = subprocess.PIPE) -> None:
+        """``stderr``: a file for a mock that writes much there (a pipe nobody reads would block it)."""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mockmcp", "run", str(scenario), "--http", "0", *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=cwd,
         )
         assert self.proc.stdout is not None
         self.first_line = self.proc.stdout.readline().decode()
@@ -131,7 +132,8 @@ class HttpMock:
     def stderr(self) -> str:
         if self.proc.poll() is None:
             return "(still running)"
-        assert self.proc.stderr is not None
+        if self.proc.stderr is None:
+            return "(stderr not piped)"
         return self.proc.stderr.read().decode(errors="replace")
 
     def __enter__(self) -> HttpMock:
