@@ -363,7 +363,8 @@ class HttpShell:
                 data = send.data
                 status = httprules.status_for(send.message) if b'"error"' in data else 200
                 await self._json(h, stream, status, data)
-                await self._count(1)
+                if self.exit_after is not None:
+                    await self._count(1)
                 return
         head = httprules.head_faults(out)
         if head is not None and head.status is not None:
@@ -511,11 +512,13 @@ class HttpShell:
                     if i + item.chunk < len(data):
                         await trio.sleep(item.pause)
                 self._written(item)
-                await self._count(1)
+                if self.exit_after is not None:
+                    await self._count(1)
             case _Out():
                 await stream.send_all(h.send(h11.Data(data=item.data)))
                 self._written(item)
-                await self._count(1)
+                if self.exit_after is not None:
+                    await self._count(1)
             case _Exit():
                 if item.partial:
                     await stream.send_all(h.send(h11.Data(data=item.partial)))
@@ -556,7 +559,8 @@ class HttpShell:
             await self._json(h, stream, status, data, head)
             if final is not None:
                 self._written(final)
-                await self._count(1)
+                if self.exit_after is not None:
+                    await self._count(1)
             return
         headers = _JSON_HEADERS if head is None else head.head_headers(b"application/json")
         response = h11.Response(status_code=status, reason=_reason(status),
