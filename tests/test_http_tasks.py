@@ -46,8 +46,8 @@ def _poll(client: HttpClient, tid: str, answers: dict[str, Any] | None = None) -
 
 
 def test_every_path_of_the_tasks_scenario_over_http(tmp_path: Path) -> None:
-    journal = tmp_path / "j.jsonl"
-    with HttpMock("tasks", "--time-scale", str(SCALE), "--journal", str(journal)) as mock:
+    journal, report = tmp_path / "j.jsonl", tmp_path / "r.json"
+    with HttpMock("tasks", "--time-scale", str(SCALE), "--journal", str(journal), "--report", str(report)) as mock:
         client = HttpClient(mock)
         discover = client.ask("server/discover")["result"]
         assert discover["capabilities"]["extensions"] == {"io.modelcontextprotocol/tasks": {}}
@@ -122,7 +122,16 @@ def test_every_path_of_the_tasks_scenario_over_http(tmp_path: Path) -> None:
         r = mock.post(client.message("tasks/cancel", {"taskId": "not-a-task"}))
         assert r.status == 400 and r.json()["error"]["code"] == -32602
         assert client.ask("server/discover")["result"]["resultType"] == "complete"
+
+        # the client checks of the extension judge HTTP requests too: polls after the end, an
+        # answer to a key that is not outstanding
+        tid = client.call("build")["result"]["taskId"]
+        for _ in range(5):
+            client.get(tid)
+        client.ask("tasks/update", {"taskId": tid, "inputResponses": {"nothing": {"action": "accept"}}})
         assert mock.stop() == 0
+    checks = {f["check"] for f in json.loads(report.read_text())["findings"]}
+    assert {"tasks.poll.afterTerminal", "tasks.update.notOutstanding"} <= checks, checks
     outs = [json.loads(line) for line in journal.read_text().splitlines()]
     tasks_notes = [r for r in outs if r.get("dir") == "out" and r.get("message", {}).get("method") == "notifications/tasks"]
     assert len(tasks_notes) == 4  # three for approve, one for deploy: journaled as written
