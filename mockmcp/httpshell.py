@@ -256,10 +256,7 @@ class HttpShell:
                     await _send_raw(stream, status, f"malformed HTTP request: {exc}\n".encode())
                 return None
             if event is h11.NEED_DATA:
-                if self.reading_resumes > trio.current_time():
-                    paused = trio.current_time()
-                    await self._while_paused()
-                    deadline += trio.current_time() - paused  # (a pause is not the client's delay)
+                deadline += await self._while_paused()
                 if request is not None and h.they_are_waiting_for_100_continue:
                     # curl sends `Expect: 100-continue` with bodies over 1 KiB and waits a second for this
                     await stream.send_all(h.send(h11.InformationalResponse(status_code=100, headers=[])))
@@ -270,6 +267,9 @@ class HttpShell:
                         with trio.move_on_after(1):
                             await _send_raw(stream, 408, b"request timed out\n")
                     return None
+                # Bytes that arrived while paused (a kept-alive connection was already waiting) are
+                # held, not handled, until the control channel resumes: nothing new is read meanwhile.
+                deadline += await self._while_paused()
                 h.receive_data(data)
                 continue
             if isinstance(event, h11.Request):
@@ -769,10 +769,15 @@ class HttpShell:
         self._reading_changed.set()
         self._reading_changed = trio.Event()
 
-    async def _while_paused(self) -> None:
+    async def _while_paused(self) -> float:
+        """Wait while the control channel paused reading; the seconds waited (not the client's delay)."""
+        if self.reading_resumes <= trio.current_time():
+            return 0.0
+        paused = trio.current_time()
         while self.reading_resumes > trio.current_time():
             with trio.move_on_at(self.reading_resumes):
                 await self._reading_changed.wait()
+        return trio.current_time() - paused
 
     async def deliver(self, sends: list[Send]) -> None:
         """Messages made outside a plan (the control channel's events) onto the listen streams they name."""

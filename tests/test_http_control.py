@@ -59,7 +59,7 @@ def _text(answer: dict[str, Any]) -> str:
 
 def test_the_control_channel_drives_the_http_shell(tmp_path: Path) -> None:
     mock, ctl = _start(tmp_path)
-    with mock, concurrent.futures.ThreadPoolExecutor(2) as pool:
+    with mock, concurrent.futures.ThreadPoolExecutor(3) as pool:
         client = HttpClient(mock, caps={})
         listen = client.message("subscriptions/listen", {"notifications": {
             "toolsListChanged": True, "resourceSubscriptions": ["file:///a.txt"]}})
@@ -113,15 +113,23 @@ def test_the_control_channel_drives_the_http_shell(tmp_path: Path) -> None:
         assert [r["dir"] for r in records] == ["in", "out"]
         assert records[0]["message"]["params"]["name"] == "greet" and "hello e" in json.dumps(records[1]["message"])
 
-        # pause: no new HTTP request is read until resume (the listen stream stays live)
+        # pause: no new HTTP request is read until resume, on a new connection or a kept-alive one
+        # that was already waiting for its next request (the listen stream stays live)
+        kept = mock.connection()
+        first = client.message("tools/call", {"name": "greet", "arguments": {"who": "kept"}})
+        assert _text(mock.post(first, conn=kept).json()) == "hello kept"
         ctl.pause()
         pending = pool.submit(client.call, "greet", who="f")
+        again = client.message("tools/call", {"name": "greet", "arguments": {"who": "g"}})
+        pending_kept = pool.submit(mock.post, again, conn=kept)
         time.sleep(0.5)
-        assert not pending.done()
+        assert not pending.done() and not pending_kept.done()
         ctl.emit_resource_updated("file:///a.txt")
         assert next(events)["method"] == "notifications/resources/updated"
         ctl.resume()
         assert _text(pending.result(10)) == "hello f"
+        assert _text(pending_kept.result(10).json()) == "hello g"
+        kept.close()
 
         # graceful shutdown: the process ends as at stdin's EOF
         ctl.shutdown()
