@@ -24,9 +24,10 @@ import h11
 import trio
 
 from . import errors, httprules, jsonrpc, protocol as p
-from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Park, Plan, Send, Sleep,
-                      Stderr, StopReading, WaitTasks, WriteRaw)
+from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Plan, Send,
+                      StopReading)
 from .connection import Connection
+from .interpret import no_real_server, perform
 from .log import StderrLog
 from .waits import Asks, TaskWake
 
@@ -581,7 +582,7 @@ class HttpShell:
         with scope:
             try:
                 for action in plan.all_actions():
-                    await self._perform(action, run)
+                    await perform(self, action, run)
             except trio.BrokenResourceError:
                 pass  # the answer is over (endStream, a reset, the client gone): the rest goes nowhere
             finally:
@@ -594,58 +595,54 @@ class HttpShell:
                         del self._scopes[rid]
                     self.conn.finished(rid)
 
-    async def _perform(self, action: Action | None, run: _Run) -> None:
-        """One action of a plan, the HTTP way (``server.Shell._perform`` is the stdio way)."""
-        match action:
-            case None:
-                await trio.lowlevel.checkpoint()
-            case Send():
-                await run.put(action.data, action)
-            case Sleep():
-                await trio.sleep(action.seconds)
-            case Emit():
-                await self._fan_out(action, run.sink)
-            case Park():
-                self._not_busy(run)  # a hang holds up no graceful stop
-                await trio.sleep_forever()
-            case WriteRaw():
-                await run.put(action.data, None, action.data)
-            case Exit():
-                self._event("exit", {"status": action.status, "id": run.rid})
-                await run.sink.send(_Exit(action.status, action.partial))
-                await trio.sleep_forever()
-            case Dribble():
-                run.dribble = action
-            case StopReading():
-                self.log("info", "stopReading has no effect over HTTP (each request is its own POST)")
-            case CloseStdout():
-                # Over HTTP the scripted "stdout closed" is the connection dropped mid-answer.
-                await run.sink.send(_Reset(("closeStdout", {"id": run.rid})))
-            case Stderr():
-                for _ in range(action.repeat):
-                    self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
-                    await trio.lowlevel.checkpoint()
-            case Ask():
-                # A legacy-era request to the client goes on this request's stream (2025-11-25 sends it
-                # there); the client POSTs its response, which `_answer` routes to the wait by id.
-                async def write(message: Any, data: bytes) -> None:
-                    await run.put(data, Send(message, data))
+    # ---------------------------------------------------------------- the HTTP steps (interpret.Transport)
 
-                await self.asks.ask(action, write)
-            case WaitTasks():
-                await self.task_wake.wait(action)
-            case Forward():
-                # there is no real server behind an HTTP mock (mockmcp proxy is stdio)
-                msg = errors.error_response(run.rid, -32603, "mockmcp: a forward step needs a real server (mockmcp proxy)")
-                await run.put(jsonrpc.encode(msg), Send(msg, jsonrpc.encode(msg), True))
-            case HttpFault():
-                # (its head options were applied before the head was written: see head_faults)
-                if action.write is not None:
-                    await run.sink.send(_Out(action.write, None, action.write))  # unframed: malformed SSE on purpose
-                if action.end_stream:
-                    await run.sink.send(_End(("httpEndStream", {"id": run.rid})))
-                if action.reset:
-                    await run.sink.send(_Reset(("httpReset", {"id": run.rid})))
+    async def send_step(self, send: Send, run: _Run) -> None:
+        await run.put(send.data, send)
+
+    async def raw_step(self, data: bytes, run: _Run) -> None:
+        await run.put(data, None, data)
+
+    async def emit_step(self, emit: Emit, run: _Run) -> None:
+        await self._fan_out(emit, run.sink)
+
+    async def park_step(self, run: _Run) -> None:
+        self._not_busy(run)  # a hang holds up no graceful stop
+        await trio.sleep_forever()
+
+    async def exit_step(self, exit: Exit, run: _Run) -> None:
+        self._event("exit", {"status": exit.status, "id": run.rid})
+        await run.sink.send(_Exit(exit.status, exit.partial))
+        await trio.sleep_forever()
+
+    def stop_reading_step(self, stop: StopReading, run: _Run) -> None:
+        self.log("info", "stopReading has no effect over HTTP (each request is its own POST)")
+
+    async def close_step(self, close: CloseStdout, run: _Run) -> None:
+        # Over HTTP the scripted "stdout closed" is the connection dropped mid-answer.
+        await run.sink.send(_Reset(("closeStdout", {"id": run.rid})))
+
+    async def forward_step(self, forward: Forward, run: _Run) -> None:
+        msg = no_real_server(run.rid)  # (mockmcp proxy is stdio: there is no real server behind an HTTP mock)
+        data = jsonrpc.encode(msg)
+        await run.put(data, Send(msg, data, True))
+
+    async def ask_step(self, ask: Ask, run: _Run) -> None:
+        # A legacy-era request to the client goes on this request's stream (2025-11-25 sends it
+        # there); the client POSTs its response, which `_answer` routes to the wait by id.
+        async def write(message: Any, data: bytes) -> None:
+            await run.put(data, Send(message, data))
+
+        await self.asks.ask(ask, write)
+
+    async def http_fault_step(self, fault: HttpFault, run: _Run) -> None:
+        # (its head options were applied before the head was written: see head_faults)
+        if fault.write is not None:
+            await run.sink.send(_Out(fault.write, None, fault.write))  # unframed: malformed SSE on purpose
+        if fault.end_stream:
+            await run.sink.send(_End(("httpEndStream", {"id": run.rid})))
+        if fault.reset:
+            await run.sink.send(_Reset(("httpReset", {"id": run.rid})))
 
     async def _fan_out(self, emit: Emit, own: trio.MemorySendChannel[_Item]) -> None:
         """Deliver an event to the listen streams that want it (the engine says which, in order)."""

@@ -18,10 +18,10 @@ from typing import Any, Callable
 
 import trio
 
-from . import errors, jsonrpc
-from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Output, Park, Plan,
-                      Send, Sleep, Stderr, StopReading, WaitTasks, WriteRaw)
+from . import jsonrpc
+from .actions import Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Output, Park, Plan, Send, StopReading
 from .connection import Connection
+from .interpret import no_real_server, perform
 from .log import StderrLog
 from .streams import TimedStreams, eligible
 from .waits import Asks, TaskWake
@@ -164,7 +164,7 @@ class Shell:
         with scope:
             try:
                 for action in itertools.islice(plan.all_actions(), first, None):
-                    await self._perform(action, run)
+                    await perform(self, action, run)
             finally:
                 if run.slot:
                     self._slots.release()
@@ -174,66 +174,61 @@ class Shell:
                 if run.counted and not run.parked:
                     self._not_busy()
 
-    async def _perform(self, action: Action | None, run: _PlanRun) -> None:
-        match action:
-            case None:
-                await trio.lowlevel.checkpoint()  # a long lazy loop that produced nothing yet
-            case Send():
-                self._emitted(action)
-                await self._queue_bytes(action.data, run)
-            case Sleep():
-                await trio.sleep(action.seconds)
-            case Emit():
-                for send in self.conn.engine.fan_out(action):
-                    self._emitted(send)
-                    await self.writer.send(send.data)
-            case Park():
-                run.parked = True
-                if run.counted:
-                    self._not_busy()
-                if run.slot:
-                    self._slots.release()
-                    run.slot = False
-                await trio.sleep_forever()
-            case WriteRaw():
-                if self.on_output is not None:
-                    self.on_output(None, action.data)
-                await self._queue_bytes(action.data, run)
-            case Exit():
-                if action.partial:
-                    if self.on_output is not None:
-                        self.on_output(None, action.partial)
-                    await self.writer.send(action.partial)
-                self._event("exit", {"status": action.status, "id": run.rid})
-                await self.writer.send(ExitJob(action.status))
-                await trio.sleep_forever()
-            case Dribble():
-                run.dribble = action
-            case StopReading():
-                self._stop_reading(action, run.rid)
-            case CloseStdout():
-                self._event("closeStdout", {"id": run.rid})
-                await self.writer.send(CloseJob())
-            case WaitTasks():
-                await self.task_wake.wait(action)
-            case Forward():
-                await self.forward(action, run.rid, run.dribble)
-            case Ask():
-                await self._ask(action, run)
-            case Stderr():
-                for _ in range(action.repeat):
-                    self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
-                    await trio.lowlevel.checkpoint()
-            case HttpFault():
-                await trio.lowlevel.checkpoint()  # an HTTP transport fault: nothing to do on stdio
+    # ---------------------------------------------------------- the stdio steps (interpret.Transport)
+
+    async def send_step(self, send: Send, run: _PlanRun) -> None:
+        self._emitted(send)
+        await self._queue_bytes(send.data, run)
+
+    async def raw_step(self, data: bytes, run: _PlanRun) -> None:
+        if self.on_output is not None:
+            self.on_output(None, data)
+        await self._queue_bytes(data, run)
+
+    async def emit_step(self, emit: Emit, run: _PlanRun) -> None:
+        for send in self.conn.engine.fan_out(emit):
+            self._emitted(send)
+            await self.writer.send(send.data)
+
+    async def park_step(self, run: _PlanRun) -> None:
+        run.parked = True
+        if run.counted:
+            self._not_busy()
+        if run.slot:
+            self._slots.release()
+            run.slot = False
+        await trio.sleep_forever()
+
+    async def exit_step(self, exit: Exit, run: _PlanRun) -> None:
+        if exit.partial:
+            if self.on_output is not None:
+                self.on_output(None, exit.partial)
+            await self.writer.send(exit.partial)
+        self._event("exit", {"status": exit.status, "id": run.rid})
+        await self.writer.send(ExitJob(exit.status))
+        await trio.sleep_forever()
+
+    def stop_reading_step(self, stop: StopReading, run: _PlanRun) -> None:
+        self._stop_reading(stop, run.rid)
+
+    async def close_step(self, close: CloseStdout, run: _PlanRun) -> None:
+        self._event("closeStdout", {"id": run.rid})
+        await self.writer.send(CloseJob())
+
+    async def forward_step(self, forward: Forward, run: _PlanRun) -> None:
+        await self.forward(forward, run.rid, run.dribble)
+
+    async def http_fault_step(self, fault: HttpFault, run: _PlanRun) -> None:
+        await trio.lowlevel.checkpoint()  # an HTTP transport fault: nothing to do on stdio
 
     async def forward(self, action: Forward, rid: Any, dribble: Dribble | None) -> None:
         """A ``forward`` step outside ``mockmcp proxy`` (which overrides this): there is no real server."""
-        msg = errors.error_response(rid, -32603, "mockmcp: a forward step needs a real server (mockmcp proxy)")
+        msg = no_real_server(rid)
         send = Send(msg, jsonrpc.encode(msg), True)
         self._emitted(send)
         await self.writer.send(send.data)
-    async def _ask(self, ask: Ask, run: _PlanRun) -> None:
+
+    async def ask_step(self, ask: Ask, run: _PlanRun) -> None:
         """Send the client a request, wait for its answer (or the timeout), hand it to the core."""
 
         async def write(message: Any, data: bytes) -> None:
