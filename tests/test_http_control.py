@@ -102,6 +102,11 @@ def test_the_control_channel_drives_the_http_shell(tmp_path: Path) -> None:
         assert ctl.disarm(armed) == 1
         assert _text(client.call("greet", who="d")) == "hello d"
 
+        # counters count HTTP requests like stdio lines
+        before = ctl.counters()["requests"]
+        assert _text(client.call("greet", who="counted")) == "hello counted"
+        assert ctl.counters()["requests"] == before + 1
+
         # waitFor sees an HTTP request as it arrives; journal has both directions
         since = ctl.position()
         waiting = pool.submit(ctl.wait_for, "tools/call", name="greet", timeout=10)
