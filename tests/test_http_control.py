@@ -143,6 +143,19 @@ def test_the_control_channel_drives_the_http_shell(tmp_path: Path) -> None:
     assert not (tmp_path / "c.sock").exists()
 
 
+def test_a_graceful_shutdown_ends_an_http_mock_that_ignores_eof(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO + "protocol: {ignoreEof: true}\n")
+    with HttpMock(scenario, "--control", str(tmp_path / "c.sock")) as mock:
+        ctl = SyncControl(str(tmp_path / "c.sock"))
+        mock.proc.stdin.close()  # type: ignore[union-attr]
+        time.sleep(0.5)
+        assert mock.proc.poll() is None  # EOF ignored, as scripted
+        assert _text(HttpClient(mock, caps={}).call("greet", who="still")) == "hello still"
+        ctl.shutdown()
+        assert mock.proc.wait(10) == 0
+
+
 def test_a_control_crash_ends_the_http_process(tmp_path: Path) -> None:
     mock, ctl = _start(tmp_path)
     with mock:
