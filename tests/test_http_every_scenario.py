@@ -28,7 +28,7 @@ from python_driver import example_from_schema  # noqa: E402  (a sibling script)
 
 CAPS = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {},
         "extensions": {"io.modelcontextprotocol/tasks": {}}}
-TIMEOUT = 0.6  # seconds a request may take before it counts as a (scripted) hang (or a slow machine)
+TIMEOUT = 0.4  # seconds a request may take before it counts as a (scripted) hang (or a slow machine)
 
 
 class _Session:
