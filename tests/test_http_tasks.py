@@ -225,3 +225,25 @@ def test_a_session_directory_outlives_http_processes(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "r3.json").read_text())
     assert report["ok"], report["expectations"]
     assert len(report["processes"]) == 3  # one verdict over every process of the session
+
+
+def test_a_client_that_calls_the_tool_again_after_the_restart_fails_over_http(tmp_path: Path) -> None:
+    mock = _conformance(tmp_path, 1)
+    client = HttpClient(mock, start_id=100)
+    tid = client.call("job")["result"]["taskId"]
+    for _ in range(3):  # the second poll kills the mock
+        time.sleep(0.05)
+        try:
+            client.get(tid)
+        except (http.client.HTTPException, OSError, AssertionError):
+            break
+    assert mock.proc.wait(10) == 1
+    mock.__exit__()
+    with _conformance(tmp_path, 2) as mock:
+        client = HttpClient(mock, start_id=200)
+        tid = client.call("job")["result"]["taskId"]  # wrong: the task outlived the process
+        assert client.get(tid)["result"]["status"] == "working"
+        assert mock.stop() == 0
+    report = json.loads((tmp_path / "r2.json").read_text())
+    failed = {v["expectation"] for v in report["expectations"] if v["verdict"] == "failed"}
+    assert not report["ok"] and "started" in failed, report["expectations"]
