@@ -9,8 +9,14 @@ the connection's own task; any other plan runs in a task of its own that puts
 SSE events on a bounded channel, drained by the connection's task (the one
 writer of that socket), while a watcher reads the socket: the client closing it
 cancels the plan's scope, and nothing more is written for that request.
-Emitted events go to the listen streams they are for (``streams``, by
-subscription id). h11 is imported only here, and this module only with ``--http``.
+Emitted events, and notifications that name another request's subscription
+(``notifications/tasks`` after a poll), go to the listen streams they are for
+(``streams``, by subscription id). Plans are run by the one interpreter
+(``interpret.perform``); this shell supplies the HTTP steps, answers legacy-era
+requests with the responses POSTed back (``waits``), counts ``exitAfter`` in
+messages, gives scripted replies ``--grace`` at a graceful stop, and offers the
+control channel its surface (``controlshell.Controlled``). h11 is imported only
+here, and this module only with ``--http``.
 """
 
 from __future__ import annotations
