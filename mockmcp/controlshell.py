@@ -23,19 +23,36 @@ import os
 import socket as stdsocket
 import stat
 import struct
-from typing import Any
+from typing import Any, Callable, Protocol
 
 import trio
 
 from . import jsonrpc
+from .actions import Send
 from .control import Control, Outcome, Pause, Resume, Shutdown, Waiter
 from .framing import LineFramer
-from .server import Shell
-from .writer import ExitJob
 
 MAX_CONTROL_LINE = 4 * 1024 * 1024  # like an MCP line: a definition may carry a large resource text
 MAX_CLIENTS = 64  # control clients at once; more are answered with an error and closed
 MAX_WAITS = 64  # parked waitFor requests per client (the reader waits for a free one)
+
+
+class Controlled(Protocol):
+    """What the control channel needs of a shell: the stdio ``server.Shell`` and ``httpshell.HttpShell``."""
+
+    log: Any
+    controllable: bool
+    on_data: Callable[[bytes], None] | None  # every message the shell writes (the control journal)
+
+    async def deliver(self, sends: list[Send]) -> None: ...  # events made by the control channel
+
+    def pause_reading(self, seconds: float | None) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def stop(self) -> None: ...  # graceful: as at the end of stdin
+
+    async def crash(self, status: int) -> None: ...  # exit at once with status
 
 
 class ControlPathError(Exception):
@@ -128,7 +145,7 @@ class _Client:
 class ControlServer:
     """Listens on PATH and serves each control client against one ``Control`` core."""
 
-    def __init__(self, path: str, control: Control, shell: Shell, *, log: Any = None) -> None:
+    def __init__(self, path: str, control: Control, shell: Controlled, *, log: Any = None) -> None:
         self.path = path
         self.control = control
         self.shell = shell
@@ -238,7 +255,7 @@ class ControlServer:
                     await out.send(jsonrpc.encode(outcome.response))
             self.log("info", f"control: crash with status {effect.status}")
             self.unlink()
-            await self.shell.writer.send(ExitJob(effect.status))
+            await self.shell.crash(effect.status)
             return
         match effect:
             case Pause():

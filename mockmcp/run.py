@@ -62,16 +62,13 @@ def run(args: argparse.Namespace) -> int:
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
     observers = _observers(args, engine, conn, log)
+    control = _control(args, engine, conn)
     if getattr(args, "http", None) is not None:
-        if getattr(args, "control", None):
-            log("error", "--control does not work with --http yet (the control channel drives the stdio shell)")
-            return 2
         from .httpshell import run_http  # (h11 is imported only here: stdio spawns stay as they were)
 
-        status = run_http(args, scenario, conn, log, observers)
+        status = run_http(args, scenario, conn, log, observers, control)
         finish = observers.get("finish")
         return finish(status) if finish is not None else status
-    control = _control(args, engine, conn)
 
     async def main() -> int:
         stdin = trio.lowlevel.FdStream(os.dup(0))

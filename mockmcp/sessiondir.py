@@ -279,7 +279,7 @@ class SessionStore:
 
 
 class SessionConnection:
-    """A ``Connection`` whose every input chunk is handled inside the session's lock.
+    """A ``Connection`` whose every input chunk (or HTTP message) is handled inside the session's lock.
 
     The shell sees the connection it knows (everything else is the wrapped one's).
     """
@@ -293,6 +293,14 @@ class SessionConnection:
         with self._store.locked():
             self._store.pull(self.engine)
             out = self._conn.receive_data(data)
+            self._store.push(self.engine)
+        return out
+
+    def handle_line(self, line: Any, check: Any = None) -> Any:
+        """One message (the HTTP shell's unit: a POST body), inside the lock like a chunk of stdin."""
+        with self._store.locked():
+            self._store.pull(self.engine)
+            out = self._conn.handle_line(line, check)
             self._store.push(self.engine)
         return out
 
