@@ -27,7 +27,7 @@ import itertools
 import attrs
 from typing import Any, Callable, Iterator, Protocol
 
-from . import errors, jsonrpc, matching, model, protocol as p
+from . import errors, jsonrpc, matching, model, protocol as p, tasks, templates
 from .actions import Emit, Send
 from .armed import Armed
 from .context import RequestContext
@@ -48,6 +48,8 @@ NEAR_MISS_SCAN = 1_000  # requests a timed-out wait compares with its `when`, ne
 KIND_EVENT = {"tool": "tools/list_changed", "prompt": "prompts/list_changed", "resource": "resources/list_changed", "template": "resources/list_changed"}
 KIND_FIELD = {"tool": ("tools", "name"), "prompt": ("prompts", "name"), "resource": ("resources", "uri"), "template": ("resourceTemplates", "uriTemplate")}
 TARGETING = ("nth", "every", "first", "after", "probability")
+TASK_STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
+MAX_TASK_LIST = 1_000  # tasks one `listTasks` answer names at most (the newest)
 
 
 class NotFound(errors.ClientError):
@@ -77,6 +79,8 @@ class Fragments(Protocol):
         request_id: Any,
         what: str = ...,
     ) -> model.Rule: ...
+
+    def task_change(self, phase: dict[str, Any] | None, outcome: dict[str, Any] | None, *, request_id: Any) -> model.TaskSpec: ...
 
 
 # ---------------------------------------------------------------- outcomes
@@ -202,6 +206,9 @@ class Control:
             "journal": self._journal,
             "waitFor": self._wait_for,
             "shutdown": self._shutdown,
+            "listTasks": self._list_tasks,
+            "getTask": self._get_task,
+            "setTask": self._set_task,
         }
 
     # ------------------------------------------------------------ the boundary
@@ -306,11 +313,14 @@ class Control:
         event = _str(params, "event", rid)
         if event == "log":
             sends = self._log_sends(params, rid)
+        elif event == "tasks":
+            rec = self._task(params, rid)
+            sends = self.engine.tasks.announce(rec, self._live)
         elif event in p.EVENT_METHOD:
             uri = _str(params, "uri", rid, required=event == "resources/updated")
             sends = self.engine.fan_out(Emit(event, uri))
         else:
-            known = [*p.EVENT_METHOD, "log"]
+            known = [*p.EVENT_METHOD, "log", "tasks"]
             raise errors.InvalidParams(
                 f"Invalid params: unknown event {event!r}{did_you_mean(event, known)} (known: {', '.join(known)})",
                 request_id=rid,
@@ -520,6 +530,112 @@ class Control:
                     return Outcome(self.wait_response(waiter))
         self._waiters.append(waiter)
         return Outcome(None, waiter=waiter)
+
+    # ------------------------------------------------------------ tasks (the Tasks extension)
+
+    def _live(self, subscription_id: Any) -> bool:
+        return subscription_id in self.engine.session.subscriptions
+
+    def _task(self, params: dict[str, Any], rid: Any) -> tasks.TaskRecord:
+        """The task ``params.taskId`` names, brought up to date with its script (NotFound if none)."""
+        table: tasks.TaskTable = self.engine.tasks
+        task_id = _str(params, "taskId", rid)
+        rec = table.get(task_id)
+        if rec is None:
+            known = [*table.records, *table.raw][-10:]
+            raise NotFound(
+                f"no task {task_id!r}{did_you_mean(task_id, known)} (newest: {', '.join(known) or 'none'})",
+                data={"taskId": task_id},
+                request_id=rid,
+            )
+        spec = table.spec_of(rec)
+        if spec.ttlMs is not None and table.clock() >= table.expires(rec, spec):
+            raise NotFound(f"task {task_id!r} has expired (its ttlMs passed)", data={"taskId": task_id}, request_id=rid)
+        table.advance(rec)  # (if its script moved it, the caller's notifications carry that too)
+        return rec
+
+    def _list_tasks(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        table = self.engine.tasks
+        ids = [*table.records, *table.raw]
+        out = []
+        for tid in ids[-MAX_TASK_LIST:]:
+            rec = table.get(tid)
+            if rec is not None:
+                out.append({"taskId": tid, "status": rec.status, "tool": rec.params.get("name")})
+        return _ok(rid, {"tasks": out, "total": len(ids)})
+
+    def _get_task(self, rid: Any, params: dict[str, Any]) -> Outcome:
+        rec = self._task(params, rid)
+        table = self.engine.tasks
+        return Outcome(_ok(rid, {"task": table.detailed(rec)}), table.notifications(rec, self._live))
+
+    def _set_task(self, rid: Any, params: dict[str, Any]) -> Outcome:
+        """Drive a task: a new status with its payload, by the extension's rules unless ``force``."""
+        rec = self._task(params, rid)
+        table = self.engine.tasks
+        status = _str(params, "status", rid)
+        if status not in TASK_STATUSES:
+            raise errors.InvalidParams(
+                f"Invalid params: status must be one of {', '.join(TASK_STATUSES)}, not {status!r}{did_you_mean(status, TASK_STATUSES)}",
+                request_id=rid,
+            )
+        force = _bool(params, "force", rid, default=False)
+        notify = _bool(params, "notify", rid, default=True)
+        if rec.status in tasks.TERMINAL and not force:
+            raise errors.InvalidParams(
+                f"Invalid params: task {rec.id} is {rec.status}, a terminal status, which never changes "
+                "(force: true changes it anyway, as a deliberate fault)",
+                data={"taskId": rec.id, "status": rec.status},
+                request_id=rid,
+            )
+        payload = {"input_required": "inputRequests", "completed": "result", "failed": "error"}
+        for key in ("inputRequests", "result", "error"):
+            if key in params and payload.get(status) != key:
+                raise errors.InvalidParams(f"Invalid params: {key!r} does not go with status {status}", request_id=rid)
+        if status in ("input_required", "failed") and payload[status] not in params:
+            raise errors.InvalidParams(f"Invalid params: status {status} needs {payload[status]!r}", request_id=rid)
+        message = _str(params, "statusMessage", rid, required=False)
+        interval = params.get("pollIntervalMs")
+        phase: dict[str, Any] | None = None
+        if status in ("working", "input_required"):
+            phase = {"status": status, "inputRequests": params.get("inputRequests"), "pollIntervalMs": interval}
+            phase = {k: v for k, v in phase.items() if v is not None}
+        elif interval is not None:
+            phase = {"status": "working", "pollIntervalMs": interval}  # (checked there; the status is the given one)
+        outcome = None
+        if status == "completed":
+            outcome = {"result": params.get("result", {"content": []})}
+        elif status == "failed":
+            outcome = {"error": params["error"]}
+        spec = self.fragments.task_change(phase, outcome, request_id=rid)
+        requests = None
+        if status == "input_required":
+            requests = spec.phases[0].inputRequests or {}
+            reused = [k for k in requests if k in rec.answers]
+            if reused and not force:
+                raise errors.InvalidParams(
+                    f"Invalid params: input request key {reused[0]!r} was answered before: keys are unique over "
+                    "a task's life (force: true asks again, as a deliberate fault)",
+                    request_id=rid,
+                )
+            for key in reused:
+                del rec.answers[key]
+            requests = templates.render(requests, table.context(rec).scope())
+        rendered = None
+        if spec.outcome and table.render_outcome is not None:
+            rendered = table.render_outcome(table.context(rec), spec.outcome)
+        previous = rec.status
+        table.drive(
+            rec, status, message=message, outcome=rendered, input_requests=requests,
+            poll_interval=spec.phases[0].pollIntervalMs if spec.phases else None,
+        )
+        sends: list[Send] = []
+        if notify:
+            sends = table.notifications(rec, self._live)
+        else:  # the streams are not told of this version, now or later
+            for sid in table.watchers.get(rec.id, {}):
+                table.watchers[rec.id][sid] = rec.version
+        return Outcome(_ok(rid, {"task": table.detailed(rec), "previous": previous, "delivered": len(sends)}), sends)
 
     def _shutdown(self, rid: Any, params: dict[str, Any]) -> Outcome:
         mode = _str(params, "mode", rid, required=False) or "graceful"

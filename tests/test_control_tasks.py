@@ -1,0 +1,159 @@
+"""Driving tasks of the Tasks extension from the control channel (issue 15, "a task status change").
+
+The core tests feed a real ``Connection`` (the MCP side, the bundled ``tasks``
+scenario) and a ``Control`` over the same engine, as ``test_control_core`` does:
+a task made by a real ``tools/call`` is put in each status from the control side,
+and ``tasks/get`` and the listen stream that asked for the task show it, with the
+extension's rules kept (payload by status, no way out of a terminal status unless
+forced, input keys unique over the task's life).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from helpers import request
+from test_control_core import Rig
+
+from mockmcp.control import NOT_FOUND
+
+EXT = "io.modelcontextprotocol/tasks"
+WITH_TASKS = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}}
+SCENARIO = (__import__("conftest").SCENARIOS / "tasks.yaml").read_text()
+ELICIT = {"method": "elicitation/create", "params": {"mode": "form", "message": "Go on with {{ arguments.target }}?",
+                                                     "requestedSchema": {"type": "object", "properties": {}}}}
+
+
+def tasks_rig() -> tuple[Rig, str, int]:
+    """A rig with one ``forever`` task made by the client, and a stream listening for it."""
+    rig = Rig(SCENARIO)
+    (created,) = rig.mcp(request(1, "tools/call", {"name": "forever", "arguments": {"target": "lib"}}, WITH_TASKS))
+    tid = created["result"]["taskId"]
+    (ack,) = rig.mcp(request(2, "subscriptions/listen", {"notifications": {"taskIds": [tid]}}, WITH_TASKS))
+    assert ack["params"]["notifications"]["taskIds"] == [tid]
+    return rig, tid, 2
+
+
+def get(rig: Rig, rid: int, tid: str) -> dict[str, Any]:
+    (answer,) = rig.mcp(request(rid, "tasks/get", {"taskId": tid}, WITH_TASKS))
+    result: dict[str, Any] = answer["result"]
+    return result
+
+
+def notes(out: Any) -> list[dict[str, Any]]:
+    return [json.loads(s.data) for s in out.sends]
+
+
+def test_each_status_reaches_tasks_get_and_the_listen_stream():
+    rig, tid, sub = tasks_rig()
+    assert get(rig, 3, tid)["status"] == "working"
+
+    out = rig.ctl("setTask", taskId=tid, status="input_required", statusMessage="need a yes", inputRequests={"go": ELICIT})
+    assert out.response is not None and out.response["result"]["previous"] == "working", out.response
+    (note,) = notes(out)
+    assert note["method"] == "notifications/tasks" and note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == sub
+    assert note["params"]["status"] == "input_required" and note["params"]["statusMessage"] == "need a yes"
+    assert note["params"]["inputRequests"]["go"]["params"]["message"] == "Go on with lib?"  # templates see the call
+    seen = get(rig, 4, tid)
+    assert seen["status"] == "input_required" and list(seen["inputRequests"]) == ["go"]
+
+    # the client answers through tasks/update: every input in, the driven task works on
+    answer = {"go": {"action": "accept", "content": {}}}
+    (ack, note) = rig.mcp(request(5, "tasks/update", {"taskId": tid, "inputResponses": answer}, WITH_TASKS))
+    assert ack["result"] == {"resultType": "complete"} or "resultType" in ack["result"]
+    assert note["params"]["status"] == "working"
+    assert get(rig, 6, tid)["status"] == "working"
+
+    out = rig.ctl("setTask", taskId=tid, status="working", statusMessage="half way", pollIntervalMs=250)
+    assert notes(out)[0]["params"]["statusMessage"] == "half way" and get(rig, 7, tid)["pollIntervalMs"] == 250
+
+    result = {"content": [{"type": "text", "text": "built {{ arguments.target }}"}]}
+    out = rig.ctl("setTask", taskId=tid, status="completed", result=result)
+    (note,) = notes(out)
+    assert note["params"]["status"] == "completed" and note["params"]["result"]["content"][0]["text"] == "built lib"
+    done = get(rig, 8, tid)
+    assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "built lib"
+
+    # a terminal status never changes ...
+    err = rig.error("setTask", taskId=tid, status="working")
+    assert err["code"] == -32602 and "terminal" in err["message"] and err["data"]["status"] == "completed"
+    assert get(rig, 9, tid)["status"] == "completed"
+    # ... unless forced, as a deliberate fault
+    out = rig.ctl("setTask", taskId=tid, status="failed", error={"code": -32603, "message": "it broke after all"}, force=True)
+    assert notes(out)[0]["params"]["error"] == {"code": -32603, "message": "it broke after all"}
+    assert get(rig, 10, tid)["status"] == "failed"
+
+
+def test_failed_and_cancelled_and_a_quiet_change():
+    rig, tid, _ = tasks_rig()
+    out = rig.ctl("setTask", taskId=tid, status="working", statusMessage="quietly", notify=False)
+    assert out.sends == [] and out.response is not None and out.response["result"]["delivered"] == 0
+    assert get(rig, 3, tid)["statusMessage"] == "quietly"
+    out = rig.ctl("setTask", taskId=tid, status="cancelled", statusMessage="stopped by the test")
+    assert notes(out)[0]["params"]["status"] == "cancelled" and "result" not in notes(out)[0]["params"]
+
+    rig2, tid2, _ = tasks_rig()
+    out = rig2.ctl("setTask", taskId=tid2, status="failed", error={"code": -32000})
+    err = notes(out)[0]["params"]["error"]
+    assert err["code"] == -32000 and err["message"]  # the standard message, as an error step in a file gives
+
+
+def test_a_driven_task_leaves_its_script():
+    rig = Rig(SCENARIO)
+    (created,) = rig.mcp(request(1, "tools/call", {"name": "build"}, WITH_TASKS))  # completes after three polls
+    tid = created["result"]["taskId"]
+    rig.ok("setTask", taskId=tid, status="working", statusMessage="held by the test")
+    for rid in range(2, 8):
+        assert get(rig, rid, tid)["status"] == "working"
+
+
+def test_emit_resends_the_full_state_to_the_streams_that_asked():
+    rig, tid, sub = tasks_rig()
+    out = rig.ctl("emit", event="tasks", taskId=tid)
+    assert out.response is not None and out.response["result"]["delivered"] == 1
+    (note,) = notes(out)
+    assert note["method"] == "notifications/tasks" and note["params"]["taskId"] == tid
+    assert note["params"]["status"] == "working" and "createdAt" in note["params"] and "ttlMs" in note["params"]
+    assert len(notes(rig.ctl("emit", event="tasks", taskId=tid))) == 1  # again: a repeat is what emit asks for
+    # a stream that did not ask for this task hears nothing
+    (other,) = rig.mcp(request(3, "tools/call", {"name": "forever"}, WITH_TASKS))
+    assert notes(rig.ctl("emit", event="tasks", taskId=other["result"]["taskId"])) == []
+
+
+def test_read_tasks_and_bad_task_operations():
+    rig, tid, _ = tasks_rig()
+    listed = rig.ok("listTasks")
+    assert listed["tasks"] == [{"taskId": tid, "status": "working", "tool": "forever"}] and listed["total"] == 1
+    assert rig.ok("getTask", taskId=tid)["task"]["status"] == "working"
+
+    err = rig.error("setTask", taskId=tid[:-1], status="working")
+    assert err["code"] == NOT_FOUND and err["data"] == {"taskId": tid[:-1]} and "did you mean" in err["message"]
+    assert rig.error("emit", event="tasks", taskId="nope")["code"] == NOT_FOUND
+    assert rig.error("getTask")["message"] == "Invalid params: missing 'taskId'"
+    err = rig.error("setTask", taskId=tid, status="complete")
+    assert "did you mean 'completed'" in err["message"]
+    assert "needs 'inputRequests'" in rig.error("setTask", taskId=tid, status="input_required")["message"]
+    assert "needs 'error'" in rig.error("setTask", taskId=tid, status="failed")["message"]
+    assert "does not go with status working" in rig.error("setTask", taskId=tid, status="working", result={})["message"]
+
+    # payloads are checked like a task step's phases and outcome in a file, located in the request
+    err = rig.error("setTask", taskId=tid, status="input_required", inputRequests={"go": {"method": "elicitation/create"}})
+    assert err["data"]["problems"][0]["path"] == "$.params.inputRequests.go", err
+    err = rig.error("setTask", taskId=tid, status="completed", result={"content": "text"})
+    assert err["data"]["problems"][0]["path"].startswith("$.params.result"), err
+    err = rig.error("setTask", taskId=tid, status="failed", error={"code": "x"})
+    assert err["data"]["problems"][0]["path"].startswith("$.params.error"), err
+    err = rig.error("setTask", taskId=tid, status="working", pollIntervalMs=-1)
+    assert err["data"]["problems"][0]["path"] == "$.params.pollIntervalMs", err
+
+    # input keys are unique over a task's life
+    rig.ok("setTask", taskId=tid, status="input_required", inputRequests={"go": ELICIT})
+    rig.mcp(request(3, "tasks/update", {"taskId": tid, "inputResponses": {"go": {"action": "accept", "content": {}}}}, WITH_TASKS))
+    err = rig.error("setTask", taskId=tid, status="input_required", inputRequests={"go": ELICIT})
+    assert "answered before" in err["message"]
+    rig.ok("setTask", taskId=tid, status="input_required", inputRequests={"go": ELICIT}, force=True)
+    assert list(get(rig, 4, tid)["inputRequests"]) == ["go"]
+    assert get(rig, 5, tid)["status"] == "input_required"
+    # after all that, the MCP side answers as ever
+    assert rig.mcp(request(6, "server/discover"))[0]["result"]["resultType"] == "complete"
