@@ -157,3 +157,125 @@ def test_read_tasks_and_bad_task_operations():
     assert get(rig, 5, tid)["status"] == "input_required"
     # after all that, the MCP side answers as ever
     assert rig.mcp(request(6, "server/discover"))[0]["result"]["resultType"] == "complete"
+
+
+# ---------------------------------------------------------------- through the real process
+
+# The MCP side is a raw JSON-RPC client (mcp 2.3.0 has no Tasks support) on anyio's process
+# streams, so one flow runs under trio (pytest-trio) and under asyncio (asyncio.run); the
+# control side is ``MockServer``'s async API on whichever loop runs.
+
+
+class RawClient:
+    def __init__(self, proc: Any) -> None:
+        self.proc = proc
+        self.buffer = b""
+        self.ids = 0
+
+    async def write(self, method: str, params: dict[str, Any]) -> int:
+        self.ids += 1
+        params = {**params, "_meta": {**__import__("conftest").META, **WITH_TASKS}}
+        await self.proc.stdin.send((json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}) + "\n").encode())
+        return self.ids
+
+    async def read(self) -> dict[str, Any]:
+        import anyio
+
+        with anyio.fail_after(20):
+            while b"\n" not in self.buffer:
+                self.buffer += await self.proc.stdout.receive()
+        first, self.buffer = self.buffer.split(b"\n", 1)
+        msg: dict[str, Any] = json.loads(first)
+        return msg
+
+    async def ask(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The answer, and the notifications read before it."""
+        rid = await self.write(method, params)
+        seen = []
+        while True:
+            msg = await self.read()
+            if msg.get("id") == rid and "method" not in msg:
+                return msg, seen
+            seen.append(msg)
+
+
+async def drive_a_task_through_the_real_process(mock: Any) -> None:
+    import anyio
+
+    from mockmcp.controlclient import ControlError
+
+    async with await anyio.open_process(mock.argv) as proc:
+        client = RawClient(proc)
+        created, _ = await client.ask("tools/call", {"name": "forever", "arguments": {"target": "app"}})
+        tid = created["result"]["taskId"]
+        assert [t["taskId"] for t in await mock.list_tasks()] == [tid]
+        sub = await client.write("subscriptions/listen", {"notifications": {"taskIds": [tid]}})
+        assert (await client.read())["params"]["notifications"]["taskIds"] == [tid]
+
+        task = await mock.require_input(tid, {"go": ELICIT}, message="need a yes")
+        assert task["status"] == "input_required" and task["inputRequests"]["go"]["params"]["message"] == "Go on with app?"
+        note = await client.read()  # the listen stream hears it, with no poll
+        assert note["method"] == "notifications/tasks" and note["params"]["status"] == "input_required"
+        assert note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == sub
+        got, _ = await client.ask("tasks/get", {"taskId": tid})
+        assert got["result"]["inputRequests"] == task["inputRequests"]
+        _, heard = await client.ask("tasks/update", {"taskId": tid, "inputResponses": {"go": {"action": "accept", "content": {}}}})
+        note = heard[0] if heard else await client.read()
+        assert note["params"]["status"] == "working"
+
+        await mock.complete_task(tid, {"content": [{"type": "text", "text": "done"}]})
+        note = await client.read()
+        assert note["params"]["status"] == "completed" and note["params"]["result"]["content"][0]["text"] == "done"
+        got, _ = await client.ask("tasks/get", {"taskId": tid})
+        assert got["result"]["status"] == "completed"
+
+        try:
+            await mock.set_task(tid, "working")
+            raise AssertionError("a terminal status changed")
+        except ControlError as exc:
+            assert exc.code == -32602 and "terminal" in exc.message
+        assert await mock.emit_task(tid) == 1
+        note = await client.read()
+        assert note["params"]["status"] == "completed" and note["params"]["taskId"] == tid
+        assert (await mock.get_task(tid))["status"] == "completed"
+        await proc.stdin.aclose()
+        assert await proc.wait() == 0
+
+
+async def test_a_task_driven_from_the_test_under_trio(tmp_path):
+    from mockmcp.api import prepare
+
+    await drive_a_task_through_the_real_process(prepare("tasks", tmp_path, control=True))
+
+
+def test_a_task_driven_from_the_test_under_asyncio(tmp_path):
+    import asyncio
+
+    from mockmcp.api import prepare
+
+    asyncio.run(drive_a_task_through_the_real_process(prepare("tasks", tmp_path, control=True)))
+
+
+def test_set_task_from_the_sync_twin_and_the_ctl_command(tmp_path):
+    import subprocess
+
+    from conftest import mockmcp_cmd
+
+    from mockmcp.api import prepare
+
+    mock = prepare("tasks", tmp_path, control=True)
+    proc = subprocess.Popen(mock.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        call = request(1, "tools/call", {"name": "forever"}, WITH_TASKS)
+        proc.stdin.write((json.dumps(call) + "\n").encode())
+        proc.stdin.flush()
+        tid = json.loads(proc.stdout.readline())["result"]["taskId"]
+        assert mock.sync.fail_task(tid, {"code": -32603, "message": "disk full"})["status"] == "failed"
+        ctl = subprocess.run(mockmcp_cmd("ctl", str(mock.control_path), "getTask", f"taskId={tid}"), capture_output=True)
+        assert ctl.returncode == 0 and json.loads(ctl.stdout)["result"]["task"]["error"]["message"] == "disk full"
+        ctl = subprocess.run(mockmcp_cmd("ctl", str(mock.control_path), "setTask", f"taskId={tid}", "status=working"), capture_output=True)
+        assert ctl.returncode == 1 and "terminal" in json.loads(ctl.stdout)["error"]["message"]
+    finally:
+        proc.stdin.close()  # type: ignore[union-attr]
+        assert proc.wait(timeout=20) == 0
