@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import json
 
 import attrs
 from typing import Any, Callable, Iterator, Protocol
@@ -116,9 +117,12 @@ Effect = Pause | Resume | Shutdown
 
 class Outcome:
     """What one control line asks of the shell: write ``sends`` to stdout, perform ``effect``,
-    then write ``response`` back to the control client (``None``: park on ``waiter`` first)."""
+    then write the response back to the control client (none: park on ``waiter`` first).
 
-    __slots__ = ("response", "sends", "effect", "waiter")
+    The response is a dict, or (``encoded``) its line already built, as ``journal`` builds
+    it from the lines it keeps (decoded here only if someone reads ``response``)."""
+
+    __slots__ = ("_response", "encoded", "sends", "effect", "waiter")
 
     def __init__(
         self,
@@ -126,11 +130,29 @@ class Outcome:
         sends: list[Send] | None = None,
         effect: Effect | None = None,
         waiter: Waiter | None = None,
+        encoded: bytes | None = None,
     ) -> None:
-        self.response = response
+        self._response = response
+        self.encoded = encoded
         self.sends = sends or []
         self.effect = effect
         self.waiter = waiter
+
+    @property
+    def response(self) -> dict[str, Any] | None:
+        if self._response is None and self.encoded is not None:
+            self._response = json.loads(self.encoded)
+        return self._response
+
+    def line(self) -> bytes | None:
+        """The response line to write (``None``: nothing to write now)."""
+        if self.encoded is not None:
+            return self.encoded
+        return None if self._response is None else jsonrpc.encode(self._response)
+
+    def answered(self) -> None:
+        """The shell wrote the response ahead of the effect (a shutdown): nothing more to write."""
+        self._response = self.encoded = None
 
 
 class WaitSpec:
@@ -185,8 +207,9 @@ class Control:
     def __init__(self, engine: Any, fragments: Fragments, *, journal_records: int = JOURNAL_RECORDS) -> None:
         self.engine = engine
         self.fragments = fragments
-        # (position, "in" | "out", a decoded message, or the bytes of a line as written)
-        self._records: collections.deque[tuple[int, str, Any]] = collections.deque(maxlen=journal_records)
+        # (position, "in" | "out", a decoded message read (or what was wrong with the line) or None
+        # for a line written, the JSON text of the line as read or written (None: not JSON))
+        self._records: collections.deque[tuple[int, str, Any, bytes | None]] = collections.deque(maxlen=journal_records)
         self._position = 0  # the position the next record gets
         self._waiters: list[Waiter] = []
         self._armed_ids = 0
@@ -240,13 +263,15 @@ class Control:
         """The connection's inbound observer: record the message and wake the waits it satisfies."""
         pos = self._position
         self._position = pos + 1
+        raw: bytes | None = None
         if msg is not None:
             record = msg.message
+            raw = line if isinstance(line, bytes) else None  # (its JSON text, for the journal)
         elif isinstance(line, Oversized):
             record = {"oversized": line.length}
         else:
             record = {"raw": line.rstrip(b"\r\n").decode("utf-8", "replace"), "error": exc.message if exc else None}
-        self._records.append((pos, "in", record))
+        self._records.append((pos, "in", record, raw))
         if self._waiters and isinstance(msg, jsonrpc.Request | jsonrpc.Notification):
             state = self.engine.session.state
             for waiter in list(self._waiters):
@@ -260,7 +285,7 @@ class Control:
         """The shell's output observer: record a line written to stdout (decoded only when read)."""
         pos = self._position
         self._position = pos + 1
-        self._records.append((pos, "out", data))
+        self._records.append((pos, "out", None, data))
 
     # ------------------------------------------------------------ waits
 
@@ -293,7 +318,7 @@ class Control:
         best: dict[str, Any] | None = None
         state = self.engine.session.state
         scanned = 0
-        for pos, direction, record in reversed(self._records):
+        for pos, direction, record, _ in reversed(self._records):
             if pos < waiter.start or scanned >= NEAR_MISS_SCAN:
                 break
             if direction != "in" or "method" not in record:
@@ -485,21 +510,31 @@ class Control:
     def _resume(self, rid: Any, params: dict[str, Any]) -> Outcome:
         return Outcome(_ok(rid, {}), effect=Resume())
 
-    def _journal(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+    def _journal(self, rid: Any, params: dict[str, Any]) -> Outcome:
+        """The records from ``since``, answered as one line built from the lines kept.
+
+        A record's message is spliced in as the JSON text it was read or written as
+        (``_record_text``) rather than decoded and encoded again: that is most of what a
+        ``journal`` costs, and it would be paid beside the MCP stream 1,000 times a second.
+        ``tests/test_control_core.py`` compares the answer with the decoded records."""
         since = _int(params, "since", rid, default=0)
         limit = min(max(_int(params, "limit", rid, default=MAX_JOURNAL_PAGE), 1), MAX_JOURNAL_PAGE)
         oldest = self._records[0][0] if self._records else self._position
-        records: list[dict[str, Any]] = []
-        for pos, direction, record in self._since(since):
-            if len(records) >= limit:
+        parts: list[str] = []
+        last = -1
+        for rec in self._since(since):
+            if len(parts) >= limit:
                 break
-            if type(record) is bytes:
-                record = _decoded(record)
-            records.append({"position": pos, "dir": direction, **({"message": record} if "jsonrpc" in record else record)})
-        nxt = records[-1]["position"] + 1 if records else max(since, oldest)
-        return _ok(rid, {"records": records, "next": nxt, "dropped": max(0, oldest - since)})
+            parts.append(_record_text(rec))
+            last = rec[0]
+        nxt = last + 1 if parts else max(since, oldest)
+        text = (
+            '{"jsonrpc":"2.0","id":' + jsonrpc.encode_text(rid) + ',"result":{"records":[' + ",".join(parts)
+            + '],"next":' + str(nxt) + ',"dropped":' + str(max(0, oldest - since)) + "}}\n"
+        )
+        return Outcome(None, encoded=text.encode("utf-8", "surrogatepass"))
 
-    def _since(self, since: int) -> Iterator[tuple[int, str, Any]]:
+    def _since(self, since: int) -> Iterator[tuple[int, str, Any, bytes | None]]:
         records = self._records
         if not records or since >= self._position:
             return iter(())
@@ -524,7 +559,7 @@ class Control:
         waiter = Waiter(rid, spec, start, timeout)
         if since is not None:
             state = self.engine.session.state
-            for pos, direction, record in self._since(start):
+            for pos, direction, record, _ in self._since(start):
                 if direction == "in" and "method" in record and not spec.reasons(record, state):
                     waiter.found = (pos, record)
                     return Outcome(self.wait_response(waiter))
@@ -654,14 +689,14 @@ def _ok(rid: Any, result: dict[str, Any]) -> dict[str, Any]:
     return jsonrpc.result_response(rid, result)
 
 
-def _decoded(data: bytes) -> dict[str, Any]:
-    import json
-
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return {"raw": data.rstrip(b"\r\n").decode("utf-8", "replace")}
-    return value if type(value) is dict and "jsonrpc" in value else {"raw": data.rstrip(b"\r\n").decode("utf-8", "replace")}
+def _record_text(rec: tuple[int, str, Any, bytes | None]) -> str:
+    """One journal record as JSON text: ``{position, dir, message}``, the message spliced in as
+    the line's own JSON text (a line read that decoded, or one the shell wrote: the mock's own
+    encoder's), or ``{position, dir, raw, error}`` / ``{..., oversized}`` for a line that was not."""
+    pos, direction, record, raw = rec
+    if raw is not None:
+        return '{"position":' + str(pos) + ',"dir":"' + direction + '","message":' + raw.strip(b" \t\r\n").decode("utf-8", "replace") + "}"
+    return jsonrpc.encode_text({"position": pos, "dir": direction, **record})
 
 
 def _str(params: dict[str, Any], key: str, rid: Any, *, required: bool = True) -> Any:
