@@ -43,6 +43,7 @@ TIMED_OUT = -32008  # waitFor: no matching request in time (data.nearMiss: the c
 
 JOURNAL_RECORDS = 10_000  # recent MCP messages kept for `journal` and `waitFor` (the oldest go first)
 MAX_JOURNAL_PAGE = 1_000  # records one `journal` answer carries at most
+MAX_JOURNAL_CHARS = 16 * 1024 * 1024  # and its records' text at most (past it: the rest on the next page)
 MAX_WAIT_SECONDS = 3_600.0
 NEAR_MISS_SCAN = 1_000  # requests a timed-out wait compares with its `when`, newest first
 
@@ -522,10 +523,13 @@ class Control:
         oldest = self._records[0][0] if self._records else self._position
         parts: list[str] = []
         last = -1
+        size = 0
         for rec in self._since(since):
-            if len(parts) >= limit:
-                break
-            parts.append(_record_text(rec))
+            if len(parts) >= limit or size >= MAX_JOURNAL_CHARS:
+                break  # (one record at least: a line is at most 4 MiB)
+            text = _record_text(rec)
+            parts.append(text)
+            size += len(text)
             last = rec[0]
         nxt = last + 1 if parts else max(since, oldest)
         text = (

@@ -88,19 +88,32 @@ class CoreLock(trio.abc.Instrument):
     The trio thread holds it always but while it waits for I/O (trio's
     ``before_io_wait``/``after_io_wait`` hooks), so a control thread runs core
     code only while the MCP side is idle, and the MCP side, when a line comes
-    in, waits at most for the one control operation under way. Nothing else is
-    shared: every shell effect of a control operation is done in the trio
-    thread (``trio.from_thread``), which holds the lock then.
+    in, waits at most for the one control operation under way: ``turn`` is
+    taken by whoever wants the lock next, and trio keeps it while it waits, so
+    a thread that floods operations cannot take the lock back again and again
+    before trio gets it (a plain lock is not fair). Nothing else is shared:
+    every shell effect of a control operation is done in the trio thread
+    (``trio.from_thread``), which holds the lock then.
     """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.turn = threading.Lock()
 
     def before_io_wait(self, timeout: float) -> None:
         self.lock.release()
 
     def after_io_wait(self, timeout: float) -> None:
-        self.lock.acquire()
+        with self.turn:
+            self.lock.acquire()
+
+    def __enter__(self) -> None:
+        """A control thread's turn at the core (blocks while trio runs)."""
+        with self.turn:
+            self.lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
 
 
 class _Client:
@@ -244,7 +257,7 @@ class ControlServer:
     def _reader(self, client: _Client) -> None:
         """Read and answer lines in order; a ``waitFor`` parks in a trio task (the client goes on)."""
         framer = LineFramer(MAX_CONTROL_LINE)
-        core = self.core.lock
+        core = self.core
         while not client.gone:
             try:
                 data = client.sock.recv(65536)

@@ -386,3 +386,16 @@ def jsonrpc_encode(msg: dict[str, Any]) -> bytes:
     from mockmcp import jsonrpc
 
     return jsonrpc.encode(msg)
+
+
+def test_a_journal_page_is_bounded_in_bytes_too(monkeypatch):
+    from mockmcp import control as control_module
+
+    monkeypatch.setattr(control_module, "MAX_JOURNAL_CHARS", 2_000)
+    rig = Rig()
+    for i in range(20):
+        rig.mcp(call(i, "greet", who="x" * 300))
+    page = rig.ok("journal", since=0, limit=1_000)
+    assert 1 <= len(page["records"]) < 40 and page["next"] == page["records"][-1]["position"] + 1
+    rest = rig.ok("journal", since=page["next"], limit=1_000)
+    assert rest["records"][0]["position"] == page["next"]  # nothing skipped: the rest is on the next page

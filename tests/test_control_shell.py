@@ -168,6 +168,39 @@ def test_a_flooding_client_and_one_that_leaves_mid_request_cannot_stall_the_mcp_
     flood.close()
 
 
+def test_a_client_that_floods_and_reads_cannot_starve_the_mcp_stream(mock):
+    """A client whose lines are always waiting (it writes batches and reads every answer) keeps
+    its thread at the core lock; the MCP side must still get its turn after each operation."""
+    import threading
+
+    stop = threading.Event()
+    answered = [0]
+
+    def flood() -> None:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(mock.path)
+            batch = b'{"jsonrpc":"2.0","id":1,"method":"journal","params":{"limit":50}}\n' * 200
+            with s.makefile("rb") as f:
+                while not stop.is_set():
+                    s.sendall(batch)
+                    for _ in range(200):
+                        assert f.readline()
+                    answered[0] += 200
+
+    worker = threading.Thread(target=flood, daemon=True)
+    worker.start()
+    while answered[0] < 200:
+        time.sleep(0.01)
+    started = time.monotonic()
+    for i in range(50):
+        mock.round_trip(i)
+    took = time.monotonic() - started
+    stop.set()
+    worker.join(10)
+    assert answered[0] >= 400, answered  # the flood went on meanwhile
+    assert took < 10, f"50 MCP round trips took {took:.1f} s beside the flood"
+
+
 def test_several_clients_at_once_and_wait_for_from_another(mock):
     import threading
 
