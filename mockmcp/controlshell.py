@@ -7,35 +7,28 @@ existing PATH is refused unless it is a stale socket of ours (a socket owned
 by us that nobody accepts on, as a crashed mock leaves behind); the socket is
 removed at exit.
 
-Each client gets a thread (``_Client``) that reads its lines (framed with a
-bound) and answers them in turn, running the core under ``CoreLock`` (held by
-the trio thread except while it waits for I/O), so an operation costs the MCP
-side no pass of trio's loop; what only the shell can do (write MCP lines,
-pause, resume, shut down, park a wait) is handed to the trio thread. A client
-that stops reading its answers fills its socket buffer and is then no longer
-read, and nothing it does can block the MCP stream (the core's work per line is
-synchronous and bounded; MCP lines go through the shell's own writer).
-``waitFor`` parks in a trio task of its own, at most ``MAX_WAITS`` per client,
-so a client may wait and operate at once. All protocol logic is in ``control``
-(sans-I/O).
+Each client gets a reader (lines framed with a bound) whose answers are written
+in turn (``_Client``): a client that stops reading its answers fills its
+socket buffer and is then no longer read, and nothing it does can block the MCP
+stream (the core's work per line is synchronous and bounded; MCP lines go
+through the shell's own writer). ``waitFor`` parks in a task of its own, at
+most ``MAX_WAITS`` per client, so a client may wait and operate at once.
+All protocol logic is in ``control`` (sans-I/O).
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import inspect
 import os
 import socket as stdsocket
 import stat
 import struct
-import threading
 from typing import Any
 
 import trio
 
 from . import jsonrpc
-from .control import Control, Effect, Outcome, Pause, Resume, Shutdown, Waiter
+from .control import Control, Outcome, Pause, Resume, Shutdown, Waiter
 from .framing import LineFramer
 from .server import Shell
 from .writer import ExitJob
@@ -82,70 +75,54 @@ def _peer_uid(sock: stdsocket.socket) -> int | None:
     return int(uid)
 
 
-class CoreLock(trio.abc.Instrument):
-    """The engine's lock between the trio thread and the control threads.
-
-    The trio thread holds it always but while it waits for I/O (trio's
-    ``before_io_wait``/``after_io_wait`` hooks), so a control thread runs core
-    code only while the MCP side is idle, and the MCP side, when a line comes
-    in, waits at most for the one control operation under way: ``turn`` is
-    taken by whoever wants the lock next, and trio keeps it while it waits, so
-    a thread that floods operations cannot take the lock back again and again
-    before trio gets it (a plain lock is not fair). Nothing else is shared:
-    every shell effect of a control operation is done in the trio thread
-    (``trio.from_thread``), which holds the lock then.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.turn = threading.Lock()
-
-    def before_io_wait(self, timeout: float) -> None:
-        self.lock.release()
-
-    def after_io_wait(self, timeout: float) -> None:
-        with self.turn:
-            self.lock.acquire()
-
-    def __enter__(self) -> None:
-        """A control thread's turn at the core (blocks while trio runs)."""
-        with self.turn:
-            self.lock.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.lock.release()
-
-
 class _Client:
-    """One connected client: a thread of its own that reads its lines and answers them in turn.
+    """One connected client on a plain non-blocking socket, driven by trio's readiness waits.
 
-    A thread, not a trio task: an operation then costs this thread's blocking
-    ``recv`` and ``send`` and no pass of trio's loop at all (measured: about a
-    third of the CPU per operation of the trio task it replaced, which woke the
-    loop once per operation), so 1,000 operations a second leave the MCP
-    stream's loop alone; only operations with a shell effect (MCP lines to
-    write, pause, resume, shutdown, a parked wait) go through the trio thread.
-    A client that does not read its answers blocks only its own thread, in
-    ``sendall``, and is then no longer read.
+    Plain sockets rather than ``trio.SocketStream``: an operation then costs one wait for
+    input and no scheduler pass per send (the stream's send and receive each take one),
+    which keeps 1,000 operations a second cheap beside the MCP stream. Answers are
+    written in turn (``lock``): a client that does not read fills its socket buffer, and
+    the writer then waits until it drains (only this client waits). ``scope`` ends the
+    client's reader and parked waits when it goes away.
     """
 
-    def __init__(self, sock: stdsocket.socket) -> None:
+    def __init__(self, sock: stdsocket.socket, scope: trio.CancelScope) -> None:
         self.sock = sock
-        self.send_lock = threading.Lock()  # its thread and the wait answers' threads
-        self.slots = threading.BoundedSemaphore(MAX_WAITS)
-        self.waits: dict[Waiter, trio.CancelScope] = {}  # (trio thread only)
-        self.gone = False
+        self.scope = scope
+        self.lock = trio.Lock()
 
-    def send(self, data: bytes) -> None:
-        with self.send_lock:
-            if self.gone:
-                return
+    async def receive(self) -> bytes:
+        """The next chunk (``b""`` at the end); yields to other tasks at least once."""
+        waited = False
+        while True:
             try:
-                self.sock.sendall(data)
+                data = self.sock.recv(65536)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self.sock)
+                waited = True
+                continue
             except OSError:
-                self.gone = True  # nothing more can be answered; its reader sees the end too
-                with contextlib.suppress(OSError):
-                    self.sock.shutdown(stdsocket.SHUT_RDWR)
+                return b""
+            if not waited:
+                await trio.lowlevel.checkpoint()  # a client that always has input must not starve the rest
+            return data
+
+    async def send(self, data: bytes) -> None:
+        if self.lock.locked():
+            await self.lock.acquire()
+        else:
+            self.lock.acquire_nowait()  # the usual case: no scheduler pass for the lock
+        try:
+            view = memoryview(data)
+            while view:
+                try:
+                    view = view[self.sock.send(view) :]
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(self.sock)
+        except OSError:
+            self.scope.cancel()  # gone: nothing more can be answered
+        finally:
+            self.lock.release()
 
 
 class ControlServer:
@@ -157,11 +134,6 @@ class ControlServer:
         self.shell = shell
         self.log = log if log is not None else shell.log
         self.clients = 0
-        self._count = threading.Lock()
-        self.core = CoreLock()
-        self.closed = False
-        self.token: trio.lowlevel.TrioToken | None = None
-        self.nursery: trio.Nursery | None = None
         shell.controllable = True
         shell.on_data = control.outbound
 
@@ -185,7 +157,6 @@ class ControlServer:
     async def serve(self, sock: stdsocket.socket, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         try:
             async with trio.open_nursery() as nursery:
-                await nursery.start(self.attach)
                 task_status.started()
                 while True:
                     try:
@@ -197,30 +168,11 @@ class ControlServer:
                         self.log("warning", f"control: cannot accept a client ({exc.strerror})")
                         await trio.sleep(0.1)
                         continue
-                    self.start_client(conn)
+                    conn.setblocking(False)
+                    nursery.start_soon(self._client, conn)
         finally:
             self.unlink()
             sock.close()
-
-    async def attach(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        """Hold the core lock (released while trio waits for I/O) and keep the nursery of parked
-        waits, until cancelled; then the control threads stop at the lock."""
-        self.token = trio.lowlevel.current_trio_token()
-        self.core.lock.acquire()
-        trio.lowlevel.add_instrument(self.core)
-        try:
-            async with trio.open_nursery() as nursery:
-                self.nursery = nursery
-                task_status.started()
-                await trio.sleep_forever()
-        finally:
-            self.closed = True  # a control thread that gets the lock from here on does nothing more
-            trio.lowlevel.remove_instrument(self.core)  # (the lock stays held: the threads stop there)
-
-    def start_client(self, conn: stdsocket.socket) -> None:
-        """Serve one connected client in a thread of its own (``attach`` runs)."""
-        conn.setblocking(True)
-        threading.Thread(target=self._client, args=(conn,), name="mockmcp-control", daemon=True).start()
 
     def unlink(self) -> None:
         try:
@@ -228,96 +180,67 @@ class ControlServer:
         except FileNotFoundError:
             pass
 
-    # ------------------------------------------------------------ one client (its own thread)
+    # ------------------------------------------------------------ one client
 
-    def _client(self, sock: stdsocket.socket) -> None:
+    async def _client(self, sock: stdsocket.socket) -> None:
         with sock:
             uid = _peer_uid(sock)
             if uid is not None and uid != os.getuid():
-                self._from_trio(self.log, "warning", f"control: refused a client of uid {uid}")
+                self.log("warning", f"control: refused a client of uid {uid}")
                 return
-            with self._count:
-                full = self.clients >= MAX_CLIENTS
-                if not full:
-                    self.clients += 1
-            if full:
+            if self.clients >= MAX_CLIENTS:
                 msg = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": f"too many control clients (at most {MAX_CLIENTS})"}}
-                sock.settimeout(1)
-                _Client(sock).send(jsonrpc.encode(msg))
+                with trio.move_on_after(1):
+                    await _Client(sock, trio.CancelScope()).send(jsonrpc.encode(msg))
                 return
-            client = _Client(sock)
+            self.clients += 1
+            waiters: set[Waiter] = set()
             try:
-                self._reader(client)
+                async with trio.open_nursery() as nursery:
+                    client = _Client(sock, nursery.cancel_scope)
+                    await self._reader(client, nursery, waiters)
+                    nursery.cancel_scope.cancel()  # its end: the client's parked waits go with it
             finally:
-                with self._count:
-                    self.clients -= 1
-                client.gone = True
-                self._from_trio(self._forget_waits, client)  # its parked waits go with it
+                self.clients -= 1
+                for waiter in waiters:
+                    self.control.forget(waiter)
 
-    def _reader(self, client: _Client) -> None:
-        """Read and answer lines in order; a ``waitFor`` parks in a trio task (the client goes on)."""
+    async def _reader(self, client: _Client, nursery: trio.Nursery, waiters: set[Waiter]) -> None:
+        """Read and answer lines in order; a ``waitFor`` parks in a task (the client goes on)."""
         framer = LineFramer(MAX_CONTROL_LINE)
-        core = self.core
-        while not client.gone:
-            try:
-                data = client.sock.recv(65536)
-            except OSError:
-                data = b""
+        slots = trio.Semaphore(MAX_WAITS)
+        while True:
+            data = await client.receive()
             lines = framer.feed(data) if data else framer.close()
-            for line in lines:
+            for i, line in enumerate(lines):
                 if isinstance(line, bytes) and not line.strip():
                     continue  # a blank line
-                with core:
-                    if self.closed:
-                        return
-                    outcome = self.control.handle_line(line)
-                if outcome.sends or outcome.effect is not None or outcome.waiter is not None:
-                    if not self._perform(outcome, client):
-                        return
-                answer = outcome.line()
-                if answer is not None:
-                    client.send(answer)
+                if i and not i % 16:
+                    await trio.lowlevel.checkpoint()  # a long batch of lines lets the MCP stream in
+                outcome = self.control.handle_line(line)
+                await self._perform(outcome, client)
+                if outcome.waiter is not None:
+                    await slots.acquire()
+                    done = trio.Event()
+                    outcome.waiter.on_done = done.set  # now: a match may come before the task runs
+                    waiters.add(outcome.waiter)
+                    nursery.start_soon(self._wait, outcome.waiter, done, client, slots, waiters)
             if not data:
                 return
 
-    def _from_trio(self, fn: Any, *args: Any) -> bool:
-        """Run ``fn`` in the trio thread and wait for it; ``False`` once the mock is ending."""
-        try:
-            if inspect.iscoroutinefunction(fn):
-                trio.from_thread.run(fn, *args, trio_token=self.token)
-            else:
-                trio.from_thread.run_sync(fn, *args, trio_token=self.token)
-        except (trio.RunFinishedError, trio.Cancelled):
-            return False
-        return True
-
-    def _perform(self, outcome: Outcome, client: _Client) -> bool:
-        """The outcome's shell side (before its response is written); ``False``: the mock is ending."""
-        if outcome.sends and not self._from_trio(self.shell.deliver, outcome.sends):
-            return False
+    async def _perform(self, outcome: Outcome, out: _Client) -> None:
+        if outcome.sends:
+            await self.shell.deliver(outcome.sends)
         effect = outcome.effect
-        if isinstance(effect, Shutdown):
+        if isinstance(effect, Shutdown) and effect.crash:
             answer = outcome.line()
             if answer is not None:
-                client.sock.settimeout(1)  # the answer first (a client that does not read gets a second)
-                client.send(answer)
-                outcome.answered()
-            self._from_trio(self._crash if effect.crash else self._effect, effect.status if effect.crash else effect)
-            return False
-        if effect is not None:
-            self._from_trio(self._effect, effect)
-        if outcome.waiter is not None:
-            client.slots.acquire()  # at most MAX_WAITS parked: this reader waits for a free one
-            if not self._from_trio(self._park, outcome.waiter, client):
-                return False
-        return True
-
-    async def _crash(self, status: int) -> None:
-        self.log("info", f"control: crash with status {status}")
-        self.unlink()
-        await self.shell.writer.send(ExitJob(status))
-
-    def _effect(self, effect: Effect) -> None:
+                with trio.move_on_after(1):  # the answer first (a client that does not read gets a second)
+                    await out.send(answer)
+            self.log("info", f"control: crash with status {effect.status}")
+            self.unlink()
+            await self.shell.writer.send(ExitJob(effect.status))
+            return
         match effect:
             case Pause():
                 self.shell.pause_reading(effect.seconds)
@@ -326,36 +249,17 @@ class ControlServer:
             case Shutdown():
                 self.log("info", "control: graceful shutdown")
                 self.shell.stop()
+        answer = outcome.line()
+        if answer is not None:
+            await out.send(answer)
 
-    # ------------------------------------------------------------ parked waits (trio thread)
-
-    def _park(self, waiter: Waiter, client: _Client) -> None:
-        done = trio.Event()
-        waiter.on_done = done.set
-        if waiter.found is not None:  # matched between its line and now
-            done.set()
-        if client.gone:
-            self.control.forget(waiter)
-            client.slots.release()
-            return
-        scope = trio.CancelScope()
-        client.waits[waiter] = scope
-        assert self.nursery is not None  # (serve runs)
-        self.nursery.start_soon(self._wait, waiter, done, client, scope)
-
-    async def _wait(self, waiter: Waiter, done: trio.Event, client: _Client, scope: trio.CancelScope) -> None:
+    async def _wait(self, waiter: Waiter, done: trio.Event, out: _Client, slots: trio.Semaphore, waiters: set[Waiter]) -> None:
         try:
-            with scope:
-                with trio.move_on_after(waiter.timeout):
-                    await done.wait()
-                response = self.control.wait_response(waiter) if waiter.found is not None else self.control.timed_out(waiter)
-                await trio.to_thread.run_sync(client.send, jsonrpc.encode(response), abandon_on_cancel=True)
+            with trio.move_on_after(waiter.timeout):
+                await done.wait()
+            response = self.control.wait_response(waiter) if waiter.found is not None else self.control.timed_out(waiter)
+            await out.send(jsonrpc.encode(response))
         finally:
-            client.waits.pop(waiter, None)
+            waiters.discard(waiter)
             self.control.forget(waiter)
-            client.slots.release()
-
-    def _forget_waits(self, client: _Client) -> None:
-        for waiter, scope in list(client.waits.items()):
-            scope.cancel()
-            self.control.forget(waiter)
+            slots.release()

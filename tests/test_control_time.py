@@ -1,11 +1,7 @@
-"""The control shell in virtual time: the real ``ControlServer`` client thread and the real ``Shell``
-in one trio run on a mock clock (a socketpair stands for the control socket, memory streams
-for stdin/stdout), so waits of a minute and timed pauses cost no wall time and the moments
-things happen are exact.
-
-A control client is served by a thread, which trio cannot see: the clock jumps only after
-trio has been idle for ``JUMP_AFTER`` seconds of real time (not at once, as ``autojump_clock``
-does), long enough for the thread to have handed its effect to trio.
+"""The control shell in virtual time: the real ``ControlServer`` client loop and the real ``Shell``
+in one trio run on the autojump clock (a socketpair stands for the control socket, memory
+streams for stdin/stdout), so waits of a minute and timed pauses cost no wall time and the
+moments things happen are exact.
 """
 
 from __future__ import annotations
@@ -14,9 +10,7 @@ import json
 import socket
 from typing import Any
 
-import pytest
 import trio
-import trio.testing
 from helpers import call, engine_for, listen
 from shellharness import Harness, response_to
 
@@ -33,14 +27,6 @@ tools:
 """
 
 
-JUMP_AFTER = 0.25  # seconds of real idleness before the mock clock jumps
-
-
-@pytest.fixture
-def autojump_clock() -> trio.testing.MockClock:
-    return trio.testing.MockClock(autojump_threshold=JUMP_AFTER)
-
-
 class ControlLink:
     """One control client on a socketpair, served by the real ``ControlServer._client``."""
 
@@ -49,14 +35,14 @@ class ControlLink:
         harness.shell.conn.observers.append(self.control.inbound)
         self.server = ControlServer("/nonexistent/unused.sock", self.control, harness.shell)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        theirs.setblocking(False)
         self.theirs = theirs
         self.sock = trio.socket.from_stdlib_socket(ours)
         self.buffer = b""
         self.ids = 0
 
     async def start(self, nursery: trio.Nursery) -> ControlLink:
-        await nursery.start(self.server.attach)
-        self.server.start_client(self.theirs)
+        nursery.start_soon(self.server._client, self.theirs)
         return self
 
     async def send(self, method: str, **params: Any) -> int:

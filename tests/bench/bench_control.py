@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -85,6 +86,96 @@ while True:
                 break
 """
 
+# The same load in C, used when a C compiler is there: the loop costs its process a few µs
+# of CPU per operation instead of the Python loop's tens, so on two shared cores the load
+# process itself takes less from the MCP stream's round trip (the floor row shows how much).
+LOAD_C = r"""
+/* The control benchmark's load: RATE operations a second on a Unix socket, each its own
+   write, each answer read before the next. Switched on ('1') and off ('0') on stdin, which
+   the pacing wait (ppoll) also watches; prints the rate it kept at each stop. */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4 || argc > 64) return 2;
+    double period = 1.0 / atof(argv[2]);
+    int nlines = argc - 3;
+    size_t lens[64];
+    for (int i = 0; i < nlines; i++) lens[i] = strlen(argv[3 + i]);
+    struct sockaddr_un addr = {0};
+    addr.sun_family = AF_UNIX;
+    strncpy(addr.sun_path, argv[1], sizeof addr.sun_path - 1);
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&addr, sizeof addr) < 0) { perror("connect"); return 1; }
+    static char buf[1 << 20];
+    printf("ready\n");
+    fflush(stdout);
+    int on = 0;
+    long n = 0;
+    double t_on = 0;
+    char cmd = 0;
+    for (;;) {
+        if (!on) {
+            if (read(0, &cmd, 1) <= 0) return 0;
+            if (cmd == '1') { on = 1; t_on = now(); n = 0; }
+            continue;
+        }
+        if (send(s, argv[3 + n % nlines], lens[n % nlines], 0) < 0) { perror("send"); return 1; }
+        for (;;) { /* its answer, to the newline */
+            ssize_t got = recv(s, buf, sizeof buf, 0);
+            if (got <= 0) { perror("recv"); return 1; }
+            if (buf[got - 1] == '\n') break;
+        }
+        n++;
+        double delay = t_on + n * period - now();
+        if (delay < 0) delay = 0;
+        struct timespec ts = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
+        struct pollfd p = {0, POLLIN, 0};
+        if (ppoll(&p, 1, &ts, NULL) > 0) {
+            ssize_t r = read(0, &cmd, 1);
+            if (r <= 0 || cmd != '1') {
+                printf("%f\n", n / (now() - t_on));
+                fflush(stdout);
+                on = 0;
+                if (r <= 0) return 0;
+            }
+        }
+    }
+}
+"""
+OPS = [("getState", {}), ("counters", {}), ("journal", {"since": 0, "limit": 10}),
+       ("emit", {"event": "resources/updated", "uri": "nobody://listens"})]
+
+
+def _c_load() -> str | None:
+    """The C load generator built in a temporary directory (``None``: no compiler, use Python)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    d = tempfile.mkdtemp(prefix="mockmcp-bench-load-")
+    src, exe = os.path.join(d, "load.c"), os.path.join(d, "load")
+    with open(src, "w") as fh:
+        fh.write(LOAD_C)
+    built = subprocess.run([cc, "-O2", "-o", exe, src], capture_output=True)
+    return exe if built.returncode == 0 else None
+
+
+C_LOAD = _c_load()
+
+
 # The floor of the load figure: the same load against a trivial Unix-socket server in a
 # process of its own, so the machine's share (a third busy process on two shared cores) is
 # measured in the same run and told apart from the mock's own.
@@ -106,7 +197,12 @@ class Load:
     """The long-lived load process, switched on and off between rounds."""
 
     def __init__(self, path: str) -> None:
-        self.proc = subprocess.Popen([PY, "-c", LOAD, path, str(RATE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        if C_LOAD is not None:
+            lines = [json.dumps({"jsonrpc": "2.0", "id": n, "method": op, "params": p}) + "\n" for n, (op, p) in enumerate(OPS)]
+            cmd = [C_LOAD, path, str(RATE), *lines]
+        else:
+            cmd = [PY, "-c", LOAD, path, str(RATE)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
         assert self.proc.stdout is not None and self.proc.stdout.readline().startswith(b"ready")
 
     def on(self) -> None:
@@ -250,18 +346,19 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _cost_per_operation(s: Server, path: str) -> float:
-    """The mock's own CPU (user + system, µs) per control operation of the load's mix, at the rate."""
+def _cost_per_operation(s: Server, path: str) -> tuple[float, float]:
+    """The CPU (user + system, µs) per control operation of the load's mix, at the rate: the
+    mock's own, and the load process's."""
     load = Load(path)
     try:
-        before = _cpu_seconds(s.proc.pid)
+        before, own = _cpu_seconds(s.proc.pid), _cpu_seconds(load.proc.pid)
         load.on()
         time.sleep(2.0)
         rate = load.off()
-        used = _cpu_seconds(s.proc.pid) - before
+        used, load_used = _cpu_seconds(s.proc.pid) - before, _cpu_seconds(load.proc.pid) - own
     finally:
         load.close()
-    return used / (rate * 2.0) * 1e6
+    return used / (rate * 2.0) * 1e6, load_used / (rate * 2.0) * 1e6
 
 
 def bench() -> list[dict]:
@@ -279,7 +376,7 @@ def bench() -> list[dict]:
     plain.close()
     rounds = _loaded_rounds(s, path)
     print("  (round trips under load measured)", file=sys.stderr, flush=True)
-    cost = _cost_per_operation(s, path)
+    cost, load_cost = _cost_per_operation(s, path)
     s.close()
     ratio = median(rounds["ratio"])
     return [
@@ -298,6 +395,7 @@ def bench() -> list[dict]:
              ratio=median(rounds["floor_ratio"])),
         dict(name=f"  floor per-round ratios, quartiles: {_spread(rounds['floor_ratio'])}", value=median(rounds["floor_ratio"]), unit="x"),
         dict(name="the mock's CPU per control operation (user + system)", value=cost, unit="us"),
+        dict(name=f"the load process's CPU per operation ({'C' if C_LOAD else 'Python'} loop)", value=load_cost, unit="us"),
     ]
 
 
