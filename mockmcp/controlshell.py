@@ -18,6 +18,7 @@ All protocol logic is in ``control`` (sans-I/O).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket as stdsocket
@@ -138,19 +139,43 @@ class ControlServer:
         shell.on_data = control.outbound
 
     def bind(self) -> stdsocket.socket:
-        """Create the socket at PATH, mode 0600 from its first instant (raises ``ControlPathError``)."""
+        """Create the socket at PATH, mode 0600 from its first instant (raises ``ControlPathError``).
+
+        It is bound and listening under a temporary name beside PATH first, then hard-linked to
+        PATH, which fails if anything is there: PATH never names a socket that refuses
+        connections (another mock starting on the same stale path would take it for stale and
+        remove it), and nothing that appeared at PATH since the check is replaced."""
         prepare_path(self.path)
+        tmp = os.path.join(os.path.dirname(self.path) or ".", f".mockmcp-{os.getpid()}-{os.urandom(3).hex()}")
+        if len(os.fsencode(tmp)) > 100:  # (a socket path's limit)
+            return self._listen(self.path)
+        sock = self._listen(tmp, self.path)
+        try:
+            os.link(tmp, self.path)
+        except FileExistsError:
+            sock.close()
+            raise ControlPathError(f"{self.path} appeared while the mock was starting; refusing to replace it") from None
+        except OSError:  # a file system without hard links to sockets: bound at PATH itself
+            sock.close()
+            return self._listen(self.path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        return sock
+
+    @staticmethod
+    def _listen(path: str, shown: str | None = None) -> stdsocket.socket:
         sock = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
         old = os.umask(0o177)
         try:
-            sock.bind(self.path)
+            sock.bind(path)
+            os.chmod(path, 0o600)
+            sock.listen(MAX_CLIENTS)
         except OSError as exc:
             sock.close()
-            raise ControlPathError(f"cannot listen on {self.path}: {exc.strerror}") from None
+            raise ControlPathError(f"cannot listen on {shown or path}: {exc.strerror}") from None
         finally:
             os.umask(old)
-        os.chmod(self.path, 0o600)
-        sock.listen(MAX_CLIENTS)
         sock.setblocking(False)
         return sock
 

@@ -255,6 +255,42 @@ def test_an_existing_path_is_refused_unless_a_stale_socket(tmp_path):
         m.close()
 
 
+def test_two_mocks_starting_on_one_stale_socket_never_leave_a_dead_one_at_the_path(tmp_path, monkeypatch):
+    """The second mock starts at the worst moment: after the first has bound its socket, before
+    it is at PATH. Whoever ends up at PATH is listening there; the other refuses to start."""
+    from mockmcp import controlshell
+
+    class NoShell:
+        log = None
+
+    class NoControl:
+        outbound = None
+
+    path = str(tmp_path / "c.sock")
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(path)
+    stale.close()  # what a killed mock leaves behind
+    first = controlshell.ControlServer(path, NoControl(), NoShell())  # type: ignore[arg-type]
+    second = controlshell.ControlServer(path, NoControl(), NoShell())  # type: ignore[arg-type]
+    real_link = os.link
+    held: list[Any] = []
+
+    def link(src: str, dst: str) -> None:
+        if not held:
+            held.append(None)
+            held[0] = second.bind()  # the other mock, now (its own link is the real one)
+        real_link(src, dst)
+
+    monkeypatch.setattr(os, "link", link)
+    with pytest.raises(controlshell.ControlPathError, match="appeared while the mock was starting"):
+        first.bind()
+    probe = socket.socket(socket.AF_UNIX)
+    probe.connect(path)  # the survivor accepts at PATH
+    probe.close()
+    held[0].close()
+    assert sorted(os.listdir(tmp_path)) == ["c.sock"]  # no temporary name left behind
+
+
 def test_the_ctl_command_prints_the_response_and_exits_non_zero_on_an_error(mock, tmp_path):
     def ctl(*args: str) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(mockmcp_cmd("ctl", *args), capture_output=True, timeout=30)
