@@ -279,3 +279,37 @@ def test_set_task_from_the_sync_twin_and_the_ctl_command(tmp_path):
     finally:
         proc.stdin.close()  # type: ignore[union-attr]
         assert proc.wait(timeout=20) == 0
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_value = st.recursive(
+    st.none() | st.booleans() | st.integers(-40000, 40000) | st.sampled_from(["", "x", "{{ arguments.target }}", "{{ nope.x }}", "text", "elicitation/create"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["content", "type", "text", "code", "message", "data", "method", "params", "requestedSchema", "go", "isError"]),
+        inner, max_size=4),
+    max_leaves=12,
+)
+_params = st.fixed_dictionaries({"status": st.sampled_from(["working", "input_required", "completed", "failed", "cancelled", "done", 3])}, optional={
+    "statusMessage": _value, "result": _value, "error": _value, "inputRequests": _value, "pollIntervalMs": _value,
+    "force": st.booleans() | _value, "notify": st.booleans(),
+})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(_params, min_size=1, max_size=5))
+def test_any_set_task_is_answered_and_the_task_stays_well_formed(changes):
+    """Whatever ``setTask`` is sent, it is answered (never raised), and afterwards ``tasks/get``
+    and the listen stream carry a task the extension allows (a known status with its payload)."""
+    rig, tid, _ = tasks_rig()
+    for rid, params in enumerate(changes, start=3):
+        out = rig.ctl("setTask", taskId=tid, **params)
+        assert out.response is not None and (("result" in out.response) != ("error" in out.response))
+        for note in notes(out):
+            assert note["method"] == "notifications/tasks"
+        task = get(rig, 100 + rid, tid)
+        assert task["status"] in ("working", "input_required", "completed", "failed", "cancelled")
+        assert ("result" in task) == (task["status"] == "completed")
+        assert ("error" in task) == (task["status"] == "failed")
+        assert ("inputRequests" in task) == (task["status"] == "input_required")
+    assert rig.mcp(request(999, "server/discover"))[0]["result"]["resultType"] == "complete"
