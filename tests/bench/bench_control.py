@@ -6,11 +6,11 @@
 - waitFor: a parked ``waitFor`` for ``tools/call``; the driver writes the call on
   stdin and times the ``waitFor`` answer on the socket (so the figure includes
   the pipe, an upper bound of "after the request is read"). Target: median < 5 ms.
-- load: ping-pong ``tools/call`` round trips (the median of each quarter-second round) of
+- load: ping-pong ``tools/call`` round trips (the median of each 0.15-second round) of
   the same mock without ``--control`` (what the option costs by itself), and of the
   ``--control`` mock with and without a long-lived second process sending 1,000 control
   operations per second (``getState``, ``counters``, ``journal``, an ``emit`` nobody
-  listens to; each its own write, each answer read before the next), in 24 rotations of
+  listens to; each its own write, each answer read before the next), in 40 rotations of
   short interleaved rounds; the figure is the median of the per-rotation ratios (loaded
   round / quiet round of the same rotation), with their quartiles. Target: <= 1.10x.
   The same load against a trivial echo process (floor) shows what a third busy
@@ -42,8 +42,8 @@ tools:
 
 EMITS = 500
 WAITS = 200
-PAIRS = 24  # interleaved rounds of each condition (quiet, loaded, floor), in a rotating order
-ROUND_SECONDS = 0.25
+PAIRS = 40  # interleaved rounds of each condition (quiet, loaded, floor), in a rotating order
+ROUND_SECONDS = 0.15
 RATE = 1000.0  # control operations per second
 
 # The load: one long-lived process sending RATE control operations a second, each its own
