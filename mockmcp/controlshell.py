@@ -129,9 +129,12 @@ class _Client:
 class ControlServer:
     """Listens on PATH and serves each control client against one ``Control`` core."""
 
-    def __init__(self, path: str, control: Control, shell: Shell, *, log: Any = None) -> None:
+    def __init__(self, path: str, control: Control, shell: Shell, *, log: Any = None, sync: Any = None) -> None:
         self.path = path
         self.control = control
+        # With --session: a context manager around each operation (the session's lock, what other
+        # processes wrote read first, what changed written after), as around each input chunk.
+        self.sync = sync
         self.shell = shell
         self.log = log if log is not None else shell.log
         self.clients = 0
@@ -242,7 +245,11 @@ class ControlServer:
                     continue  # a blank line
                 if i and not i % 16:
                     await trio.lowlevel.checkpoint()  # a long batch of lines lets the MCP stream in
-                outcome = self.control.handle_line(line)
+                if self.sync is None:
+                    outcome = self.control.handle_line(line)
+                else:
+                    with self.sync():
+                        outcome = self.control.handle_line(line)
                 await self._perform(outcome, client)
                 if outcome.waiter is not None:
                     await slots.acquire()

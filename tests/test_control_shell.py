@@ -357,3 +357,36 @@ def test_the_peer_uid_is_read_and_clients_are_bounded(mock):
         except ControlError:
             assert time.monotonic() < deadline, "the slots of clients that left were not freed"
             time.sleep(0.05)
+
+
+def test_with_a_session_directory_a_control_change_is_shared_at_once(tmp_path):
+    """Under ``--session DIR`` an operation is handled as an input chunk is: inside the session's
+    lock, after what other processes wrote, and written for them at once (not with this
+    process's next input): a second process of the session sees a state set from the test
+    before the first one reads another line, and what it changes is read before the next
+    operation."""
+    scenario = SCENARIO + """\
+state: {initial: start, states: [start, ready]}
+methods:
+  - method: server/discover
+    replies:
+      - when: {state: ready}
+        steps: [{result: {ready: true}}]
+      - steps: [{setState: ready}, {result: {ready: false}}]
+"""
+    session = str(tmp_path / "session")
+    first = Mock(tmp_path, "--session", session, scenario=scenario)
+    try:
+        assert first.ctl.set_state("ready") == "start"
+        second = subprocess.Popen(mockmcp_cmd("run", str(tmp_path / "s.yaml"), "--session", session),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = second.communicate(line(discover(1)), timeout=30)
+        assert json.loads(out.splitlines()[0])["result"]["ready"] is True, (out, err)
+        first.ctl.set_state("start")
+        second = subprocess.Popen(mockmcp_cmd("run", str(tmp_path / "s.yaml"), "--session", session),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = second.communicate(line(discover(2)), timeout=30)
+        assert json.loads(out.splitlines()[0])["result"]["ready"] is False, (out, err)  # it set ready itself
+        assert first.ctl.get_state() == "ready"  # what the other process wrote is read first
+    finally:
+        first.close()
