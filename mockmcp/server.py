@@ -302,12 +302,14 @@ class Shell:
 
     async def _dispatch(self, outputs: list[Output], nursery: trio.Nursery) -> None:
         immediate: list[bytes] = []
+        observed = self.on_output is not None or self.on_data is not None
         for out in outputs:
             # The common case first, tested without a class pattern (this loop runs per message).
             if isinstance(out, Plan) and out.immediate:
                 for action in out.actions:
                     if isinstance(action, Send):  # always: an immediate plan only sends
-                        self._emitted(action)
+                        if observed:
+                            self._emitted(action)
                         immediate.append(action.data)
                 continue
             match out:
