@@ -959,7 +959,7 @@ def run_http(args: Any, scenario: Any, conn: Connection, log: StderrLog, observe
     if control is not None:
         from .controlshell import ControlPathError, ControlServer
 
-        server = ControlServer(args.control, control, shell, log=log)
+        server = ControlServer(args.control, control, shell, log=log, sync=getattr(conn, "synced", None))
         try:
             listening = server, server.bind()
         except ControlPathError as exc:

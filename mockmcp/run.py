@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         if control is not None:
             from .controlshell import ControlPathError, ControlServer
 
-            server = ControlServer(args.control, control, shell, log=log)
+            server = ControlServer(args.control, control, shell, log=log, sync=getattr(conn, "synced", None))
             try:
                 listening = server, server.bind()
             except ControlPathError as exc:
