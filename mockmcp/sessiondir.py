@@ -397,8 +397,17 @@ class SessionConnection:
                 await self._listening.wait()
                 continue
             await trio.sleep(interval)
-            if tasks.watchers and self.refresh():
+            if tasks.watchers and (self.refresh() or tasks.changed):  # (changed: read by a synced control op)
                 wake()
+
+    @contextlib.contextmanager
+    def synced(self) -> Iterator[None]:
+        """Work on the engine from outside an input chunk (a control operation) the same way: inside
+        the lock, after reading what other processes appended, appending what changed."""
+        with self._store.locked():
+            self._store.pull(self.engine)
+            yield
+            self._store.push(self.engine)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
