@@ -44,8 +44,12 @@ _LISTS = {
 }
 _CACHE_BLOCK = {p.TOOLS_LIST: "tools", p.PROMPTS_LIST: "prompts", p.RESOURCES_LIST: "resources",
                 p.RESOURCE_TEMPLATES_LIST: "resourceTemplates", p.RESOURCES_READ: "read"}
-NOT_RECORDED = frozenset({p.DISCOVER, p.INITIALIZE, "ping", p.SUBSCRIPTIONS_LISTEN, *_LISTS})
+# Requests that give no rule: the protocol's plumbing (the identity and lists are recorded as the
+# scenario's server, capabilities and definitions; the connection's state is the mock's own).
+NOT_RECORDED = frozenset({p.DISCOVER, p.INITIALIZE, "ping", p.SUBSCRIPTIONS_LISTEN, *_LISTS,
+                          p.LEGACY_SET_LEVEL, p.LEGACY_SUBSCRIBE, p.LEGACY_UNSUBSCRIBE})
 _LOG_LEVELS = frozenset(p.LOG_LEVELS)
+_ASKABLE = frozenset({p.SAMPLE, p.ELICIT, p.LIST_ROOTS})  # what a legacy `request` step may send
 _MODERN_RESULT_KEYS = ("resultType", "ttlMs", "cacheScope")
 MAX_RAW = 64 * 1024  # a garbage line is kept up to this many characters
 
@@ -244,17 +248,6 @@ def _clean_result(result: Any, drop_cache: bool) -> Any:
     return out
 
 
-def _not_recorded() -> dict[str, Any]:
-    """The rule of a primitive that was listed but never called: it matches no request (clients
-    send no such param), so a call of it fails with the near miss "not recorded" like any other
-    unrecorded request, instead of getting the mock's default answer."""
-    return {"name": "not recorded", "when": {"params": {NOT_RECORDED_PARAM: True}},
-            "steps": [{"error": {"code": p.INTERNAL_ERROR, "message": "mockmcp: not recorded"}}]}
-
-
-NOT_RECORDED_PARAM = "recordedCall"
-
-
 def _duration(seconds: float) -> str:
     return f"{max(0, round(seconds * 1000))}ms"
 
@@ -324,6 +317,9 @@ class _Builder:
             era = "dual" if discover is not None else "legacy"
         if era != "modern":
             protocol["era"] = era
+        # A replay answers what was recorded; any other request fails loudly with the near miss
+        # (only the protocol's plumbing keeps its built-in answer: protocol.BUILTIN_WHEN_UNMATCHED).
+        protocol["unmatched"] = "fail"
         if protocol:
             out["protocol"] = protocol
         caps = (source_result or {}).get("capabilities")
@@ -348,10 +344,9 @@ class _Builder:
                 seen.add(key)
                 self._place(ex, rule, primitives, methods)
         for section in ("tools", "prompts", "resources", "resourceTemplates"):
+            # (a primitive listed but never called keeps no replies: protocol.unmatched: fail
+            # makes a call of it an unrecorded request, with the near miss, like any other)
             items = list(primitives[section].values())
-            for item in items:
-                if not item.get("replies"):  # listed, never called: a call of it is unrecorded, loudly
-                    item["replies"] = [_not_recorded()]
             if items:
                 out[section] = items
         if methods:
@@ -491,7 +486,7 @@ class _Builder:
             elif kind == "request":
                 if self.opts.as_modern:
                     continue  # the modern era has no server-to-client requests (only rounds, above)
-                step = {"raw": red.value(value)}
+                step = self._request_step(ex, value)
             if step is None:
                 continue
             if self.opts.keep_timing and t - t_prev >= 0.001:
@@ -499,6 +494,22 @@ class _Builder:
             t_prev = max(t_prev, t)
             steps.append(step)
         return steps, t_prev
+
+    def _request_step(self, ex: Exchange, msg: dict[str, Any]) -> dict[str, Any]:
+        """A legacy server-to-client request as a ``request`` step: the replay sends it, waits for
+        the client's answer before the later steps, and compares it with the recorded answer."""
+        method, params = msg.get("method"), msg.get("params", {})
+        if method not in _ASKABLE or type(params) is not dict:
+            return {"raw": self.red.value(msg)}  # nothing the format can ask: sent as it was, not waited for
+        spec: dict[str, Any] = {"method": method}
+        if params:
+            spec["params"] = self.red.value(params)
+        for _, kind, answer in ex.events:
+            if kind == "answer" and answer.get("id") == msg.get("id"):
+                got = {"error": answer["error"]} if "error" in answer else {"result": answer.get("result")}
+                spec["expect"] = _when_value(got, self.red.value(got))
+                break
+        return {"request": spec}
 
     def _final(self, ex: Exchange, t_prev: float) -> list[dict[str, Any]]:
         if ex.final is None:

@@ -149,6 +149,24 @@ def matches(when: model.Match, ctx: dict[str, Any]) -> bool:
     return mismatch(when, ctx) is None
 
 
+def value_mismatch(pattern: Any, value: Any, path: str = "") -> str | None:
+    """Where ``value`` first departs from ``pattern`` (``value_matches``'s rules), said with its path;
+    ``None`` if it matches. Mappings and lists are descended so the reason names the leaf."""
+    if value_matches(pattern, value):
+        return None
+    label = path or "the value"
+    if not is_matcher(pattern) and type(pattern) is dict and type(value) is dict:
+        for k, want in pattern.items():
+            got = value.get(k, _ABSENT)
+            if not value_matches(want, got):
+                return value_mismatch(want, got, f"{path}.{k}" if path else str(k))
+    if type(pattern) is list and type(value) is list and len(pattern) == len(value):
+        for i, (want, got) in enumerate(zip(pattern, value)):
+            if not value_matches(want, got):
+                return value_mismatch(want, got, f"{path}[{i}]")
+    return f"{label} is {_show(value)}, expected {_show(pattern)}"
+
+
 def _show(v: Any) -> str:
     if v is _ABSENT:
         return "absent"

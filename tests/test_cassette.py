@@ -193,7 +193,7 @@ def test_a_listed_tool_never_called_fails_loudly_in_replay(tmp_path: Any) -> Non
     proc = subprocess.run([sys.executable, "-m", "mockmcp", "run", str(path), "--strict"],
                           input=(json.dumps(call) + "\n").encode(), capture_output=True, timeout=30)
     (answer,) = map(json.loads, proc.stdout.splitlines())
-    assert answer["error"]["code"] == -32603 and answer["error"]["data"]["nearMiss"]["rule"] == "not recorded"
+    assert answer["error"]["code"] == -32603 and answer["error"]["data"]["nearMiss"]["rule"] == "(none)"
     assert proc.returncode == 1  # --strict: an unrecorded request
 
 

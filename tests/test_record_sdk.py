@@ -38,6 +38,7 @@ OPS: list[dict[str, Any]] = [
     {"op": "callTool", "name": "login", "arguments": {"user": "ada", "password": "hunter2-client-secret"}},
     {"op": "listPrompts"},
     {"op": "getPrompt", "name": "review", "arguments": {"code": "x = 1"}},
+    {"op": "complete", "ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "code", "value": "pr"}},
     {"op": "listResources"},
     {"op": "listResourceTemplates"},
     {"op": "readResource", "uri": "fixture://readme"},
