@@ -51,7 +51,12 @@ def scalar(value: Any) -> str:
         if not math.isfinite(value):
             raise ValueError(f"not a JSON number: {value!r}")
         text = repr(value)
-        return text if ("." in text or "e" in text) else text + ".0"
+        if "." in text:
+            return text
+        # "1e+16" is a float to YAML 1.2 but a string to YAML 1.1 readers (PyYAML's safe_load wants
+        # a dot): "1.0e+16" is a float to both
+        mantissa, e, exponent = text.partition("e")
+        return f"{mantissa}.0{e}{exponent}"
     raise TypeError(f"not a JSON scalar: {type(value).__name__}")
 
 
