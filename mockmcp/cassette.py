@@ -98,6 +98,9 @@ class Recorder:
         self._server_requests: dict[str, Exchange] = {}
         self._state_rounds: dict[str, int] = {}
         self.stray: list[str] = []  # garbage with no request in flight (kept for the report)
+        # Did the server send "{{" (or any \u escape, which may spell it)? Steps render templates,
+        # so only then must the built steps write it as a literal.
+        self.braces = False
 
     # ------------------------------------------------------------ what the client sent
 
@@ -137,6 +140,8 @@ class Recorder:
     # ------------------------------------------------------------ what the server sent
 
     def server_line(self, line: bytes, t: float) -> None:
+        if not self.braces and (b"{{" in line or b"\\u" in line):
+            self.braces = True
         msg = _decode(line)
         if type(msg) is not dict:
             # byte for byte: a rawBytes step holds one byte per character
@@ -248,6 +253,22 @@ def _clean_result(result: Any, drop_cache: bool) -> Any:
     return out
 
 
+_LITERAL_BRACES = "{{ '{{' }}"  # a template whose value is the text "{{"
+
+
+def _literal(value: Any) -> Any:
+    """Recorded values as steps must hold them: steps render ``{{ }}`` templates, so every "{{"
+    the server sent is written as a template of the literal (a replay sends the text back)."""
+    t = type(value)
+    if t is str:
+        return value.replace("{{", _LITERAL_BRACES) if "{{" in value else value
+    if t is dict:
+        return {_literal(k): _literal(v) for k, v in value.items()}
+    if t is list:
+        return [_literal(v) for v in value]
+    return value
+
+
 def _duration(seconds: float) -> str:
     return f"{max(0, round(seconds * 1000))}ms"
 
@@ -337,6 +358,8 @@ class _Builder:
             if ex.final is None and not ex.cancelled:
                 continue  # cut off by the end of the session: nothing was seen to replay
             for rule in self._rules(ex):
+                if rec.braces:
+                    rule["steps"] = _literal(rule["steps"])
                 # a request's own key order (clients keep theirs): the C encoder, no sorting
                 key = json.dumps([ex.method, ex.params.get("name"), ex.params.get("uri"), rule["when"]])
                 if key in seen:
