@@ -101,9 +101,13 @@ def test_a_command_that_does_not_exist_fails_before_reading_stdin(tmp_path: Path
     assert not cassette.exists()
 
 
-def test_a_server_that_exits_at_once_fails_before_reading_stdin(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["once", "new_episodes"])
+def test_a_server_that_exits_at_once_fails_before_reading_stdin(tmp_path: Path, mode: str) -> None:
     cassette = tmp_path / "c.yaml"
-    cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), "--", sys.executable, "-c", "raise SystemExit(3)"]
+    if mode == "new_episodes":
+        cassette.write_text("mockmcp: 1\n")  # an existing cassette: new episodes need the server too
+    cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), "--mode", mode, "--",
+           sys.executable, "-c", "raise SystemExit(3)"]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = proc.communicate(timeout=30)
@@ -111,6 +115,7 @@ def test_a_server_that_exits_at_once_fails_before_reading_stdin(tmp_path: Path) 
         proc.kill()
     assert proc.returncode == 2 and not out
     assert b"exited at once with status 3" in err, err
+    assert not cassette.exists() or cassette.read_text() == "mockmcp: 1\n"
 
 
 GARBAGE_SERVER = r"""
