@@ -89,9 +89,14 @@ class Exchange:
 
 
 class Recorder:
-    """Pairs the lines of one session into exchanges (fed by the shell, in arrival order)."""
+    """Pairs the lines of one session into exchanges (fed by the shell, in arrival order).
 
-    def __init__(self) -> None:
+    Given the ``Redactor`` the cassette will be built with, it learns the secrets as the lines
+    arrive (what ``build`` would otherwise walk every value for when the client has left, while
+    the client waits: the Python client sends SIGTERM after 2 s)."""
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        self.redactor = redactor
         self.exchanges: list[Exchange] = []
         self._open: dict[str, Exchange] = {}
         self._tokens: dict[str, Exchange] = {}
@@ -127,6 +132,8 @@ class Recorder:
                 round = 2
             ex = Exchange(rid, method, params, t, round)
             self.exchanges.append(ex)
+            if self.redactor is not None and method not in NOT_RECORDED:
+                self.redactor.learn(params)  # definitions aside (a schema's "password" property is no secret)
             self._open[_id_key(rid)] = ex
             meta = params.get("_meta")
             if type(meta) is dict and meta.get(p.META_PROGRESS_TOKEN) is not None:
@@ -136,6 +143,7 @@ class Recorder:
             ex = self._server_requests.pop(_id_key(rid), None)
             if ex is not None:
                 ex.events.append((t, "answer", msg))
+                self._learn(ex, msg)
 
     # ------------------------------------------------------------ what the server sent
 
@@ -166,6 +174,7 @@ class Recorder:
                     ex.final = (t, "result", result)
                     if type(result) is dict and type(result.get("requestState")) is str:
                         self._state_rounds[result["requestState"]] = ex.round
+                self._learn(ex, ex.final[2])
             return
         params = msg.get("params")
         params = params if type(params) is dict else {}
@@ -173,16 +182,23 @@ class Recorder:
             ex = self._current(latest=True)
             if ex is not None and method != "ping":
                 ex.events.append((t, "request", msg))
+                self._learn(ex, msg)
                 self._server_requests[_id_key(rid)] = ex
             return
         if method == p.PROGRESS:
             ex = self._tokens.get(_id_key(params.get("progressToken")))
             if ex is not None and ex.final is None:
                 ex.events.append((t, "progress", params))
+                self._learn(ex, params)
         elif method == p.MESSAGE:
             ex = self._current(latest=True)
             if ex is not None:
                 ex.events.append((t, "log", params))
+                self._learn(ex, params)
+
+    def _learn(self, ex: Exchange, value: Any) -> None:
+        if self.redactor is not None and ex.method not in NOT_RECORDED:
+            self.redactor.learn(value)
 
     @property
     def in_flight(self) -> int:
@@ -293,6 +309,8 @@ class _Builder:
         self.red = opts.redactor
         self.modern_seen = False
         self.legacy_seen = False
+        if rec.redactor is self.red:
+            return  # learned while the lines arrived
         for ex in rec.exchanges:  # every secret is known before anything is built
             if ex.method in NOT_RECORDED:
                 continue  # definitions (a schema's "password" property is no secret)
@@ -360,8 +378,9 @@ class _Builder:
             for rule in self._rules(ex):
                 if rec.braces:
                     rule["steps"] = _literal(rule["steps"])
-                # a request's own key order (clients keep theirs): the C encoder, no sorting
-                key = json.dumps([ex.method, ex.params.get("name"), ex.params.get("uri"), rule["when"]])
+                # a request's own key order (clients keep theirs); repr is C all the way (1, 1.0 and
+                # True stay apart, as in JSON text)
+                key = repr((ex.method, ex.params.get("name"), ex.params.get("uri"), rule["when"]))
                 if key in seen:
                     continue
                 seen.add(key)

@@ -58,7 +58,7 @@ def record(args: argparse.Namespace) -> int:
             return 2
     opts = cassette.Options(redactor, keep_timing=args.keep_timing, as_modern=args.as_version is not None,
                             source=os.path.basename(cmd[0]))
-    rec = cassette.Recorder()
+    rec = cassette.Recorder(redactor)  # it learns the secrets as the lines pass
     finish = _finisher(path, rec, opts, old[0] if old is not None else None)
     try:
         if old is not None:

@@ -305,3 +305,44 @@ def test_new_episodes_routing_agrees_with_what_the_engine_answers(recorded: list
         # answered by a recorded rule (plan.rule names it), not by a built-in handler or an error
         answered = plan.rule is not None and any("result" in m for m in sent)
         assert (cassette.request_key(method, params) in keys) == answered, (method, params, sent, plan.rule)
+
+
+SECRETISH = st.sampled_from(["password", "api_key", "token", "q", "note", "progressToken", "x-session"])
+WORDS = st.sampled_from(["pw-12345", "tok-99999", "plain", "hello pw-12345 there", "sk-abcdef", "ada"])
+ARGS_OR_RESULTS = st.recursive(WORDS, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                               st.dictionaries(SECRETISH, inner, max_size=3)),
+                               max_leaves=8)
+EXCHANGE = st.tuples(st.sampled_from(["tools/call", "prompts/get", "tools/list", "completion/complete"]),
+                     st.dictionaries(SECRETISH, ARGS_OR_RESULTS, max_size=3),
+                     st.dictionaries(SECRETISH, ARGS_OR_RESULTS, max_size=3),
+                     st.booleans(), st.one_of(st.none(), st.dictionaries(SECRETISH, ARGS_OR_RESULTS, max_size=3)),
+                     st.booleans())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(EXCHANGE, min_size=1, max_size=6))
+def test_secrets_learned_as_lines_arrive_give_the_cassette_learned_at_the_end(exchanges: list[Any]) -> None:
+    """The recorder learns secrets while the session runs (record.py hands it the redactor); a
+    recorder without one leaves the learning to build. Both must write the same cassette."""
+    pairs: list[tuple[str, Any]] = [("c", _req(1, "server/discover")), ("s", DISCOVER)]
+    for n, (method, args, result, progress, log, error) in enumerate(exchanges, start=10):
+        pairs.append(("c", _req(n, method, name="t", arguments=args)))
+        if progress:
+            pairs.append(("s", {"jsonrpc": "2.0", "method": "notifications/progress",
+                                "params": {"progressToken": n, "progress": 1, "message": json.dumps(result)}}))
+        if log is not None:  # its own secrets, found nowhere else
+            pairs.append(("s", {"jsonrpc": "2.0", "method": "notifications/message",
+                                "params": {"level": "info", "data": log}}))
+        if error:
+            pairs.append(("s", {"jsonrpc": "2.0", "id": n, "error": {"code": -32000, "message": "no", "data": result}}))
+        else:
+            pairs.append(("s", _res(n, {"content": [], "structuredContent": result})))
+
+    def built(observing: bool) -> tuple[str, int]:
+        redactor = Redactor(keys=["x-session"], patterns=[r"sk-[a-z]+"])
+        rec = cassette.Recorder(redactor if observing else None)
+        for t, (side, msg) in enumerate(pairs):
+            (rec.client_line if side == "c" else rec.server_line)((json.dumps(msg) + "\n").encode(), float(t))
+        return yamlemit.dump(cassette.build(rec, cassette.Options(redactor))), redactor.redacted
+
+    assert built(True) == built(False)
