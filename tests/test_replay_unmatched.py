@@ -133,3 +133,11 @@ def test_the_default_keeps_the_built_in_answers() -> None:
     completed = _answer(engine, request(2, p.COMPLETE, UNRECORDED[p.COMPLETE]))
     assert completed["result"]["completion"]["values"] == []
     assert _answer(engine, request(3, "custom/thing", {"x": 2}))["error"]["code"] == p.METHOD_NOT_FOUND
+
+
+def test_the_near_miss_names_the_leaf_that_differs() -> None:
+    engine = _engine("modern", "fail")
+    _answer(engine, request(1, p.COMPLETE, UNRECORDED[p.COMPLETE]))
+    (miss,) = engine.unmatched
+    # not the whole argument object: the one value that differs, and what was recorded there
+    assert miss["nearMiss"]["reason"] == 'params.argument.value is "x", rule wants "pr"'
