@@ -141,3 +141,23 @@ def test_the_near_miss_names_the_leaf_that_differs() -> None:
     (miss,) = engine.unmatched
     # not the whole argument object: the one value that differs, and what was recorded there
     assert miss["nearMiss"]["reason"] == 'params.argument.value is "x", rule wants "pr"'
+
+
+def test_a_request_steps_expect_is_checked_like_a_when_pattern() -> None:
+    from mockmcp.loader import load_text
+    from mockmcp.problems import LoadError
+
+    text = """\
+mockmcp: 1
+protocol: {era: legacy}
+tools:
+  - name: ask
+    replies:
+      - steps:
+          - request: {method: roots/list, expect: {result: {roots: {$regex: "("}}}}
+          - text: done
+"""
+    with pytest.raises(LoadError) as info:
+        load_text(text, "s.yaml")
+    (problem,) = info.value.problems
+    assert problem.line == 7 and "$regex" in str(problem) and "expect" in str(problem), str(problem)
