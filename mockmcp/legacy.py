@@ -73,16 +73,33 @@ class LegacyEra:
 
     def _serve(self, req: jsonrpc.Request) -> Plan:
         svc = self.svc
+        # A methods: rule answers first, as in the modern era (a legacy cassette's recorded
+        # completion/complete is one); the connection's own methods keep their state otherwise.
+        overrides = svc.overrides.get(req.method)
+        ctx = self._context(req) if overrides else None
+        if overrides and ctx is not None:
+            chosen = svc.selector.select(overrides, ctx)
+            if chosen is not None:
+                return _stripped(svc.expand(ctx, chosen.steps, chosen.rule))
         if req.method == "ping":
             return _result(req, {})
         if req.method in _SESSION_METHODS:
             return self._session_method(req)
         handler = self.handlers.get(req.method)
         if handler is None or req.method in (p.DISCOVER, p.SUBSCRIPTIONS_LISTEN):
+            if overrides and ctx is not None:
+                miss = svc.selector.no_match(overrides, ctx, f"method {req.method!r}")
+                if svc.fail_unmatched:
+                    raise miss
             raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
         cap = CAPABILITY_FOR.get(req.method)
         if cap is not None and cap not in svc.capabilities:
             raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
+        return _stripped(handler(svc, ctx if ctx is not None else self._context(req)))
+
+    def _context(self, req: jsonrpc.Request) -> RequestContext:
+        """The request as the modern handlers see it: the handshake's version, capabilities and level."""
+        svc = self.svc
         meta = req.params.get("_meta")
         meta = dict(meta) if isinstance(meta, dict) else {}
         meta.setdefault(p.META_PROTOCOL_VERSION, p.LEGACY_VERSION)
@@ -90,11 +107,7 @@ class LegacyEra:
         meta.setdefault(p.META_CLIENT_CAPABILITIES, legacy.capabilities)
         if legacy.log_level is not None:
             meta.setdefault(p.META_LOG_LEVEL, legacy.log_level)  # log steps then send at or above it
-        plan = handler(svc, RequestContext(req, meta, svc.session.state, svc.effects))
-        plan.actions = [_strip(a) for a in plan.actions]
-        if plan.rest is not None:
-            plan.rest = (None if a is None else _strip(a) for a in plan.rest)
-        return plan
+        return RequestContext(req, meta, svc.session.state, svc.effects)
 
     def _session_method(self, req: jsonrpc.Request) -> Plan:
         """``logging/setLevel`` and ``resources/subscribe``/``unsubscribe``: state the connection keeps."""
@@ -143,6 +156,13 @@ _SESSION_METHODS = frozenset({p.LEGACY_SET_LEVEL, p.LEGACY_SUBSCRIBE, p.LEGACY_U
 def _result(req: jsonrpc.Request, result: dict[str, Any]) -> Plan:
     msg = jsonrpc.result_response(req.id, result)
     return Plan(req.id, [Send(msg, jsonrpc.encode(msg), True)], req.method, "protocol.era", immediate=True)
+
+
+def _stripped(plan: Plan) -> Plan:
+    plan.actions = [_strip(a) for a in plan.actions]
+    if plan.rest is not None:
+        plan.rest = (None if a is None else _strip(a) for a in plan.rest)
+    return plan
 
 
 def _strip(action: Action) -> Action:
