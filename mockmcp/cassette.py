@@ -44,8 +44,12 @@ _LISTS = {
 }
 _CACHE_BLOCK = {p.TOOLS_LIST: "tools", p.PROMPTS_LIST: "prompts", p.RESOURCES_LIST: "resources",
                 p.RESOURCE_TEMPLATES_LIST: "resourceTemplates", p.RESOURCES_READ: "read"}
-NOT_RECORDED = frozenset({p.DISCOVER, p.INITIALIZE, "ping", p.SUBSCRIPTIONS_LISTEN, *_LISTS})
+# Requests that give no rule: the protocol's plumbing (the identity and lists are recorded as the
+# scenario's server, capabilities and definitions; the connection's state is the mock's own).
+NOT_RECORDED = frozenset({p.DISCOVER, p.INITIALIZE, "ping", p.SUBSCRIPTIONS_LISTEN, *_LISTS,
+                          p.LEGACY_SET_LEVEL, p.LEGACY_SUBSCRIBE, p.LEGACY_UNSUBSCRIBE})
 _LOG_LEVELS = frozenset(p.LOG_LEVELS)
+_ASKABLE = frozenset({p.SAMPLE, p.ELICIT, p.LIST_ROOTS})  # what a legacy `request` step may send
 _MODERN_RESULT_KEYS = ("resultType", "ttlMs", "cacheScope")
 MAX_RAW = 64 * 1024  # a garbage line is kept up to this many characters
 
@@ -85,15 +89,23 @@ class Exchange:
 
 
 class Recorder:
-    """Pairs the lines of one session into exchanges (fed by the shell, in arrival order)."""
+    """Pairs the lines of one session into exchanges (fed by the shell, in arrival order).
 
-    def __init__(self) -> None:
+    Given the ``Redactor`` the cassette will be built with, it learns the secrets as the lines
+    arrive (what ``build`` would otherwise walk every value for when the client has left, while
+    the client waits: the Python client sends SIGTERM after 2 s)."""
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        self.redactor = redactor
         self.exchanges: list[Exchange] = []
         self._open: dict[str, Exchange] = {}
         self._tokens: dict[str, Exchange] = {}
         self._server_requests: dict[str, Exchange] = {}
         self._state_rounds: dict[str, int] = {}
         self.stray: list[str] = []  # garbage with no request in flight (kept for the report)
+        # Did the server send "{{" (or any \u escape, which may spell it)? Steps render templates,
+        # so only then must the built steps write it as a literal.
+        self.braces = False
 
     # ------------------------------------------------------------ what the client sent
 
@@ -120,6 +132,8 @@ class Recorder:
                 round = 2
             ex = Exchange(rid, method, params, t, round)
             self.exchanges.append(ex)
+            if self.redactor is not None and method not in NOT_RECORDED:
+                self.redactor.learn(params)  # definitions aside (a schema's "password" property is no secret)
             self._open[_id_key(rid)] = ex
             meta = params.get("_meta")
             if type(meta) is dict and meta.get(p.META_PROGRESS_TOKEN) is not None:
@@ -129,10 +143,13 @@ class Recorder:
             ex = self._server_requests.pop(_id_key(rid), None)
             if ex is not None:
                 ex.events.append((t, "answer", msg))
+                self._learn(ex, msg)
 
     # ------------------------------------------------------------ what the server sent
 
     def server_line(self, line: bytes, t: float) -> None:
+        if not self.braces and (b"{{" in line or b"\\u" in line):
+            self.braces = True
         msg = _decode(line)
         if type(msg) is not dict:
             # byte for byte: a rawBytes step holds one byte per character
@@ -157,6 +174,7 @@ class Recorder:
                     ex.final = (t, "result", result)
                     if type(result) is dict and type(result.get("requestState")) is str:
                         self._state_rounds[result["requestState"]] = ex.round
+                self._learn(ex, ex.final[2])
             return
         params = msg.get("params")
         params = params if type(params) is dict else {}
@@ -164,16 +182,23 @@ class Recorder:
             ex = self._current(latest=True)
             if ex is not None and method != "ping":
                 ex.events.append((t, "request", msg))
+                self._learn(ex, msg)
                 self._server_requests[_id_key(rid)] = ex
             return
         if method == p.PROGRESS:
             ex = self._tokens.get(_id_key(params.get("progressToken")))
             if ex is not None and ex.final is None:
                 ex.events.append((t, "progress", params))
+                self._learn(ex, params)
         elif method == p.MESSAGE:
             ex = self._current(latest=True)
             if ex is not None:
                 ex.events.append((t, "log", params))
+                self._learn(ex, params)
+
+    def _learn(self, ex: Exchange, value: Any) -> None:
+        if self.redactor is not None and ex.method not in NOT_RECORDED:
+            self.redactor.learn(value)
 
     @property
     def in_flight(self) -> int:
@@ -244,15 +269,20 @@ def _clean_result(result: Any, drop_cache: bool) -> Any:
     return out
 
 
-def _not_recorded() -> dict[str, Any]:
-    """The rule of a primitive that was listed but never called: it matches no request (clients
-    send no such param), so a call of it fails with the near miss "not recorded" like any other
-    unrecorded request, instead of getting the mock's default answer."""
-    return {"name": "not recorded", "when": {"params": {NOT_RECORDED_PARAM: True}},
-            "steps": [{"error": {"code": p.INTERNAL_ERROR, "message": "mockmcp: not recorded"}}]}
+_LITERAL_BRACES = "{{ '{{' }}"  # a template whose value is the text "{{"
 
 
-NOT_RECORDED_PARAM = "recordedCall"
+def _literal(value: Any) -> Any:
+    """Recorded values as steps must hold them: steps render ``{{ }}`` templates, so every "{{"
+    the server sent is written as a template of the literal (a replay sends the text back)."""
+    t = type(value)
+    if t is str:
+        return value.replace("{{", _LITERAL_BRACES) if "{{" in value else value
+    if t is dict:
+        return {_literal(k): _literal(v) for k, v in value.items()}
+    if t is list:
+        return [_literal(v) for v in value]
+    return value
 
 
 def _duration(seconds: float) -> str:
@@ -279,6 +309,8 @@ class _Builder:
         self.red = opts.redactor
         self.modern_seen = False
         self.legacy_seen = False
+        if rec.redactor is self.red:
+            return  # learned while the lines arrived
         for ex in rec.exchanges:  # every secret is known before anything is built
             if ex.method in NOT_RECORDED:
                 continue  # definitions (a schema's "password" property is no secret)
@@ -324,6 +356,9 @@ class _Builder:
             era = "dual" if discover is not None else "legacy"
         if era != "modern":
             protocol["era"] = era
+        # A replay answers what was recorded; any other request fails loudly with the near miss
+        # (only the protocol's plumbing keeps its built-in answer: protocol.BUILTIN_WHEN_UNMATCHED).
+        protocol["unmatched"] = "fail"
         if protocol:
             out["protocol"] = protocol
         caps = (source_result or {}).get("capabilities")
@@ -341,17 +376,19 @@ class _Builder:
             if ex.final is None and not ex.cancelled:
                 continue  # cut off by the end of the session: nothing was seen to replay
             for rule in self._rules(ex):
-                # a request's own key order (clients keep theirs): the C encoder, no sorting
-                key = json.dumps([ex.method, ex.params.get("name"), ex.params.get("uri"), rule["when"]])
+                if rec.braces:
+                    rule["steps"] = _literal(rule["steps"])
+                # a request's own key order (clients keep theirs); repr is C all the way (1, 1.0 and
+                # True stay apart, as in JSON text)
+                key = repr((ex.method, ex.params.get("name"), ex.params.get("uri"), rule["when"]))
                 if key in seen:
                     continue
                 seen.add(key)
                 self._place(ex, rule, primitives, methods)
         for section in ("tools", "prompts", "resources", "resourceTemplates"):
+            # (a primitive listed but never called keeps no replies: protocol.unmatched: fail
+            # makes a call of it an unrecorded request, with the near miss, like any other)
             items = list(primitives[section].values())
-            for item in items:
-                if not item.get("replies"):  # listed, never called: a call of it is unrecorded, loudly
-                    item["replies"] = [_not_recorded()]
             if items:
                 out[section] = items
         if methods:
@@ -491,7 +528,7 @@ class _Builder:
             elif kind == "request":
                 if self.opts.as_modern:
                     continue  # the modern era has no server-to-client requests (only rounds, above)
-                step = {"raw": red.value(value)}
+                step = self._request_step(ex, value)
             if step is None:
                 continue
             if self.opts.keep_timing and t - t_prev >= 0.001:
@@ -499,6 +536,22 @@ class _Builder:
             t_prev = max(t_prev, t)
             steps.append(step)
         return steps, t_prev
+
+    def _request_step(self, ex: Exchange, msg: dict[str, Any]) -> dict[str, Any]:
+        """A legacy server-to-client request as a ``request`` step: the replay sends it, waits for
+        the client's answer before the later steps, and compares it with the recorded answer."""
+        method, params = msg.get("method"), msg.get("params", {})
+        if method not in _ASKABLE or type(params) is not dict:
+            return {"raw": self.red.value(msg)}  # nothing the format can ask: sent as it was, not waited for
+        spec: dict[str, Any] = {"method": method}
+        if params:
+            spec["params"] = self.red.value(params)
+        for _, kind, answer in ex.events:
+            if kind == "answer" and answer.get("id") == msg.get("id"):
+                got = {"error": answer["error"]} if "error" in answer else {"result": answer.get("result")}
+                spec["expect"] = _when_value(got, self.red.value(got))
+                break
+        return {"request": spec}
 
     def _final(self, ex: Exchange, t_prev: float) -> list[dict[str, Any]]:
         if ex.final is None:

@@ -222,6 +222,9 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
         elif isinstance(step, model.RequestStep):
             if step.request.timeout.template is not None:
                 found.append(Found(sp + ("request", "timeout"), "only a sleep's duration may be a template"))
+            if step.request.expect is not None:
+                found.extend(Found(sp + ("request", "expect") + where, msg)
+                             for where, msg in matching.pattern_problems(step.request.expect))
             if timeline or method.startswith("notifications/"):
                 found.append(Found(sp, "a request to the client belongs in a reply to a request (it waits for the answer)"))
             elif step.request.method in _INPUT_PARAMS_REQUIRED and not templates.has_template(step.request.params):

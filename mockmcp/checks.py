@@ -59,6 +59,7 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "initialize.capabilities": ("error", _LEGACY_SPEC + "basic/lifecycle#initialization", "a legacy initialize without a capabilities object"),
     "tools.arguments.invalid": ("error", "server/tools#error-handling", "tools/call arguments that break the tool's inputSchema (answered with a tool error)"),
     "expect.unmatched": ("error", "docs/verification.md#unmatched-requests", "a request no scenario rule matched (with the closest rule)"),
+    "expect.answer": ("error", "docs/verification.md#unmatched-requests", "a client's answer to a server request that differs from the request step's expect (a cassette's recorded answer)"),
     # The Tasks extension (io.modelcontextprotocol/tasks), checked by taskchecks.py.
     "tasks.capability.missing": ("error", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#protocol-errors", "tasks/get, tasks/update or tasks/cancel without the extension in the request's client capabilities (the server MUST refuse it)"),
     "tasks.poll.tooFast": ("warning", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#task-polling", "tasks/get sooner than the task's pollIntervalMs after the last look (clients SHOULD respect it)"),

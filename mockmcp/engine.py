@@ -66,12 +66,13 @@ class Engine:
         # uuid(), now(), counter() in templates: the shell's generator and clock, per-process counters
         self.effects = self.services.effects = Effects(rng, clock)
         self.envelope = envelope
-        self._legacy = LegacyEra(self.services, HANDLERS) if scenario.protocol.era != "modern" else None
         self._rules_in_order: list[object] | None = None
         self._state_seen = self.session.state  # (take_task_changes: a new state may end a task phase)
         self._overrides: dict[str, list[model.Rule]] = {}
         for o in scenario.methods:
             self._overrides.setdefault(o.method, []).extend(o.replies)
+        self.services.overrides = self._overrides
+        self._legacy = LegacyEra(self.services, HANDLERS) if scenario.protocol.era != "modern" else None
 
     # ------------------------------------------------------------ entry points
 
@@ -251,7 +252,9 @@ class Engine:
         handler = HANDLERS.get(method)
         if handler is None:
             if overrides:
-                svc.selector.no_match(overrides, ctx, f"method {method!r}")
+                miss = svc.selector.no_match(overrides, ctx, f"method {method!r}")
+                if svc.fail_unmatched:
+                    raise miss  # the method was scripted (recorded), just not this request
             elif method not in p.REMOVED_METHODS:
                 svc.note_unknown(ctx, "method", method, list(HANDLERS) + list(self._overrides))
             raise errors.MethodNotFound(f"Method not found: {method}", request_id=req.id)

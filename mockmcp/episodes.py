@@ -28,7 +28,7 @@ from .server import Shell
 
 
 async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, scenario: Any, args: argparse.Namespace,
-                             finish: Callable[[], None]) -> int:
+                             finish: Callable[[], int]) -> int:
     proc = await relay.start_server(cmd, args.startup_wait)
     assert proc.stdin is not None and proc.stdout is not None
     server_stdin, server_stdout = proc.stdin, proc.stdout
@@ -118,10 +118,10 @@ async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, scenario: A
 
         for task in (client_side, engine_side, server_side, to_server, to_client, signals):
             nursery.start_soon(task)
-    finish()
+    status = finish()
     with trio.CancelScope(shield=True):
         await relay.stop(proc, 0.0)
-    return 0
+    return status
 
 
 __all__ = ["serve_new_episodes"]

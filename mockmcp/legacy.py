@@ -73,12 +73,24 @@ class LegacyEra:
 
     def _serve(self, req: jsonrpc.Request) -> Plan:
         svc = self.svc
+        # A methods: rule answers first, as in the modern era (a legacy cassette's recorded
+        # completion/complete is one); the connection's own methods keep their state otherwise.
+        overrides = svc.overrides.get(req.method)
+        ctx = self._context(req) if overrides else None
+        if overrides and ctx is not None:
+            chosen = svc.selector.select(overrides, ctx)
+            if chosen is not None:
+                return _stripped(svc.expand(ctx, chosen.steps, chosen.rule))
         if req.method == "ping":
             return _result(req, {})
         if req.method in _SESSION_METHODS:
             return self._session_method(req)
         handler = self.handlers.get(req.method)
         if handler is None or req.method in (p.DISCOVER, p.SUBSCRIPTIONS_LISTEN):
+            if overrides and ctx is not None:
+                miss = svc.selector.no_match(overrides, ctx, f"method {req.method!r}")
+                if svc.fail_unmatched:
+                    raise miss
             raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
         if req.method in p.TASK_METHODS:  # the Tasks extension is not defined under 2025-11-25
             raise errors.MethodNotFound(
@@ -88,6 +100,11 @@ class LegacyEra:
         cap = CAPABILITY_FOR.get(req.method)
         if cap is not None and cap not in svc.capabilities:
             raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
+        return _stripped(handler(svc, ctx if ctx is not None else self._context(req)))
+
+    def _context(self, req: jsonrpc.Request) -> RequestContext:
+        """The request as the modern handlers see it: the handshake's version, capabilities and level."""
+        svc = self.svc
         meta = req.params.get("_meta")
         meta = dict(meta) if isinstance(meta, dict) else {}
         meta.setdefault(p.META_PROTOCOL_VERSION, p.LEGACY_VERSION)
@@ -96,11 +113,7 @@ class LegacyEra:
         meta[p.META_CLIENT_CAPABILITIES] = _without_tasks(meta[p.META_CLIENT_CAPABILITIES])
         if legacy.log_level is not None:
             meta.setdefault(p.META_LOG_LEVEL, legacy.log_level)  # log steps then send at or above it
-        plan = handler(svc, RequestContext(req, meta, svc.session.state, svc.effects))
-        plan.actions = [_strip(a) for a in plan.actions]
-        if plan.rest is not None:
-            plan.rest = (None if a is None else _strip(a) for a in plan.rest)
-        return plan
+        return RequestContext(req, meta, svc.session.state, svc.effects)
 
     def _session_method(self, req: jsonrpc.Request) -> Plan:
         """``logging/setLevel`` and ``resources/subscribe``/``unsubscribe``: state the connection keeps."""
@@ -158,6 +171,13 @@ def _without_tasks(caps: Any) -> Any:
         return caps
     extensions = {k: v for k, v in caps["extensions"].items() if k != p.TASKS_EXTENSION}
     return {**caps, "extensions": extensions}
+
+
+def _stripped(plan: Plan) -> Plan:
+    plan.actions = [_strip(a) for a in plan.actions]
+    if plan.rest is not None:
+        plan.rest = (None if a is None else _strip(a) for a in plan.rest)
+    return plan
 
 
 def _strip(action: Action) -> Action:

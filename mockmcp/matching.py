@@ -118,7 +118,8 @@ def _mismatches(when: model.Match, ctx: dict[str, Any]) -> Iterator[str]:
         for k, want in when.arguments.items():
             got = args.get(k, _ABSENT)
             if not value_matches(want, got):
-                yield f"argument {k!r} is {_show(got)}, rule wants {_show(want)}"
+                where, got, want = _first_difference(want, got, "")
+                yield f"argument {k!r}{_sub(where)} is {_show(got)}, rule wants {_show(want)}"
     for label, pattern, value in (
         ("inputResponses", when.inputResponses, ctx["inputResponses"]),
         ("vars", when.vars, ctx["vars"]),
@@ -129,7 +130,8 @@ def _mismatches(when: model.Match, ctx: dict[str, Any]) -> Iterator[str]:
             for k, want in pattern.items():
                 got = value.get(k, _ABSENT) if type(value) is dict else _ABSENT
                 if not value_matches(want, got):
-                    yield f"{label}.{k} is {_show(got)}, rule wants {_show(want)}"
+                    where, got, want = _first_difference(want, got, f"{label}.{k}")
+                    yield f"{where} is {_show(got)}, rule wants {_show(want)}"
 
 
 def matches(when: model.Match, ctx: dict[str, Any]) -> bool:
@@ -147,6 +149,35 @@ def matches(when: model.Match, ctx: dict[str, Any]) -> bool:
     ):
         return True
     return mismatch(when, ctx) is None
+
+
+def value_mismatch(pattern: Any, value: Any, path: str = "") -> str | None:
+    """Where ``value`` first departs from ``pattern`` (``value_matches``'s rules), said with its path;
+    ``None`` if it matches."""
+    if value_matches(pattern, value):
+        return None
+    where, got, want = _first_difference(pattern, value, path)
+    return f"{where or 'the value'} is {_show(got)}, expected {_show(want)}"
+
+
+def _first_difference(pattern: Any, value: Any, path: str) -> tuple[str, Any, Any]:
+    """The path, value and pattern of the first leaf where ``value`` does not match ``pattern``
+    (mappings and same-length lists are descended, so a near miss names the leaf that differs)."""
+    if not is_matcher(pattern) and type(pattern) is dict and type(value) is dict:
+        for k, want in pattern.items():
+            got = value.get(k, _ABSENT)
+            if not value_matches(want, got):
+                return _first_difference(want, got, f"{path}.{k}" if path else str(k))
+    if type(pattern) is list and type(value) is list and len(pattern) == len(value):
+        for i, (want, got) in enumerate(zip(pattern, value)):
+            if not value_matches(want, got):
+                return _first_difference(want, got, f"{path}[{i}]")
+    return path, value, pattern
+
+
+def _sub(where: str) -> str:
+    """The part of a path below an argument (``.city.name``, ``[0]``), as said after its name."""
+    return where if not where or where.startswith("[") else "." + where
 
 
 def _show(v: Any) -> str:

@@ -117,6 +117,8 @@ def _tools_call(svc: Services, ctx: RequestContext) -> Plan:
             return svc.final(ctx, {"content": [{"type": "text", "text": text}], "isError": True})
     svc.rounds.read(ctx)
     if not tool.replies:
+        if svc.fail_unmatched:
+            raise svc.selector.no_match([], ctx, f"tool {name!r}")
         return svc.final(ctx, {"content": []})
     return svc.answer(ctx, tool.replies, f"tool {name!r}")
 
@@ -139,6 +141,8 @@ def _prompts_get(svc: Services, ctx: RequestContext) -> Plan:
         )
     svc.rounds.read(ctx)
     if not prompt.replies:
+        if svc.fail_unmatched:
+            raise svc.selector.no_match([], ctx, f"prompt {name!r}")
         text = prompt.description or prompt.name
         return svc.final(ctx, {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]})
     return svc.answer(ctx, prompt.replies, f"prompt {name!r}")
@@ -151,6 +155,8 @@ def _resources_read(svc: Services, ctx: RequestContext) -> Plan:
         svc.rounds.read(ctx)
         if res.replies:
             return svc.answer(ctx, res.replies, f"resource {uri!r}")
+        if svc.fail_unmatched and res.text is None and res.blob is None and res.file is None:
+            raise svc.selector.no_match([], ctx, f"resource {uri!r}")  # its content is no rule's to invent
         content = drop_none({"uri": uri, "mimeType": res.mimeType, "text": res.text, "blob": res.blob})
         if "text" not in content and "blob" not in content:
             content["text"] = ""
@@ -163,6 +169,8 @@ def _resources_read(svc: Services, ctx: RequestContext) -> Plan:
             ctx.set_vars(m.groupdict())
             svc.rounds.read(ctx)
             if not tmpl.replies:
+                if svc.fail_unmatched:
+                    raise svc.selector.no_match([], ctx, f"resource template {tmpl.uriTemplate!r}")
                 break
             return svc.answer(ctx, tmpl.replies, f"resource template {tmpl.uriTemplate!r}")
     known = [r.uri for r in svc.scenario.resources if svc.visible(r)]
@@ -171,6 +179,9 @@ def _resources_read(svc: Services, ctx: RequestContext) -> Plan:
 
 
 def _complete_handler(svc: Services, ctx: RequestContext) -> Plan:
+    if svc.fail_unmatched and not svc.scenario.completions:
+        # nothing to complete from but methods rules, and none answered (a cassette's replay)
+        raise svc.selector.no_match(svc.overrides.get(p.COMPLETE, []), ctx, f"method {p.COMPLETE!r}")
     ref = ctx.params.get("ref")
     argument = ctx.params.get("argument")
     if type(ref) is not dict or type(argument) is not dict or type(argument.get("name")) is not str:
@@ -199,6 +210,9 @@ def _complete_handler(svc: Services, ctx: RequestContext) -> Plan:
         given = ctx.params.get("context")
         given = given if type(given) is dict else {}
         found = [c for c in found if c.context is None or matching.value_matches(c.context, given)]
+    if not found and svc.fail_unmatched:
+        # no completions entry and no methods rule answered: the near miss is the closest rule
+        raise svc.selector.no_match(svc.overrides.get(p.COMPLETE, []), ctx, f"method {p.COMPLETE!r}")
     values = [v for c in found for v in c.values if v.lower().startswith(value.lower())]
     return svc.final(ctx, {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}})
 

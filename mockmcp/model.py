@@ -298,6 +298,9 @@ class RequestSpec(_Model):
     params: dict[str, JSON] = attrs.Factory(dict)
     name: str | None = None  # default: the method's first part (sampling, elicitation, roots, ping)
     timeout: Duration = Duration(10.0)
+    # What the client's response must match (like `when` values: {result: {...}} or {error: {...}}),
+    # a cassette's recorded answer; a different one is a finding with the near miss (the reply goes on).
+    expect: JSON = None
 
 
 @frozen(repr=False, eq=False)
@@ -691,6 +694,9 @@ class Protocol(_Model):
     exitAfter: ExitAfter | None = None  # die after N lines written, whatever they were
     # tools/call arguments that break the tool's inputSchema get a tool error (isError) before any rule
     validateInput: bool = True
+    # A request no rule answers: the built-in answer, or (fail: a cassette's replay) the near-miss
+    # error; the protocol's own plumbing (protocol.BUILTIN_WHEN_UNMATCHED) is answered either way.
+    unmatched: Literal["builtin", "fail"] = "builtin"
 
 
 @frozen(repr=False, eq=False)

@@ -110,6 +110,29 @@ REMOVED_METHODS = frozenset(
     {"notifications/initialized", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 )
 
+# What `protocol.unmatched: fail` (a cassette's replay) still answers the built-in way: the
+# protocol's plumbing, whose answers follow from the scenario's identity, definitions and the
+# connection's own state (a cassette records these as the server's identity, lists and
+# capabilities, not as calls). Every other request no rule answers fails with the near miss.
+BUILTIN_WHEN_UNMATCHED = frozenset(
+    {
+        "ping",
+        INITIALIZE,
+        DISCOVER,
+        TOOLS_LIST,
+        PROMPTS_LIST,
+        RESOURCES_LIST,
+        RESOURCE_TEMPLATES_LIST,
+        SUBSCRIPTIONS_LISTEN,
+        LEGACY_SET_LEVEL,
+        LEGACY_SUBSCRIBE,
+        LEGACY_UNSUBSCRIBE,
+        TASKS_GET,
+        TASKS_UPDATE,
+        TASKS_CANCEL,
+    }
+)
+
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 LOG_LEVEL_RANK = {name: rank for rank, name in enumerate(LOG_LEVELS)}
 

@@ -58,7 +58,7 @@ def record(args: argparse.Namespace) -> int:
             return 2
     opts = cassette.Options(redactor, keep_timing=args.keep_timing, as_modern=args.as_version is not None,
                             source=os.path.basename(cmd[0]))
-    rec = cassette.Recorder()
+    rec = cassette.Recorder(redactor)  # it learns the secrets as the lines pass
     finish = _finisher(path, rec, opts, old[0] if old is not None else None)
     try:
         if old is not None:
@@ -74,18 +74,25 @@ def record(args: argparse.Namespace) -> int:
 
 
 def _finisher(path: str, rec: cassette.Recorder, opts: cassette.Options, old: dict[str, Any] | None) -> Any:
-    def finish() -> None:
+    def finish() -> int:
+        """Write the cassette; the exit status (1: it could not be written, the old one is kept)."""
         if not any(ex.method not in _PROBE_ONLY for ex in rec.exchanges):
             # A version probe (the TS client spawns one process for server/discover alone, then
             # the session's): writing it would make the session's process replay a probe.
             print(f"mockmcp record: the session only probed the server; {path} not written", file=sys.stderr)
-            return
+            return 0
         data = cassette.build(rec, opts)
         if old is not None:
             data = cassette.merge(old, data)
-        write_atomic(path, yamlemit.dump(data, header=HEADER))
+        try:
+            write_atomic(path, yamlemit.dump(data, header=HEADER))
+        except OSError as exc:  # a full disk, a folder we may not write: said plainly, nothing lost
+            kept = "the old cassette is unchanged" if os.path.exists(path) else "nothing was written"
+            print(f"mockmcp record: cannot write {path}: {exc.strerror or exc} ({kept})", file=sys.stderr)
+            return 1
         if opts.redactor.redacted:
             print(f"mockmcp record: redacted {opts.redactor.redacted} value(s) in {path}", file=sys.stderr)
+        return 0
 
     return finish
 
@@ -171,10 +178,10 @@ async def _record(cmd: list[str], rec: cassette.Recorder, startup: float, grace:
         for task in (client_side, server_side, to_client, to_server, signals):
             nursery.start_soon(task)
     # The cassette first: a client that gave up on us (SIGTERM, then SIGKILL) must not cost it.
-    finish()
+    status: int = finish()
     with trio.CancelScope(shield=True):
         await relay.stop(proc, 0.0)
-    return 0
+    return status
 
 
 __all__ = ["record", "replay", "write_atomic", "MODES"]

@@ -37,7 +37,9 @@ class Redactor:
         self.redacted = 0
         self._learned: set[str] = set()
         self._index: dict[str, list[str]] = {}  # first MIN_LEARNED characters -> learned secrets
-        self._prefixes: list[str] | None = None  # the index's keys, when few enough to test each
+        # the index's keys as one regular expression, when few enough: most texts hold none of them,
+        # which one search decides at C speed
+        self._prefix_search: Any = None
         self._dirty = False
         self._keys: dict[str, bool] = {}  # key -> secret? (a cassette has few distinct keys, many times)
 
@@ -78,11 +80,16 @@ class Redactor:
         if t is dict:
             out = {}
             strings = bool(self.patterns or self._learned)
+            keys = self._keys
             for k, v in value.items():
-                if type(k) is str and v is not None and self.secret_key(k):
-                    self.redacted += 1
-                    out[k] = PLACEHOLDER
-                    continue
+                if v is not None and type(k) is str:
+                    secret = keys.get(k)  # secret_key's cache, without a call per key
+                    if secret is None:
+                        secret = self.secret_key(k)
+                    if secret:
+                        self.redacted += 1
+                        out[k] = PLACEHOLDER
+                        continue
                 tv = type(v)
                 if tv is dict or tv is list:
                     out[k] = self.value(v)
@@ -91,8 +98,19 @@ class Redactor:
                 else:
                     out[k] = v
             return out
-        if t is list:
-            return [self.value(v) for v in value]
+        if t is list:  # a loop, not a call per item: most items are scalars or strings
+            strings = bool(self.patterns or self._learned)
+            items: list[Any] = []
+            append = items.append
+            for v in value:
+                tv = type(v)
+                if tv is dict or tv is list:
+                    append(self.value(v))
+                elif tv is str and strings:
+                    append(self.text(v))
+                else:
+                    append(v)
+            return items
         if t is str and (self.patterns or self._learned):
             return self.text(value)
         return value
@@ -115,13 +133,13 @@ class Redactor:
             for secret in sorted(self._learned, key=len, reverse=True):
                 index.setdefault(secret[:MIN_LEARNED], []).append(secret)
             self._index = index
-            self._prefixes = list(index) if len(index) <= 64 else None
+            self._prefix_search = re.compile("|".join(map(re.escape, index))).search if len(index) <= 64 else None
             self._dirty = False
         if text in self._learned:
             self.redacted += 1
             return PLACEHOLDER
-        prefixes = self._prefixes
-        if prefixes is not None and not any(prefix in text for prefix in prefixes):
+        search = self._prefix_search
+        if search is not None and search(text) is None:
             return text  # the common case, decided at C speed
         index = self._index
         get = index.get

@@ -94,6 +94,8 @@ class Selector:
 
     def no_match(self, rules: list[model.Rule], ctx: RequestContext, what: str) -> errors.NoRuleMatched:
         miss = near_miss(rules, ctx.scope())
+        if miss is None:  # no rule at all (protocol.unmatched: fail): say so, a cassette recorded none
+            miss = {"rule": "(none)", "reason": f"{what} has no rules: no such request was scripted or recorded"}
         record: dict[str, Any] = {"id": ctx.id, "method": ctx.method, "what": what, "nearMiss": miss}
         self.session.unmatched.append(record)
         return errors.NoRuleMatched(what, miss, request_id=ctx.id)

@@ -183,6 +183,10 @@ class Shell:
 
     async def send_step(self, send: Send, run: _PlanRun) -> None:
         self._emitted(send)
+        if send.final and not run.counted and self.scopes.pop(run.rid, None) is not None:
+            # A stream's last message: it stops listening now, not when this task runs again
+            # (an event another plan emits meanwhile must not reach it), as on the timer heap.
+            self.conn.finished(run.rid)
         await self._queue_bytes(send.data, run)
 
     async def raw_step(self, data: bytes, run: _PlanRun) -> None:

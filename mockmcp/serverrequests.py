@@ -5,7 +5,8 @@ A 2025-11-25 server may send the client requests (``sampling/createMessage``,
 own, and uses their answers. A ``request`` step becomes an ``Ask`` action: the shell
 writes it, waits for the client's response (the engine routes it by id as an
 ``Answer``), and hands it back to ``deliver``, which puts it in the request's
-template scope (``responses``) before the later steps are expanded. A request is
+template scope (``responses``) before the later steps are expanded; a step's ``expect``
+(a cassette's recorded answer) is compared with it, a difference noted with the near miss. A request is
 sent only for a capability the client declared in ``initialize`` (else the reply
 ends with -32600 naming it, unless ``protocol.checkCapabilities: false``).
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import errors, jsonrpc, model, protocol as p, templates
+from . import errors, jsonrpc, matching, model, protocol as p, templates
 from .actions import Ask
 from .context import RequestContext
 
@@ -48,7 +49,8 @@ def response_name(spec: model.RequestSpec) -> str:
     return spec.name if spec.name is not None else spec.method.split("/")[0]
 
 
-def ask(state: LegacyState, ctx: RequestContext, spec: model.RequestSpec, *, time_scale: float, check_capabilities: bool) -> Ask:
+def ask(state: LegacyState, ctx: RequestContext, spec: model.RequestSpec, *, time_scale: float, check_capabilities: bool,
+        unmatched: list[dict[str, Any]] | None = None) -> Ask:
     """The ``Ask`` for a ``request`` step of ``ctx``'s reply (ClientError if it cannot be sent)."""
     if ctx.meta.get(p.META_PROTOCOL_VERSION) != p.LEGACY_VERSION:
         raise errors.InvalidRequest(
@@ -88,5 +90,10 @@ def ask(state: LegacyState, ctx: RequestContext, spec: model.RequestSpec, *, tim
         else:
             answer = {"result": response.get("result")}
         ctx.set_response(name, answer)
+        if spec.expect is not None and unmatched is not None:
+            reason = matching.value_mismatch(spec.expect, answer)
+            if reason is not None:  # the verifier reports it (--strict fails); the reply goes on as scripted
+                unmatched.append({"id": ctx.id, "method": ctx.method, "what": f"the answer to {spec.method} {rid!r}",
+                                  "answer": True, "nearMiss": {"rule": "request.expect", "reason": reason}})
 
     return Ask(rid, message, jsonrpc.encode(message), spec.timeout.seconds * time_scale, cancel, deliver)

@@ -51,6 +51,9 @@ class Services:
         # id(item) -> (item, definition): the entry holds the item, so the id stays its own
         self._definitions: dict[int, tuple[object, dict[str, Any]]] = {}
         self._rule_labels: dict[int, tuple[model.Rule, str]] | None = None
+        # protocol.unmatched: fail: a request no rule answers gets the near miss, not a built-in answer
+        self.fail_unmatched = scenario.protocol.unmatched == "fail"
+        self.overrides: dict[str, list[model.Rule]] = {}  # the scenario's methods: rules (set by the engine)
 
     def _index(self, scenario: model.Scenario) -> None:
         self.tools = {t.name: t for t in scenario.tools}

@@ -208,7 +208,8 @@ class StepExpander:
                 )
             case model.RequestStep():
                 return serverrequests.ask(
-                    self.session.legacy, ctx, step.request, time_scale=self.time_scale, check_capabilities=self.rounds.check_capabilities
+                    self.session.legacy, ctx, step.request, time_scale=self.time_scale, check_capabilities=self.rounds.check_capabilities,
+                    unmatched=self.session.unmatched,
                 )
             case model.HugeStep():
                 h = step.huge

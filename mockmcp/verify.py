@@ -142,6 +142,10 @@ class Verifier:
                 text = f"{u['method']} id {u['id']!r} of {u['what']} has arguments that break its inputSchema: " + "; ".join(u["invalidArguments"])
                 self._found([Finding("tools.arguments.invalid", text, None, u["id"])])
                 continue
+            if u.get("answer"):  # a legacy request step's expect (a cassette's recorded answer)
+                text = f"{u['method']} id {u['id']!r}: the client's answer differs from the recorded one ({u['what']}): {miss['reason']}"
+                self._found([Finding("expect.answer", text, None, u["id"], {"nearMiss": miss})])
+                continue
             if u.get("undefined"):
                 text = f"{u['method']} id {u['id']!r} asks for {u['what']}, which the scenario does not define"
                 if miss:

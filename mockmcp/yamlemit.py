@@ -51,7 +51,12 @@ def scalar(value: Any) -> str:
         if not math.isfinite(value):
             raise ValueError(f"not a JSON number: {value!r}")
         text = repr(value)
-        return text if ("." in text or "e" in text) else text + ".0"
+        if "." in text:
+            return text
+        # "1e+16" is a float to YAML 1.2 but a string to YAML 1.1 readers (PyYAML's safe_load wants
+        # a dot): "1.0e+16" is a float to both
+        mantissa, e, exponent = text.partition("e")
+        return f"{mantissa}.0{e}{exponent}"
     raise TypeError(f"not a JSON scalar: {type(value).__name__}")
 
 
@@ -92,7 +97,9 @@ def _block(value: Any, indent: int, out: list[str], first: str | None = None) ->
             head = (pad if first is None else first) + _string(k) + ":"
             first = None
             tv = type(v)
-            if (tv is dict or tv is list) and v:
+            if tv is str:  # the common case first, without the calls _inline makes
+                out.append(head + " " + _string(v))
+            elif (tv is dict or tv is list) and v:
                 out.append(head)
                 _block(v, indent + 2, out)
             else:
@@ -101,7 +108,10 @@ def _block(value: Any, indent: int, out: list[str], first: str | None = None) ->
     for item in value:
         lead = (pad if first is None else first) + "- "
         first = None
-        if type(item) is dict and item:
+        ti = type(item)
+        if ti is str:
+            out.append(lead + _string(item))
+        elif ti is dict and item:
             _block(item, indent + 2, out, lead)
         else:
             out.append(lead + _inline(item))

@@ -30,6 +30,35 @@ VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
     st.lists(inner, max_size=4), st.dictionaries(KEYS, inner, max_size=4)), max_leaves=25)
 
 
+# Strings a YAML writer gets wrong: indicators, quotes, colons, comments, surrounding spaces,
+# line breaks, unicode, words and numbers YAML 1.1 or 1.2 reads as something else, the empty
+# string, and long ones (quoted past 200 characters).
+AWKWARD = st.one_of(
+    st.sampled_from(["yes", "no", "Yes", "NO", "on", "Off", "y", "n", "null", "Null", "NULL", "~", "true", "False",
+                     "1", "-1", "+1", "0", "007", "1.0", "1e5", "1_000", "0o17", "0x1F", "0b1", ".5", "1:30",
+                     "2001-12-14", "2001-12-14T21:59:43Z", ".inf", "-.Inf", ".nan", "NaN", "inf", "", " ", "  lead",
+                     "trail ", "a: b", "a:b", "key:", "- item", "-", "? q", "#c", "a #c", "'q'", '"dq"', "it's",
+                     'say "hi"', "back\\slash", "\t", "a\nb", "\n", "line\r\n", "{a: 1}", "[1]", "&anchor", "*ref",
+                     "!tag", "%dir", "@at", "`tick", "|", ">", "<<", "=", ",", "é", "日本語", "emoji 🎉", "\u2028",
+                     "\x85", "\ufeff", "\x00", "\x7f", "a" * 250, "word " * 60]),
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=40),
+    st.text(" :#-'\"\n\tab{}[],&*!|>%@`?", max_size=12),
+)
+AWKWARD_VALUES = st.recursive(
+    st.one_of(AWKWARD, SCALARS),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.one_of(AWKWARD, KEYS), inner, max_size=4)),
+    max_leaves=30)
+
+
+def _key_orders(value: Any) -> Any:
+    """The keys of every mapping in ``value``, in order (dict equality ignores order)."""
+    if type(value) is dict:
+        return [(k, _key_orders(v)) for k, v in value.items()]
+    if type(value) is list:
+        return [_key_orders(v) for v in value]
+    return None
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(KEYS, VALUES, min_size=1, max_size=5))
 def test_emitted_yaml_reads_back_equal_through_both_loaders(value: dict[str, Any]) -> None:
@@ -39,6 +68,39 @@ def test_emitted_yaml_reads_back_equal_through_both_loaders(value: dict[str, Any
     fast = quickload.parse(text)
     if fast is not None:  # the fast path may decline; when it takes the file it must agree
         assert fast == value
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.one_of(AWKWARD, KEYS), AWKWARD_VALUES, min_size=1, max_size=6))
+def test_emitted_yaml_is_what_yaml_safe_load_reads_in_order_and_stable(value: dict[str, Any]) -> None:
+    """The emitter is the only writer of cassettes (no yaml.dump): PyYAML's own reader (YAML 1.1)
+    reads back exactly the data, keys in the same order, and re-emitting what was read gives the
+    same bytes (a re-recording diffs as nothing)."""
+    import yaml
+
+    text = yamlemit.dump(value, header=cassette_header())
+    loaded = yaml.safe_load(text)
+    assert loaded == value
+    assert _key_orders(loaded) == _key_orders(value)
+    assert yamlemit.dump(loaded, header=cassette_header()) == text
+    assert parse_yaml(text, "c.yaml")[0] == value  # and the plain loader (YAML 1.2 core) agrees
+    # readable: block style, a line per key and per item (flow only inside lists of lists)
+    assert len(text.splitlines()) >= _block_entries(value) + len(cassette_header().splitlines())
+
+
+def _block_entries(value: Any) -> int:
+    """How many keys and items block style puts on lines of their own."""
+    if type(value) is dict:
+        return sum(1 + _block_entries(v) for v in value.values())
+    if type(value) is list:
+        return sum(_block_entries(v) if type(v) is dict and v else 1 for v in value)  # "- " starts a mapping's first line
+    return 0
+
+
+def cassette_header() -> str:
+    from mockmcp.record import HEADER
+
+    return HEADER
 
 
 def _session(*pairs: tuple[str, Any]) -> cassette.Recorder:
@@ -139,7 +201,10 @@ def test_legacy_server_requests_become_rounds_with_as_modern(tmp_path: Any) -> N
     )
     legacy, _ = _write_and_load(tmp_path, cassette.build(rec))
     assert legacy.protocol.era == "legacy"
-    assert [type(s).__name__ for s in legacy.tools[0].replies[0].steps] == ["RawStep", "ResultStep"]
+    asked, _ = legacy.tools[0].replies[0].steps
+    assert [type(s).__name__ for s in legacy.tools[0].replies[0].steps] == ["RequestStep", "ResultStep"]
+    assert asked.request.method == "elicitation/create" and asked.request.params == elicit["params"]
+    assert asked.request.expect == {"result": {"action": "accept", "content": {"name": "Ada"}}}
     modern, _ = _write_and_load(tmp_path, cassette.build(rec, cassette.Options(as_modern=True)))
     assert modern.protocol.era == "modern" and modern.protocol.versions == ["2026-07-28"]
     ask, answer = modern.tools[0].replies
@@ -193,7 +258,7 @@ def test_a_listed_tool_never_called_fails_loudly_in_replay(tmp_path: Any) -> Non
     proc = subprocess.run([sys.executable, "-m", "mockmcp", "run", str(path), "--strict"],
                           input=(json.dumps(call) + "\n").encode(), capture_output=True, timeout=30)
     (answer,) = map(json.loads, proc.stdout.splitlines())
-    assert answer["error"]["code"] == -32603 and answer["error"]["data"]["nearMiss"]["rule"] == "not recorded"
+    assert answer["error"]["code"] == -32603 and answer["error"]["data"]["nearMiss"]["rule"] == "(none)"
     assert proc.returncode == 1  # --strict: an unrecorded request
 
 
@@ -240,3 +305,44 @@ def test_new_episodes_routing_agrees_with_what_the_engine_answers(recorded: list
         # answered by a recorded rule (plan.rule names it), not by a built-in handler or an error
         answered = plan.rule is not None and any("result" in m for m in sent)
         assert (cassette.request_key(method, params) in keys) == answered, (method, params, sent, plan.rule)
+
+
+SECRETISH = st.sampled_from(["password", "api_key", "token", "q", "note", "progressToken", "x-session"])
+WORDS = st.sampled_from(["pw-12345", "tok-99999", "plain", "hello pw-12345 there", "sk-abcdef", "ada"])
+ARGS_OR_RESULTS = st.recursive(WORDS, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                               st.dictionaries(SECRETISH, inner, max_size=3)),
+                               max_leaves=8)
+EXCHANGE = st.tuples(st.sampled_from(["tools/call", "prompts/get", "tools/list", "completion/complete"]),
+                     st.dictionaries(SECRETISH, ARGS_OR_RESULTS, max_size=3),
+                     st.dictionaries(SECRETISH, ARGS_OR_RESULTS, max_size=3),
+                     st.booleans(), st.one_of(st.none(), st.dictionaries(SECRETISH, ARGS_OR_RESULTS, max_size=3)),
+                     st.booleans())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(EXCHANGE, min_size=1, max_size=6))
+def test_secrets_learned_as_lines_arrive_give_the_cassette_learned_at_the_end(exchanges: list[Any]) -> None:
+    """The recorder learns secrets while the session runs (record.py hands it the redactor); a
+    recorder without one leaves the learning to build. Both must write the same cassette."""
+    pairs: list[tuple[str, Any]] = [("c", _req(1, "server/discover")), ("s", DISCOVER)]
+    for n, (method, args, result, progress, log, error) in enumerate(exchanges, start=10):
+        pairs.append(("c", _req(n, method, name="t", arguments=args)))
+        if progress:
+            pairs.append(("s", {"jsonrpc": "2.0", "method": "notifications/progress",
+                                "params": {"progressToken": n, "progress": 1, "message": json.dumps(result)}}))
+        if log is not None:  # its own secrets, found nowhere else
+            pairs.append(("s", {"jsonrpc": "2.0", "method": "notifications/message",
+                                "params": {"level": "info", "data": log}}))
+        if error:
+            pairs.append(("s", {"jsonrpc": "2.0", "id": n, "error": {"code": -32000, "message": "no", "data": result}}))
+        else:
+            pairs.append(("s", _res(n, {"content": [], "structuredContent": result})))
+
+    def built(observing: bool) -> tuple[str, int]:
+        redactor = Redactor(keys=["x-session"], patterns=[r"sk-[a-z]+"])
+        rec = cassette.Recorder(redactor if observing else None)
+        for t, (side, msg) in enumerate(pairs):
+            (rec.client_line if side == "c" else rec.server_line)((json.dumps(msg) + "\n").encode(), float(t))
+        return yamlemit.dump(cassette.build(rec, cassette.Options(redactor))), redactor.redacted
+
+    assert built(True) == built(False)

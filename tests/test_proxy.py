@@ -168,6 +168,14 @@ def test_bad_faults_file_and_bad_command_are_clear_errors(tmp_path: Path) -> Non
     proc = subprocess.run([sys.executable, "-m", "mockmcp", "proxy", "--", "no-such-server-xyz"], capture_output=True,
                           timeout=30)
     assert proc.returncode == 2 and b"not found" in proc.stderr
+    # a server that dies at once: refused before stdin is read (stdin stays open here)
+    dying = subprocess.Popen([sys.executable, "-m", "mockmcp", "proxy", "--", sys.executable, "-c", "raise SystemExit(4)"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = dying.communicate(timeout=30)
+    finally:
+        dying.kill()
+    assert dying.returncode == 2 and not out and b"exited at once with status 4" in err, err
 
 
 def test_a_forward_step_outside_the_proxy_is_an_error_not_a_crash(tmp_path: Path) -> None:

@@ -101,9 +101,13 @@ def test_a_command_that_does_not_exist_fails_before_reading_stdin(tmp_path: Path
     assert not cassette.exists()
 
 
-def test_a_server_that_exits_at_once_fails_before_reading_stdin(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["once", "new_episodes"])
+def test_a_server_that_exits_at_once_fails_before_reading_stdin(tmp_path: Path, mode: str) -> None:
     cassette = tmp_path / "c.yaml"
-    cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), "--", sys.executable, "-c", "raise SystemExit(3)"]
+    if mode == "new_episodes":
+        cassette.write_text("mockmcp: 1\n")  # an existing cassette: new episodes need the server too
+    cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), "--mode", mode, "--",
+           sys.executable, "-c", "raise SystemExit(3)"]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = proc.communicate(timeout=30)
@@ -111,6 +115,7 @@ def test_a_server_that_exits_at_once_fails_before_reading_stdin(tmp_path: Path) 
         proc.kill()
     assert proc.returncode == 2 and not out
     assert b"exited at once with status 3" in err, err
+    assert not cassette.exists() or cassette.read_text() == "mockmcp: 1\n"
 
 
 GARBAGE_SERVER = r"""
@@ -136,6 +141,42 @@ def test_garbage_from_the_server_passes_through_and_is_recorded_as_raw_steps(tmp
     assert replay.stdout.startswith(b"garbage \x01 not json\n\xff\xfe\n{"), replay.stdout
 
 
+BRACES_SERVER = r"""
+import json, sys
+for raw in sys.stdin:
+    msg = json.loads(raw)
+    result = {"resultType": "complete", "content": [{"type": "text", "text": "Hello {{ name }}, {{ '{{' }} and }}"}],
+              "structuredContent": {"{{ key }}": ["{{", "{{ arguments.x }}"]}}
+    # the same text through a JSON escape (no "{{" on the wire), and as an error's message
+    line = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+    if msg["params"]["name"] == "escaped":
+        line = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"resultType": "complete", "content": []}})
+        line = line.replace('"content": []', '"content": [{"type": "text", "text": "\\u007b\\u007b name }}"}]')
+    if msg["params"]["name"] == "error":
+        line = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32000, "message": "bad {{ x }}"}})
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+"""
+
+
+def test_text_that_looks_like_a_template_replays_as_the_server_sent_it(tmp_path: Path) -> None:
+    """Steps render {{ }} templates: a recorded "{{" must come back as "{{", not as what a template
+    of the request makes of it (the tool's name, an argument, a -32602)."""
+    cassette = tmp_path / "c.yaml"
+    calls = b"".join(line(request(i, "tools/call", {"name": name, "arguments": {"x": 1}}))
+                     for i, name in enumerate(("plain", "escaped", "error"), start=1))
+    recorded = record(cassette, input=calls, server=[sys.executable, "-c", BRACES_SERVER])
+    assert recorded.returncode == 0, recorded.stderr
+    replay = subprocess.run([sys.executable, "-m", "mockmcp", "run", str(cassette)], input=calls,
+                            capture_output=True, timeout=30)
+    real, again = answers(recorded), answers(replay)
+    assert text(real[1]) == "Hello {{ name }}, {{ '{{' }} and }}" and text(real[2]) == "{{ name }}"
+    for i in (1, 2):
+        assert again[i]["result"]["content"] == real[i]["result"]["content"], again[i]
+    assert again[1]["result"]["structuredContent"] == {"{{ key }}": ["{{", "{{ arguments.x }}"]}
+    assert again[3]["error"] == real[3]["error"] == {"code": -32000, "message": "bad {{ x }}"}
+
+
 def test_recording_never_loses_the_old_cassette_half_way(tmp_path: Path) -> None:
     """The cassette is written to a temporary file and renamed: a killed recorder leaves the old one whole."""
     cassette = tmp_path / "c.yaml"
@@ -147,6 +188,35 @@ def test_recording_never_loses_the_old_cassette_half_way(tmp_path: Path) -> None
     proc.wait(timeout=30)
     assert cassette.read_text() == "old: content\n"
     assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
+
+
+def test_a_write_that_fails_half_way_leaves_the_old_cassette_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk fills up (or anything else fails) after part of the new text is written: the old
+    cassette is still there, unchanged, and no temporary file is left beside it."""
+    from mockmcp import record as record_module
+
+    cassette = tmp_path / "c.yaml"
+    cassette.write_text("old: content\n")
+
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(record_module.os, "fsync", full)
+    with pytest.raises(OSError):
+        record_module.write_atomic(str(cassette), "new: content\n" * 1000)
+    assert cassette.read_text() == "old: content\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
+
+
+def test_a_cassette_that_cannot_be_written_is_a_clear_error_not_a_crash(tmp_path: Path) -> None:
+    target = tmp_path / "taken"
+    target.mkdir()  # the path is a folder: the rename over it fails at the very end
+    proc = record(target, "--mode", "all", input=line(request(1, "tools/call", {"name": "t", "arguments": {}})),
+                  server=[sys.executable, "-c", SLOW_SERVER])
+    assert proc.returncode == 1, proc.stderr
+    assert f"cannot write {target}".encode() in proc.stderr and b"Traceback" not in proc.stderr, proc.stderr
+    assert answers(proc)[1]["result"] == {"resultType": "complete", "content": []}  # the session itself went through
+    assert [p.name for p in tmp_path.iterdir()] == ["taken"] and not any(target.iterdir())
 
 
 @pytest.mark.parametrize("args", [["--redact", "("], ["--mode", "bogus"]])

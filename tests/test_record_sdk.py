@@ -38,6 +38,7 @@ OPS: list[dict[str, Any]] = [
     {"op": "callTool", "name": "login", "arguments": {"user": "ada", "password": "hunter2-client-secret"}},
     {"op": "listPrompts"},
     {"op": "getPrompt", "name": "review", "arguments": {"code": "x = 1"}},
+    {"op": "complete", "ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "code", "value": "pr"}},
     {"op": "listResources"},
     {"op": "listResourceTemplates"},
     {"op": "readResource", "uri": "fixture://readme"},
@@ -182,16 +183,44 @@ def _plain(result: Any) -> Any:
     return {k: v for k, v in result.items() if k not in ("resultType", "_meta", "ttlMs", "cacheScope")}
 
 
+def _completion(rid: int, value: str) -> dict[str, Any]:
+    return request(rid, "completion/complete", {"ref": {"type": "ref/prompt", "name": "review"},
+                                                 "argument": {"name": "code", "value": value}})
+
+
 def test_an_unrecorded_call_fails_with_a_near_miss_and_strict_exits_non_zero(recorded: dict[str, Any]) -> None:
     lines = [
         request(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}),
         request(2, "tools/call", {"name": "echo", "arguments": {"text": "bye"}}),
+        _completion(3, "pr"),
+        # the real server would complete this too, but it was not recorded: no built-in answer
+        _completion(4, "pa"),
+        request(5, "prompts/list"),  # the protocol's plumbing keeps its built-in answer
     ]
-    proc = subprocess.run(record_cmd(recorded["modern"], "--strict"), input=b"".join(line(m) for m in lines),
-                          capture_output=True, timeout=60)
+    proc = subprocess.run(record_cmd(recorded["modern"], "--strict", "--report", str(recorded["work"] / "strict.json")),
+                          input=b"".join(line(m) for m in lines), capture_output=True, timeout=60)
     answers = {m["id"]: m for m in map(json.loads, proc.stdout.splitlines())}
     assert answers[1]["result"]["content"][0]["text"] == "echo: hi"
     error = answers[2]["error"]
     assert "no rule" in error["message"].lower() or "no recorded" in error["message"].lower(), error
     assert "bye" in json.dumps(error["data"]) and "hi" in json.dumps(error["data"]), error
+    assert answers[3]["result"]["completion"]["values"] == ["print", "property"]  # as the server completed it
+    error = answers[4]["error"]
+    assert error["code"] == -32603 and '"pa"' in error["data"]["nearMiss"]["reason"], error
+    assert '"pr"' in error["data"]["nearMiss"]["reason"], error  # the recorded completion it is closest to
+    assert [p["name"] for p in answers[5]["result"]["prompts"]] == ["review"], answers[5]
     assert proc.returncode != 0, proc.stderr
+    report = json.loads((recorded["work"] / "strict.json").read_text())
+    assert [(f["check"], f["id"]) for f in report["findings"]] == [("expect.unmatched", 2), ("expect.unmatched", 4)]
+
+
+def test_a_legacy_elicitation_replays_as_a_request_that_waits_for_the_answer(recorded: dict[str, Any]) -> None:
+    legacy, _ = loader.load(str(recorded["legacy"]), use_cache=False)
+    greet = next(t for t in legacy.tools if t.name == "greet")
+    (rule,) = greet.replies
+    asked, final = rule.steps or []
+    assert type(asked).__name__ == "RequestStep" and asked.request.method == "elicitation/create"
+    assert asked.request.expect == {"result": {"action": "accept", "content": {"name": "example"}}}
+    assert type(final).__name__ == "ResultStep"
+    # the replay to the legacy client (replays[1]) answered the elicitation it was sent
+    assert recorded["replays"][1]["callbacks"]["elicitation"] == ["form"]

@@ -10,12 +10,15 @@ For each: a session driven by the official Python client is recorded; replaying 
 cassette to the Python and TypeScript clients gives the results the real server gave
 them; an unrecorded call fails with a near miss naming the recorded one; and
 ``new_episodes`` passes that call to the real server and appends it, so that a replay
-answers it afterwards.
+answers it afterwards. The everything server asks the client for roots, a sampling and an
+elicitation in the middle of calls: the replay sends each request, waits for the client's
+answer before the call goes on, and reports an answer that differs from the recorded one.
 """
 
 from __future__ import annotations
 
 import json
+import select
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -67,6 +70,13 @@ SERVERS: dict[str, dict[str, Any]] = {
             {"op": "listResourceTemplates"},
             # (its dynamic resources carry the time they were read: a replay cannot agree with a new read)
             {"op": "readResource", "uri": "demo://resource/static/document/architecture.md"},
+            {"op": "callTool", "name": "get-roots-list", "arguments": {}},  # it asks the client for roots/list
+        ],
+        # Python only: the server's text embeds the client's sampling answer in the key order the
+        # client wrote it (each SDK has its own), and each driver invents its own elicitation answer.
+        "python_ops": [
+            {"op": "callTool", "name": "trigger-sampling-request", "arguments": {"prompt": "hello", "maxTokens": 5}},
+            {"op": "callTool", "name": "trigger-elicitation-request", "arguments": {}},
         ],
         "unrecorded": {"op": "callTool", "name": "echo", "arguments": {"message": "bye"}},
         "unrecorded_text": "Echo: bye",
@@ -110,8 +120,9 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         tsclient.ensure(EVERYTHING_DIR, "@modelcontextprotocol/server-everything")
     work = tmp_path_factory.mktemp(f"record-{name}")
     cassette = work / "cassette.yaml"
+    ops = [*server["ops"], *server.get("python_ops", ())]
     (recorded,) = run_batch("python-asyncio", [
-        {"command": record_cmd(cassette, "once", server), "ops": server["ops"], "timeoutMs": 20000}], jobs=1)
+        {"command": record_cmd(cassette, "once", server), "ops": ops, "timeoutMs": 20000}], jobs=1)
     return {"name": name, "server": server, "cassette": cassette, "recorded": recorded, "work": work}
 
 
@@ -128,8 +139,8 @@ def test_replay_gives_both_clients_what_the_real_server_gave_them(session: dict[
     # The TS sessions one after the other (the Python one beside them): the TS client's discover
     # probe has a timeout of its own that a loaded machine can exceed (it then falls back to legacy).
     with ThreadPoolExecutor(1) as pool:
-        python = pool.submit(run_batch, "python-asyncio",
-                             [{"command": replay, "ops": [*server["ops"], server["unrecorded"]]}], 1)
+        python = pool.submit(run_batch, "python-asyncio", [
+            {"command": replay, "ops": [*server["ops"], *server.get("python_ops", ()), server["unrecorded"]]}], 1)
         real = run_client("typescript", {"command": server["command"], "ops": server["ops"],
                                          "timeoutMs": 20000, "connectTimeoutMs": 20000})
         ts_replay = run_client("typescript", {"command": replay, "ops": server["ops"]})
@@ -159,6 +170,49 @@ def test_new_episodes_appends_an_unrecorded_call(session: dict[str, Any]) -> Non
     scenario, _ = loader.load(str(cassette), use_cache=False)
     tool = next(t for t in scenario.tools if t.name == new["name"])
     assert [r.when.arguments for r in tool.replies] == [recorded_one["arguments"], new["arguments"]]
+
+
+def _asking_rule(scenario: Any, method: str) -> tuple[str, Any]:
+    """The tool and rule whose steps ask the client ``method`` (where the recording put it)."""
+    for tool in scenario.tools:
+        for rule in tool.replies:
+            if any(type(s).__name__ == "RequestStep" and s.request.method == method for s in rule.steps or ()):
+                return tool.name, rule
+    raise AssertionError(f"no recorded rule asks {method}")
+
+
+def test_legacy_server_requests_replay_as_requests_that_wait_for_the_clients_answer(
+        session: dict[str, Any], tmp_path: Path) -> None:
+    if session["name"] != "everything":
+        pytest.skip("only the everything server (legacy era) sends the client requests")
+    from test_legacy_era import Legacy
+
+    scenario, _ = loader.load(str(session["cassette"]), use_cache=False)
+    asks = {}
+    for method in ("roots/list", "sampling/createMessage", "elicitation/create"):
+        name, rule = _asking_rule(scenario, method)
+        (step,) = [s for s in rule.steps if type(s).__name__ == "RequestStep"]
+        asks[method] = (name, rule, step)
+        assert step.request.expect is not None and "result" in step.request.expect, step
+    assert asks["roots/list"][2].request.expect == {"result": {"roots": [{"uri": "file:///project", "name": "project"}]}}
+    # Driven by hand: the replay sends the recorded roots/list, then nothing more until answered.
+    name, rule, _ = asks["roots/list"]
+    report = tmp_path / "report.json"
+    client = Legacy(session["cassette"], "--report", str(report), "--strict")
+    client.tool(1, name, **(rule.when.arguments or {}))
+    asked = client.read()
+    assert asked["method"] == "roots/list" and asked["id"] == "mockmcp-1", asked
+    assert select.select([client.proc.stdout], [], [], 0.5)[0] == [] and not client.buffer  # it waits
+    client.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": "file:///elsewhere", "name": "project"}]}})
+    *_, done = client.until(1)
+    recorded = next(s for s in rule.steps if type(s).__name__ == "ResultStep")
+    assert done["result"]["content"] == recorded.result["content"]  # the recorded answer, all the same
+    client.close()
+    assert client.proc.returncode == 1  # --strict: the answer differed from the recorded one
+    (finding,) = json.loads(report.read_text())["findings"]
+    assert finding["check"] == "expect.answer" and finding["id"] == 1, finding
+    reason = finding["nearMiss"]["reason"]
+    assert "file:///elsewhere" in reason and "file:///project" in reason and "roots[0].uri" in reason, finding
 
 
 LEGACY_FAULTS = """\

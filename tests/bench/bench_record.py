@@ -2,8 +2,8 @@
 
 The lines of a 10,000-call session (discover, a tools/list, 10,000 distinct
 ``tools/call`` with their results, some with progress) are fed to the recorder as
-the shell feeds them during a session (timed apart: that cost is paid while the
-session runs), then the cassette is built, emitted and written atomically, which is
+the shell feeds them during a session, the recorder learning the secrets to redact as
+they pass (timed apart: that cost is paid while the session runs), then the cassette is built, emitted and written atomically, which is
 what ``mockmcp record`` does after the client disconnects (the figure). The file is
 then loaded back (the fast path's time, for the record).
 """
@@ -51,18 +51,20 @@ def bench() -> list[dict]:
     from mockmcp import cassette, yamlemit
     from mockmcp.loader import load
     from mockmcp.record import HEADER, write_atomic
+    from mockmcp.redact import Redactor
 
     lines = session()
     best_feed = best_write = best_cpu = float("inf")
     path = os.path.join(tempfile.mkdtemp(prefix="mockmcp-bench-record-"), "big.yaml")
     for _ in range(3):
-        rec = cassette.Recorder()
+        redactor = Redactor()
+        rec = cassette.Recorder(redactor)  # as mockmcp record does: secrets learned as the lines pass
         t = time.perf_counter()
         for n, (side, line) in enumerate(lines):
             (rec.client_line if side == "c" else rec.server_line)(line, float(n))
         feed = time.perf_counter() - t
         t, c = time.perf_counter(), time.process_time()
-        data = cassette.build(rec, cassette.Options())
+        data = cassette.build(rec, cassette.Options(redactor))
         write_atomic(path, yamlemit.dump(data, header=HEADER))
         write, cpu = time.perf_counter() - t, time.process_time() - c
         best_feed, best_write, best_cpu = min(best_feed, feed), min(best_write, write), min(best_cpu, cpu)

@@ -4,7 +4,7 @@ Nobody on this project wrote the SDK: recording this script proves ``mockmcp rec
 against a real implementation of both eras (the SDK serves ``server/discover`` and the
 ``initialize`` handshake alike). It has tools (one plain, one with progress, one that
 asks the user through an elicitation round, one that fails, one that returns a secret),
-a prompt, a static resource and a resource template.
+a prompt (whose argument completes), a static resource and a resource template.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import BaseModel
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import Completion
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 
 server = MCPServer("sdk-fixture", version="1.2.3", instructions="A fixture server for recording tests.")
@@ -72,6 +73,12 @@ def readme() -> str:
 @server.resource("fixture://items/{item}", name="item", mime_type="text/plain")
 def item(item: str) -> str:
     return f"item {item}"
+
+
+@server.completion()
+async def complete(ref: object, argument: object, context: object) -> Completion:
+    value = getattr(argument, "value", "")
+    return Completion(values=[w for w in ("print", "pass", "property") if w.startswith(value)])
 
 
 if __name__ == "__main__":
