@@ -237,13 +237,17 @@ def inbound_methods(journal: Path) -> dict[str, int]:
 CLOSED_STREAM = "(HTTP stream closed by the client)"
 
 
-def run_cell(scenario_path: Path, client: str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[str, Any]:
-    return run_cells([(scenario_path, client)], timeout_ms=timeout_ms)[0]
+def run_cell(scenario_path: Path, client: str, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+             op_timeout_ms: dict[str, int] | None = None) -> dict[str, Any]:
+    return run_cells([(scenario_path, client)], timeout_ms=timeout_ms, op_timeout_ms=op_timeout_ms)[0]
 
 
 def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-              jobs: int = 2) -> list[dict[str, Any]]:
+              jobs: int = 2, op_timeout_ms: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """Run the cells (scenario path, client); a result per cell, in order.
+
+    ``op_timeout_ms`` gives the operations on the named tools, prompts or URIs their own
+    timeout (a hanging tool a short one, while the rest keep ``timeout_ms``).
 
     The cells of one client share driver processes: each round, one driver runs the next
     session of every cell still going (``jobs`` at once), and the clients' drivers run side
@@ -262,6 +266,10 @@ def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOU
                 results[i] = {"client": client, "loadError": str(exc)}
                 continue
             ops = generic_plan(scenario, [], timeout_ms)["ops"]
+            for op in ops:
+                own = (op_timeout_ms or {}).get(op.get("name") or op.get("uri") or "")
+                if own is not None:
+                    op["timeoutMs"] = own
             work = Path(tmp) / f"cell-{i}"
             work.mkdir()
             runs.setdefault(client, []).append((i, CellRun(path, ops, work, timeout_ms, bool(scenario.expectations),
