@@ -111,7 +111,7 @@ def test_fence_parser() -> None:
     ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # per worker; not module-scoped, so xdist spreads the snippets (conftest)
 def validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(scenario_schema())
 
