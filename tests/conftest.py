@@ -218,6 +218,18 @@ def typescript_client() -> None:
     pytest.fail(message, pytrace=False)  # outside the except: the report is that line, no traceback
 
 
+# The pytest runs a test starts itself (pytester, the documentation's test snippets) test the
+# mockmcp fixture; none uses pytest-trio or hypothesis, and pytest-trio imports all of hypothesis
+# when it loads: about 2 CPU seconds of every such run, half its cost. Left out there.
+LEAN_PYTEST_ADDOPTS = "-p no:trio -p no:hypothesispytest"
+
+
+@pytest.fixture
+def lean_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inner pytest runs of this test load only the plugins they use (``LEAN_PYTEST_ADDOPTS``)."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_PYTEST_ADDOPTS)
+
+
 def request(rid: Any, method: str, params: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     p = dict(params or {})
     p["_meta"] = {**META, **(meta or {})}
