@@ -45,7 +45,8 @@ class Mock:
             mockmcp_cmd("run", str(file), "--control", self.path, *extra),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
-        self.ctl = SyncControl(self.path)
+        # 60 s for the socket to appear: the default 10 s was not enough for a spawn under a load of 13
+        self.ctl = SyncControl(self.path, connect_timeout=60)
         self.ctl.position()  # waits for the socket: the mock is up
         self.buffer = b""
 
