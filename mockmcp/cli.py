@@ -16,7 +16,7 @@ import argparse
 import math
 import os
 import sys
-from typing import Sequence
+from typing import Sequence, TypeAlias
 
 from . import __version__
 
@@ -81,16 +81,10 @@ def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="mockmcp",
-        description="A stdio mock MCP server (revision 2026-07-28) that answers from YAML scenarios.",
-        epilog="examples:\n  mockmcp demo\n  mockmcp run default\n  mockmcp COMMAND --help",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    ap.add_argument("--version", action="version", version=f"mockmcp {__version__}", help="print the version and exit")
-    sub = ap.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+_Sub: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # where subcommands are registered
 
+
+def _run_command(sub: _Sub) -> None:
     run = _command(
         sub, "run", "serve a scenario on stdin/stdout",
         "  mockmcp run default\n"
@@ -130,13 +124,19 @@ def _parser() -> argparse.ArgumentParser:
     http.add_argument("--sse-keepalive", type=_non_negative_float, default=15.0, metavar="S",
                       help="seconds between SSE keep-alive comments on a quiet stream (default: 15; 0: none)")
 
+
+def _check_command(sub: _Sub) -> None:
     check = _command(sub, "check", "validate scenario files", "  mockmcp check weather.yaml\n  mockmcp check scenarios/*.yaml\n")
     check.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="a scenario file or the name of a bundled scenario")
     check.add_argument("--allow-absolute-paths", action="store_true",
                        help="let the scenario reference files outside its folder by absolute path")
 
+
+def _list_command(sub: _Sub) -> None:
     _command(sub, "list", "list the bundled scenarios", "  mockmcp list\n  mockmcp run \"$(mockmcp list | head -1 | cut -d' ' -f1)\"\n")
 
+
+def _demo_command(sub: _Sub) -> None:
     demo = _command(
         sub, "demo", "spawn the mock, drive it with a small client and print the exchange",
         "  mockmcp demo\n  mockmcp demo mrtr      # every input_required round, answered\n"
@@ -149,11 +149,15 @@ def _parser() -> argparse.ArgumentParser:
                       help="seconds to wait for an answer before cancelling the request (default: 3)")
     demo.add_argument("--journal", metavar="FILE", help="have the mock append the exchange to FILE (see `mockmcp journal`)")
 
+
+def _schema_command(sub: _Sub) -> None:
     schema = _command(sub, "schema", "print the JSON Schema of the scenario format",
                       "  mockmcp schema > mockmcp.schema.json\n  mockmcp schema --indent 0 | wc -c\n")
     schema.add_argument("--indent", type=_non_negative_int, default=2, metavar="N",
                         help="indentation of the printed JSON (default: 2)")
 
+
+def _record_command(sub: _Sub) -> None:
     record = _command(
         sub, "record", "put a real server behind stdio and write what it did as a cassette (a scenario)",
         "  mockmcp record -o weather.yaml -- python weather_server.py\n"
@@ -184,6 +188,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="how much to log on stderr in replay (default: warning)")
     record.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the real server to run")
 
+
+def _proxy_command(sub: _Sub) -> None:
     prox = _command(
         sub, "proxy", "pass a real server's traffic through, with the faults of a scenario in front of it",
         "  mockmcp proxy -- python my_server.py\n"
@@ -203,22 +209,28 @@ def _parser() -> argparse.ArgumentParser:
     prox.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error", "quiet"],
                       help="how much to log on stderr (default: warning)")
     prox.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the real server to run")
+
+
+def _ctl_command(sub: _Sub) -> None:
     ctl = _command(
         sub, "ctl", "send one operation to a running mock's control socket and print the JSON response",
         "  mockmcp run default --control /tmp/mock.sock &\n"
         "  mockmcp ctl /tmp/mock.sock emit event=tools/list_changed\n"
         "  mockmcp ctl /tmp/mock.sock add kind=tool 'definition={\"name\": \"wave\"}'\n"
         "  mockmcp ctl /tmp/mock.sock waitFor 'when={\"method\": \"tools/call\"}' timeout=5\n"
+        "  mockmcp ctl /tmp/mock.sock setTask taskId=ID status=completed 'result={\"content\": []}'\n"
         "  mockmcp ctl /tmp/mock.sock shutdown mode=crash status=3\n",
     )
     ctl.add_argument("path", metavar="PATH", help="the socket given to `mockmcp run --control PATH`")
     ctl.add_argument("operation", metavar="OPERATION", help="emit, add, replace, remove, getState, setState, counters, "
-                     "arm, disarm, pause, resume, journal, waitFor, shutdown or ping (see docs/control.md)")
+                     "arm, disarm, pause, resume, journal, waitFor, listTasks, getTask, setTask, shutdown or ping (see docs/control.md)")
     ctl.add_argument("args", nargs="*", metavar="KEY=VALUE",
                      help="parameters; a VALUE that is JSON is taken as JSON, anything else as a string")
     ctl.add_argument("--connect-timeout", type=_non_negative_float, default=0.0, metavar="S",
                      help="wait up to S seconds for the socket to appear (default: 0)")
 
+
+def _journal_command(sub: _Sub) -> None:
     journal = _command(
         sub, "journal", "print a journal file as a readable transcript",
         "  mockmcp run default --journal j.jsonl\n  mockmcp journal j.jsonl\n"
@@ -228,6 +240,9 @@ def _parser() -> argparse.ArgumentParser:
     journal.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                          help="color the transcript: auto (only on a terminal, not with NO_COLOR), always or never")
     journal.add_argument("--html", metavar="OUT", help="write the exchange as one self-contained HTML timeline to OUT instead")
+
+
+def _report_command(sub: _Sub) -> None:
     report = _command(
         sub, "report", "judge a session directory: one verdict over all its processes",
         "  mockmcp run tasks --session s/   # the client may restart it, or spawn it twice\n"
@@ -236,6 +251,36 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("directory", metavar="DIR", help="a session directory written by `mockmcp run --session DIR`")
     report.add_argument("--per-process", action="store_true", help="also give each process's own verdict")
     report.add_argument("--json", action="store_true", help="print the report as JSON (the shape `run --report` writes)")
+
+
+# Every subcommand, in the order `mockmcp --help` lists them.
+_COMMANDS = {
+    "run": _run_command, "check": _check_command, "list": _list_command, "demo": _demo_command,
+    "schema": _schema_command, "record": _record_command, "proxy": _proxy_command, "ctl": _ctl_command,
+    "journal": _journal_command, "report": _report_command,
+}
+
+
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; ``only``: register just that subcommand's options.
+
+    A spawn pays for every ``add_argument`` (argparse builds a help formatter for
+    each): building all ten subcommands was 27 M of a warm spawn's 627 M
+    instructions. ``_dispatch`` asks for the one named in ``argv``; anything
+    else (``--help``, ``--version``, a typo) gets every subcommand, so help and
+    "invalid choice" errors stay whole. ``tests/test_cli.py`` compares both.
+    """
+    ap = argparse.ArgumentParser(
+        prog="mockmcp",
+        description="A stdio mock MCP server (revision 2026-07-28) that answers from YAML scenarios.",
+        epilog="examples:\n  mockmcp demo\n  mockmcp run default\n  mockmcp COMMAND --help",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--version", action="version", version=f"mockmcp {__version__}", help="print the version and exit")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for name, add in _COMMANDS.items():
+        if only is None or name == only:
+            add(sub)
     return ap
 
 
@@ -261,7 +306,8 @@ def _silence_stdout() -> None:
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:
-    parser = _parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = _parser(words[0] if words and words[0] in _COMMANDS else None)
     args = parser.parse_args(argv)
     if args.command == "run" and args.session and args.journal:
         parser.error("--journal cannot be combined with --session (the session keeps its journal in DIR/journal.jsonl)")

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import collections
 import itertools
+import json
 
 import attrs
 from typing import Any, Callable, Iterator, Protocol
 
-from . import errors, jsonrpc, matching, model, protocol as p
+from . import errors, jsonrpc, matching, model, protocol as p, tasks, templates
 from .actions import Emit, Send
 from .armed import Armed
 from .context import RequestContext
@@ -42,12 +43,15 @@ TIMED_OUT = -32008  # waitFor: no matching request in time (data.nearMiss: the c
 
 JOURNAL_RECORDS = 10_000  # recent MCP messages kept for `journal` and `waitFor` (the oldest go first)
 MAX_JOURNAL_PAGE = 1_000  # records one `journal` answer carries at most
+MAX_JOURNAL_CHARS = 16 * 1024 * 1024  # and its records' text at most (past it: the rest on the next page)
 MAX_WAIT_SECONDS = 3_600.0
 NEAR_MISS_SCAN = 1_000  # requests a timed-out wait compares with its `when`, newest first
 
 KIND_EVENT = {"tool": "tools/list_changed", "prompt": "prompts/list_changed", "resource": "resources/list_changed", "template": "resources/list_changed"}
 KIND_FIELD = {"tool": ("tools", "name"), "prompt": ("prompts", "name"), "resource": ("resources", "uri"), "template": ("resourceTemplates", "uriTemplate")}
 TARGETING = ("nth", "every", "first", "after", "probability")
+TASK_STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
+MAX_TASK_LIST = 1_000  # tasks one `listTasks` answer names at most (the newest)
 
 
 class NotFound(errors.ClientError):
@@ -77,6 +81,8 @@ class Fragments(Protocol):
         request_id: Any,
         what: str = ...,
     ) -> model.Rule: ...
+
+    def task_change(self, phase: dict[str, Any] | None, outcome: dict[str, Any] | None, *, request_id: Any) -> model.TaskSpec: ...
 
 
 # ---------------------------------------------------------------- outcomes
@@ -112,9 +118,12 @@ Effect = Pause | Resume | Shutdown
 
 class Outcome:
     """What one control line asks of the shell: write ``sends`` to stdout, perform ``effect``,
-    then write ``response`` back to the control client (``None``: park on ``waiter`` first)."""
+    then write the response back to the control client (none: park on ``waiter`` first).
 
-    __slots__ = ("response", "sends", "effect", "waiter")
+    The response is a dict, or (``encoded``) its line already built, as ``journal`` builds
+    it from the lines it keeps (decoded here only if someone reads ``response``)."""
+
+    __slots__ = ("_response", "encoded", "sends", "effect", "waiter")
 
     def __init__(
         self,
@@ -122,11 +131,29 @@ class Outcome:
         sends: list[Send] | None = None,
         effect: Effect | None = None,
         waiter: Waiter | None = None,
+        encoded: bytes | None = None,
     ) -> None:
-        self.response = response
+        self._response = response
+        self.encoded = encoded
         self.sends = sends or []
         self.effect = effect
         self.waiter = waiter
+
+    @property
+    def response(self) -> dict[str, Any] | None:
+        if self._response is None and self.encoded is not None:
+            self._response = json.loads(self.encoded)
+        return self._response
+
+    def line(self) -> bytes | None:
+        """The response line to write (``None``: nothing to write now)."""
+        if self.encoded is not None:
+            return self.encoded
+        return None if self._response is None else jsonrpc.encode(self._response)
+
+    def answered(self) -> None:
+        """The shell wrote the response ahead of the effect (a shutdown): nothing more to write."""
+        self._response = self.encoded = None
 
 
 class WaitSpec:
@@ -181,8 +208,9 @@ class Control:
     def __init__(self, engine: Any, fragments: Fragments, *, journal_records: int = JOURNAL_RECORDS) -> None:
         self.engine = engine
         self.fragments = fragments
-        # (position, "in" | "out", a decoded message, or the bytes of a line as written)
-        self._records: collections.deque[tuple[int, str, Any]] = collections.deque(maxlen=journal_records)
+        # (position, "in" | "out", a decoded message read (or what was wrong with the line) or None
+        # for a line written, the JSON text of the line as read or written (None: not JSON))
+        self._records: collections.deque[tuple[int, str, Any, bytes | None]] = collections.deque(maxlen=journal_records)
         self._position = 0  # the position the next record gets
         self._waiters: list[Waiter] = []
         self._armed_ids = 0
@@ -202,6 +230,9 @@ class Control:
             "journal": self._journal,
             "waitFor": self._wait_for,
             "shutdown": self._shutdown,
+            "listTasks": self._list_tasks,
+            "getTask": self._get_task,
+            "setTask": self._set_task,
         }
 
     # ------------------------------------------------------------ the boundary
@@ -233,13 +264,15 @@ class Control:
         """The connection's inbound observer: record the message and wake the waits it satisfies."""
         pos = self._position
         self._position = pos + 1
+        raw: bytes | None = None
         if msg is not None:
             record = msg.message
+            raw = line if isinstance(line, bytes) else None  # (its JSON text, for the journal)
         elif isinstance(line, Oversized):
             record = {"oversized": line.length}
         else:
             record = {"raw": line.rstrip(b"\r\n").decode("utf-8", "replace"), "error": exc.message if exc else None}
-        self._records.append((pos, "in", record))
+        self._records.append((pos, "in", record, raw))
         if self._waiters and isinstance(msg, jsonrpc.Request | jsonrpc.Notification):
             state = self.engine.session.state
             for waiter in list(self._waiters):
@@ -253,7 +286,7 @@ class Control:
         """The shell's output observer: record a line written to stdout (decoded only when read)."""
         pos = self._position
         self._position = pos + 1
-        self._records.append((pos, "out", data))
+        self._records.append((pos, "out", None, data))
 
     # ------------------------------------------------------------ waits
 
@@ -286,7 +319,7 @@ class Control:
         best: dict[str, Any] | None = None
         state = self.engine.session.state
         scanned = 0
-        for pos, direction, record in reversed(self._records):
+        for pos, direction, record, _ in reversed(self._records):
             if pos < waiter.start or scanned >= NEAR_MISS_SCAN:
                 break
             if direction != "in" or "method" not in record:
@@ -306,11 +339,14 @@ class Control:
         event = _str(params, "event", rid)
         if event == "log":
             sends = self._log_sends(params, rid)
+        elif event == "tasks":
+            rec = self._task(params, rid)
+            sends = self.engine.tasks.announce(rec, self._live)
         elif event in p.EVENT_METHOD:
             uri = _str(params, "uri", rid, required=event == "resources/updated")
             sends = self.engine.fan_out(Emit(event, uri))
         else:
-            known = [*p.EVENT_METHOD, "log"]
+            known = [*p.EVENT_METHOD, "log", "tasks"]
             raise errors.InvalidParams(
                 f"Invalid params: unknown event {event!r}{did_you_mean(event, known)} (known: {', '.join(known)})",
                 request_id=rid,
@@ -475,21 +511,34 @@ class Control:
     def _resume(self, rid: Any, params: dict[str, Any]) -> Outcome:
         return Outcome(_ok(rid, {}), effect=Resume())
 
-    def _journal(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+    def _journal(self, rid: Any, params: dict[str, Any]) -> Outcome:
+        """The records from ``since``, answered as one line built from the lines kept.
+
+        A record's message is spliced in as the JSON text it was read or written as
+        (``_record_text``) rather than decoded and encoded again: that is most of what a
+        ``journal`` costs, and it would be paid beside the MCP stream 1,000 times a second.
+        ``tests/test_control_core.py`` compares the answer with the decoded records."""
         since = _int(params, "since", rid, default=0)
         limit = min(max(_int(params, "limit", rid, default=MAX_JOURNAL_PAGE), 1), MAX_JOURNAL_PAGE)
         oldest = self._records[0][0] if self._records else self._position
-        records: list[dict[str, Any]] = []
-        for pos, direction, record in self._since(since):
-            if len(records) >= limit:
-                break
-            if type(record) is bytes:
-                record = _decoded(record)
-            records.append({"position": pos, "dir": direction, **({"message": record} if "jsonrpc" in record else record)})
-        nxt = records[-1]["position"] + 1 if records else max(since, oldest)
-        return _ok(rid, {"records": records, "next": nxt, "dropped": max(0, oldest - since)})
+        parts: list[str] = []
+        last = -1
+        size = 0
+        for rec in self._since(since):
+            if len(parts) >= limit or size >= MAX_JOURNAL_CHARS:
+                break  # (one record at least: a line is at most 4 MiB)
+            text = _record_text(rec)
+            parts.append(text)
+            size += len(text)
+            last = rec[0]
+        nxt = last + 1 if parts else max(since, oldest)
+        text = (
+            '{"jsonrpc":"2.0","id":' + jsonrpc.encode_text(rid) + ',"result":{"records":[' + ",".join(parts)
+            + '],"next":' + str(nxt) + ',"dropped":' + str(max(0, oldest - since)) + "}}\n"
+        )
+        return Outcome(None, encoded=text.encode("utf-8", "surrogatepass"))
 
-    def _since(self, since: int) -> Iterator[tuple[int, str, Any]]:
+    def _since(self, since: int) -> Iterator[tuple[int, str, Any, bytes | None]]:
         records = self._records
         if not records or since >= self._position:
             return iter(())
@@ -514,12 +563,118 @@ class Control:
         waiter = Waiter(rid, spec, start, timeout)
         if since is not None:
             state = self.engine.session.state
-            for pos, direction, record in self._since(start):
+            for pos, direction, record, _ in self._since(start):
                 if direction == "in" and "method" in record and not spec.reasons(record, state):
                     waiter.found = (pos, record)
                     return Outcome(self.wait_response(waiter))
         self._waiters.append(waiter)
         return Outcome(None, waiter=waiter)
+
+    # ------------------------------------------------------------ tasks (the Tasks extension)
+
+    def _live(self, subscription_id: Any) -> bool:
+        return subscription_id in self.engine.session.subscriptions
+
+    def _task(self, params: dict[str, Any], rid: Any) -> tasks.TaskRecord:
+        """The task ``params.taskId`` names, brought up to date with its script (NotFound if none)."""
+        table: tasks.TaskTable = self.engine.tasks
+        task_id = _str(params, "taskId", rid)
+        rec = table.get(task_id)
+        if rec is None:
+            known = [*table.records, *table.raw][-10:]
+            raise NotFound(
+                f"no task {task_id!r}{did_you_mean(task_id, known)} (newest: {', '.join(known) or 'none'})",
+                data={"taskId": task_id},
+                request_id=rid,
+            )
+        spec = table.spec_of(rec)
+        if spec.ttlMs is not None and table.clock() >= table.expires(rec, spec):
+            raise NotFound(f"task {task_id!r} has expired (its ttlMs passed)", data={"taskId": task_id}, request_id=rid)
+        table.advance(rec)  # (if its script moved it, the caller's notifications carry that too)
+        return rec
+
+    def _list_tasks(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        table = self.engine.tasks
+        ids = [*table.records, *table.raw]
+        out = []
+        for tid in ids[-MAX_TASK_LIST:]:
+            rec = table.get(tid)
+            if rec is not None:
+                out.append({"taskId": tid, "status": rec.status, "tool": rec.params.get("name")})
+        return _ok(rid, {"tasks": out, "total": len(ids)})
+
+    def _get_task(self, rid: Any, params: dict[str, Any]) -> Outcome:
+        rec = self._task(params, rid)
+        table = self.engine.tasks
+        return Outcome(_ok(rid, {"task": table.detailed(rec)}), table.notifications(rec, self._live))
+
+    def _set_task(self, rid: Any, params: dict[str, Any]) -> Outcome:
+        """Drive a task: a new status with its payload, by the extension's rules unless ``force``."""
+        rec = self._task(params, rid)
+        table = self.engine.tasks
+        status = _str(params, "status", rid)
+        if status not in TASK_STATUSES:
+            raise errors.InvalidParams(
+                f"Invalid params: status must be one of {', '.join(TASK_STATUSES)}, not {status!r}{did_you_mean(status, TASK_STATUSES)}",
+                request_id=rid,
+            )
+        force = _bool(params, "force", rid, default=False)
+        notify = _bool(params, "notify", rid, default=True)
+        if rec.status in tasks.TERMINAL and not force:
+            raise errors.InvalidParams(
+                f"Invalid params: task {rec.id} is {rec.status}, a terminal status, which never changes "
+                "(force: true changes it anyway, as a deliberate fault)",
+                data={"taskId": rec.id, "status": rec.status},
+                request_id=rid,
+            )
+        payload = {"input_required": "inputRequests", "completed": "result", "failed": "error"}
+        for key in ("inputRequests", "result", "error"):
+            if key in params and payload.get(status) != key:
+                raise errors.InvalidParams(f"Invalid params: {key!r} does not go with status {status}", request_id=rid)
+        if status in ("input_required", "failed") and payload[status] not in params:
+            raise errors.InvalidParams(f"Invalid params: status {status} needs {payload[status]!r}", request_id=rid)
+        message = _str(params, "statusMessage", rid, required=False)
+        interval = params.get("pollIntervalMs")
+        phase: dict[str, Any] | None = None
+        if status in ("working", "input_required"):
+            phase = {"status": status, "inputRequests": params.get("inputRequests"), "pollIntervalMs": interval}
+            phase = {k: v for k, v in phase.items() if v is not None}
+        elif interval is not None:
+            phase = {"status": "working", "pollIntervalMs": interval}  # (checked there; the status is the given one)
+        outcome = None
+        if status == "completed":
+            outcome = {"result": params.get("result", {"content": []})}
+        elif status == "failed":
+            outcome = {"error": params["error"]}
+        spec = self.fragments.task_change(phase, outcome, request_id=rid)
+        requests = None
+        if status == "input_required":
+            requests = spec.phases[0].inputRequests or {}
+            reused = [k for k in requests if k in rec.answers]
+            if reused and not force:
+                raise errors.InvalidParams(
+                    f"Invalid params: input request key {reused[0]!r} was answered before: keys are unique over "
+                    "a task's life (force: true asks again, as a deliberate fault)",
+                    request_id=rid,
+                )
+            for key in reused:
+                del rec.answers[key]
+            requests = templates.render(requests, table.context(rec).scope())
+        rendered = None
+        if spec.outcome and table.render_outcome is not None:
+            rendered = table.render_outcome(table.context(rec), spec.outcome)
+        previous = rec.status
+        table.drive(
+            rec, status, message=message, outcome=rendered, input_requests=requests,
+            poll_interval=spec.phases[0].pollIntervalMs if spec.phases else None,
+        )
+        sends: list[Send] = []
+        if notify:
+            sends = table.notifications(rec, self._live)
+        else:  # the streams are not told of this version, now or later
+            for sid in table.watchers.get(rec.id, {}):
+                table.watchers[rec.id][sid] = rec.version
+        return Outcome(_ok(rid, {"task": table.detailed(rec), "previous": previous, "delivered": len(sends)}), sends)
 
     def _shutdown(self, rid: Any, params: dict[str, Any]) -> Outcome:
         mode = _str(params, "mode", rid, required=False) or "graceful"
@@ -538,14 +693,14 @@ def _ok(rid: Any, result: dict[str, Any]) -> dict[str, Any]:
     return jsonrpc.result_response(rid, result)
 
 
-def _decoded(data: bytes) -> dict[str, Any]:
-    import json
-
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return {"raw": data.rstrip(b"\r\n").decode("utf-8", "replace")}
-    return value if type(value) is dict and "jsonrpc" in value else {"raw": data.rstrip(b"\r\n").decode("utf-8", "replace")}
+def _record_text(rec: tuple[int, str, Any, bytes | None]) -> str:
+    """One journal record as JSON text: ``{position, dir, message}``, the message spliced in as
+    the line's own JSON text (a line read that decoded, or one the shell wrote: the mock's own
+    encoder's), or ``{position, dir, raw, error}`` / ``{..., oversized}`` for a line that was not."""
+    pos, direction, record, raw = rec
+    if raw is not None:
+        return '{"position":' + str(pos) + ',"dir":"' + direction + '","message":' + raw.strip(b" \t\r\n").decode("utf-8", "replace") + "}"
+    return jsonrpc.encode_text({"position": pos, "dir": direction, **record})
 
 
 def _str(params: dict[str, Any], key: str, rid: Any, *, required: bool = True) -> Any:

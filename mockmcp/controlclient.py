@@ -90,6 +90,55 @@ class _Operations:
         """A log message on every stream whose listen request set a log level at or below ``level``."""
         return self._call("emit", _clean({"event": "log", "level": level, "data": data, "logger": logger}), "delivered")
 
+    def emit_task(self, task_id: str) -> Any:
+        """``notifications/tasks`` with the task's whole state, now, to every stream listening for it."""
+        return self._call("emit", {"event": "tasks", "taskId": task_id}, "delivered")
+
+    # tasks (the Tasks extension)
+    def list_tasks(self) -> Any:
+        """The newest tasks (``taskId``, ``status``, ``tool``), oldest first."""
+        return self._call("listTasks", {}, "tasks")
+
+    def get_task(self, task_id: str) -> Any:
+        """The task as ``tasks/get`` shows it (with its result, error or outstanding input requests)."""
+        return self._call("getTask", {"taskId": task_id}, "task")
+
+    def set_task(
+        self,
+        task_id: str,
+        status: str,
+        *,
+        message: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+        input_requests: dict[str, Any] | None = None,
+        poll_interval_ms: int | None = None,
+        notify: bool = True,
+        force: bool = False,
+    ) -> Any:
+        """Put a task in ``status`` now (it leaves its script); the task as ``tasks/get`` shows it.
+
+        ``completed`` takes a ``result`` (default: no content), ``failed`` an ``error``,
+        ``input_required`` its ``input_requests``. A terminal status never changes unless
+        ``force`` (a deliberate fault)."""
+        params = _clean({
+            "taskId": task_id, "status": status, "statusMessage": message, "result": result, "error": error,
+            "inputRequests": input_requests, "pollIntervalMs": poll_interval_ms,
+        })
+        return self._call("setTask", params | {"notify": notify, "force": force}, "task")
+
+    def complete_task(self, task_id: str, result: dict[str, Any] | None = None, *, message: str | None = None) -> Any:
+        return self.set_task(task_id, "completed", result=result, message=message)
+
+    def fail_task(self, task_id: str, error: dict[str, Any], *, message: str | None = None) -> Any:
+        return self.set_task(task_id, "failed", error=error, message=message)
+
+    def cancel_task(self, task_id: str, *, message: str | None = None) -> Any:
+        return self.set_task(task_id, "cancelled", message=message)
+
+    def require_input(self, task_id: str, input_requests: dict[str, Any], *, message: str | None = None) -> Any:
+        return self.set_task(task_id, "input_required", input_requests=input_requests, message=message)
+
     # definitions
     def add(self, kind: str, definition: dict[str, Any], *, notify: bool = True) -> Any:
         return self._call("add", {"kind": kind, "definition": definition, "notify": notify})

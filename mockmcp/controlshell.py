@@ -18,24 +18,42 @@ All protocol logic is in ``control`` (sans-I/O).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket as stdsocket
 import stat
 import struct
-from typing import Any
+from typing import Any, Callable, Protocol
 
 import trio
 
 from . import jsonrpc
+from .actions import Send
 from .control import Control, Outcome, Pause, Resume, Shutdown, Waiter
 from .framing import LineFramer
-from .server import Shell
-from .writer import ExitJob
 
 MAX_CONTROL_LINE = 4 * 1024 * 1024  # like an MCP line: a definition may carry a large resource text
 MAX_CLIENTS = 64  # control clients at once; more are answered with an error and closed
 MAX_WAITS = 64  # parked waitFor requests per client (the reader waits for a free one)
+
+
+class Controlled(Protocol):
+    """What the control channel needs of a shell: the stdio ``server.Shell`` and ``httpshell.HttpShell``."""
+
+    log: Any
+    controllable: bool
+    on_data: Callable[[bytes], None] | None  # every message the shell writes (the control journal)
+
+    async def deliver(self, sends: list[Send]) -> None: ...  # events made by the control channel
+
+    def pause_reading(self, seconds: float | None) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def stop(self) -> None: ...  # graceful: as at the end of stdin
+
+    async def crash(self, status: int) -> None: ...  # exit at once with status
 
 
 class ControlPathError(Exception):
@@ -128,9 +146,12 @@ class _Client:
 class ControlServer:
     """Listens on PATH and serves each control client against one ``Control`` core."""
 
-    def __init__(self, path: str, control: Control, shell: Shell, *, log: Any = None) -> None:
+    def __init__(self, path: str, control: Control, shell: Controlled, *, log: Any = None, sync: Any = None) -> None:
         self.path = path
         self.control = control
+        # With --session: a context manager around each operation (the session's lock, what other
+        # processes wrote read first, what changed written after), as around each input chunk.
+        self.sync = sync
         self.shell = shell
         self.log = log if log is not None else shell.log
         self.clients = 0
@@ -138,19 +159,43 @@ class ControlServer:
         shell.on_data = control.outbound
 
     def bind(self) -> stdsocket.socket:
-        """Create the socket at PATH, mode 0600 from its first instant (raises ``ControlPathError``)."""
+        """Create the socket at PATH, mode 0600 from its first instant (raises ``ControlPathError``).
+
+        It is bound and listening under a temporary name beside PATH first, then hard-linked to
+        PATH, which fails if anything is there: PATH never names a socket that refuses
+        connections (another mock starting on the same stale path would take it for stale and
+        remove it), and nothing that appeared at PATH since the check is replaced."""
         prepare_path(self.path)
+        tmp = os.path.join(os.path.dirname(self.path) or ".", f".mockmcp-{os.getpid()}-{os.urandom(3).hex()}")
+        if len(os.fsencode(tmp)) > 100:  # (a socket path's limit)
+            return self._listen(self.path)
+        sock = self._listen(tmp, self.path)
+        try:
+            os.link(tmp, self.path)
+        except FileExistsError:
+            sock.close()
+            raise ControlPathError(f"{self.path} appeared while the mock was starting; refusing to replace it") from None
+        except OSError:  # a file system without hard links to sockets: bound at PATH itself
+            sock.close()
+            return self._listen(self.path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        return sock
+
+    @staticmethod
+    def _listen(path: str, shown: str | None = None) -> stdsocket.socket:
         sock = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
         old = os.umask(0o177)
         try:
-            sock.bind(self.path)
+            sock.bind(path)
+            os.chmod(path, 0o600)
+            sock.listen(MAX_CLIENTS)
         except OSError as exc:
             sock.close()
-            raise ControlPathError(f"cannot listen on {self.path}: {exc.strerror}") from None
+            raise ControlPathError(f"cannot listen on {shown or path}: {exc.strerror}") from None
         finally:
             os.umask(old)
-        os.chmod(self.path, 0o600)
-        sock.listen(MAX_CLIENTS)
         sock.setblocking(False)
         return sock
 
@@ -217,7 +262,11 @@ class ControlServer:
                     continue  # a blank line
                 if i and not i % 16:
                     await trio.lowlevel.checkpoint()  # a long batch of lines lets the MCP stream in
-                outcome = self.control.handle_line(line)
+                if self.sync is None:
+                    outcome = self.control.handle_line(line)
+                else:
+                    with self.sync():
+                        outcome = self.control.handle_line(line)
                 await self._perform(outcome, client)
                 if outcome.waiter is not None:
                     await slots.acquire()
@@ -233,12 +282,13 @@ class ControlServer:
             await self.shell.deliver(outcome.sends)
         effect = outcome.effect
         if isinstance(effect, Shutdown) and effect.crash:
-            if outcome.response is not None:
+            answer = outcome.line()
+            if answer is not None:
                 with trio.move_on_after(1):  # the answer first (a client that does not read gets a second)
-                    await out.send(jsonrpc.encode(outcome.response))
+                    await out.send(answer)
             self.log("info", f"control: crash with status {effect.status}")
             self.unlink()
-            await self.shell.writer.send(ExitJob(effect.status))
+            await self.shell.crash(effect.status)
             return
         match effect:
             case Pause():
@@ -248,8 +298,9 @@ class ControlServer:
             case Shutdown():
                 self.log("info", "control: graceful shutdown")
                 self.shell.stop()
-        if outcome.response is not None:
-            await out.send(jsonrpc.encode(outcome.response))
+        answer = outcome.line()
+        if answer is not None:
+            await out.send(answer)
 
     async def _wait(self, waiter: Waiter, done: trio.Event, out: _Client, slots: trio.Semaphore, waiters: set[Waiter]) -> None:
         try:

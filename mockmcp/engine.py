@@ -76,9 +76,9 @@ class Engine:
 
     def handle(self, msg: jsonrpc.Message) -> Output | None:
         """Plan the answer to one decoded message (``None``: nothing to do)."""
+        if type(msg) is jsonrpc.Request:  # the common case, without the class pattern's checks
+            return self.handle_request(msg)
         match msg:
-            case jsonrpc.Request():
-                return self.handle_request(msg)
             case jsonrpc.Notification():
                 return self.handle_notification(msg)
             case jsonrpc.ClientResponse() if jsonrpc.valid_id(msg.id) and msg.id in self.session.legacy.pending:

@@ -128,3 +128,49 @@ def rule(
     if found:
         raise InvalidFragment(what, found, request_id=request_id)
     return new.replies[0]
+
+
+# A task change given at run time, as the one phase and outcome of a one-tool scenario's task
+# step; problems found there are moved to the control request's own keys.
+_TASK_AT: Path_ = ("tools", 0, "replies", 0, "steps", 0, "task")
+_TASK_PLACES: dict[Path_, Path_] = {
+    ("phases", 0, "inputRequests"): ("params", "inputRequests"),
+    ("phases", 0, "statusMessage"): ("params", "statusMessage"),
+    ("phases", 0, "pollIntervalMs"): ("params", "pollIntervalMs"),
+    ("outcome", 0, "result"): ("params", "result"),
+    ("outcome", 0, "error"): ("params", "error"),
+    ("phases", 0): ("params",),  # (the rest: the request's params as a whole)
+    ("outcome", 0): ("params",),
+    (): ("params",),
+}
+
+
+def task_change(phase: dict[str, Any] | None, outcome: dict[str, Any] | None, *, request_id: Any) -> model.TaskSpec:
+    """The phase (status, message, input requests, poll interval) and outcome step (a ``result``
+    or an ``error`` step) the control channel puts a task in, structured and checked as the
+    ``phases`` and ``outcome`` of a ``task`` step in a file; ``InvalidFragment`` otherwise."""
+    task: dict[str, Any] = {"phases": [phase] if phase is not None else []}
+    if outcome is not None:
+        task["outcome"] = [outcome]
+    data = {"mockmcp": 1, "tools": [{"name": "control", "replies": [{"steps": [{"task": task}]}]}]}
+    frag, problems = _structure(data)
+    if frag is None:
+        raise InvalidFragment("task change", _task_places(problems) or [(("params",), problems[0][1])], request_id=request_id)
+    _, found = check.check(frag)
+    bad = _task_places([(f.path, f.message) for f in found if f.level == "error"])
+    if bad:
+        raise InvalidFragment("task change", bad, request_id=request_id)
+    steps = frag.tools[0].replies[0].steps
+    assert steps is not None and isinstance(steps[0], model.TaskStep)
+    return steps[0].task
+
+
+def _task_places(found: list[tuple[Path_, str]]) -> list[tuple[Path_, str]]:
+    out = []
+    for path, message in found:
+        for inner, at in _TASK_PLACES.items():
+            prefix = _TASK_AT + inner
+            if path[: len(prefix)] == prefix:
+                out.append((at + path[len(prefix) :], message))
+                break
+    return out

@@ -42,26 +42,37 @@ class LineFramer:
             self._discarding = 0
             data = data[nl + 1 :]
         buf = self._buf
-        if not buf and data.endswith(b"\n") and len(data) <= self.max_line:
-            # Fast path: the chunk holds only whole lines.
-            for line in data.split(b"\n")[:-1]:
-                out.append(_strip_cr(line))
+        last = data.rfind(b"\n")
+        if last < 0:  # no line ends in this chunk: keep it (within the limit)
+            buf += data
+            if len(buf) > self.max_line:
+                self._discarding = len(buf)
+                buf.clear()
             return out
-        buf += data
-        start = 0
-        while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
-            if nl - start > self.max_line:
-                out.append(Oversized(nl - start))
-            else:
-                out.append(_strip_cr(bytes(buf[start:nl])))
-            start = nl + 1
-        del buf[:start]
-        if len(buf) > self.max_line:
-            self._discarding = len(buf)
+        head = data[:last]
+        if buf:
+            buf += head
+            head = bytes(buf)
             buf.clear()
+        raw = head.split(b"\n")
+        lines: list[bytes | Oversized]
+        if len(head) > self.max_line:  # only then can a line be over the limit
+            limit = self.max_line
+            lines = [Oversized(len(line)) if len(line) > limit else line for line in raw]
+        else:
+            lines = raw  # type: ignore[assignment]  # a list of bytes is read as one of bytes | Oversized
+        if b"\r" in head:
+            lines = [_strip_cr(line) if type(line) is bytes else line for line in lines]
+        if out:
+            out += lines
+        else:
+            out = lines
+        rest = data[last + 1 :]
+        if rest:
+            buf += rest
+            if len(buf) > self.max_line:
+                self._discarding = len(buf)
+                buf.clear()
         return out
 
     def close(self) -> list[bytes | Oversized]:

@@ -9,8 +9,14 @@ the connection's own task; any other plan runs in a task of its own that puts
 SSE events on a bounded channel, drained by the connection's task (the one
 writer of that socket), while a watcher reads the socket: the client closing it
 cancels the plan's scope, and nothing more is written for that request.
-Emitted events go to the listen streams they are for (``streams``, by
-subscription id). h11 is imported only here, and this module only with ``--http``.
+Emitted events, and notifications that name another request's subscription
+(``notifications/tasks`` after a poll), go to the listen streams they are for
+(``streams``, by subscription id). Plans are run by the one interpreter
+(``interpret.perform``); this shell supplies the HTTP steps, answers legacy-era
+requests with the responses POSTed back (``waits``), counts ``exitAfter`` in
+messages, gives scripted replies ``--grace`` at a graceful stop, and offers the
+control channel its surface (``controlshell.Controlled``). h11 is imported only
+here, and this module only with ``--http``.
 """
 
 from __future__ import annotations
@@ -23,11 +29,13 @@ from typing import Any, Callable
 import h11
 import trio
 
-from . import errors, httprules, jsonrpc
-from .actions import (Action, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Park, Plan, Send, Sleep,
-                      Stderr, StopReading, WaitTasks, WriteRaw)
+from . import errors, httprules, jsonrpc, protocol as p
+from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Plan, Send,
+                      StopReading)
 from .connection import Connection
+from .interpret import no_real_server, perform
 from .log import StderrLog
+from .waits import Asks, TaskWake
 
 MAX_CONNECTIONS = 8192  # open client connections at once; more are refused with 503
 REQUEST_TIMEOUT = 30.0  # seconds for a request's head and body once it started
@@ -89,12 +97,22 @@ class _End:
 _Item = _Out | _Exit | _Reset | _End
 
 
-class _Run:
+class _Hold:
+    """Whether a request holds up a graceful stop (``busy``: scripted work left, until it parks or is written)."""
+
+    __slots__ = ("busy",)
+
+    def __init__(self) -> None:
+        self.busy = False
+
+
+class _Run(_Hold):
     """One running plan: its id, its stream, whether it answers as JSON, its dribble setting."""
 
     __slots__ = ("rid", "sink", "raw_json", "dribble")
 
     def __init__(self, rid: Any, sink: trio.MemorySendChannel[_Item], raw_json: bool) -> None:
+        super().__init__()
         self.rid, self.sink, self.raw_json = rid, sink, raw_json
         self.dribble: Dribble | None = None
 
@@ -135,10 +153,28 @@ class HttpShell:
         max_connections: int = MAX_CONNECTIONS,
         request_timeout: float = REQUEST_TIMEOUT,
         idle_timeout: float = IDLE_TIMEOUT,
+        grace: float = 1.0,
+        exit_after: tuple[int, int] | None = None,
     ) -> None:
         self.conn = connection
+        self.grace = grace  # seconds scripted replies get to finish at a graceful stop (stdin's EOF, control)
+        self.exit_after = exit_after  # protocol.exitAfter: (messages, status)
+        self.messages_written = 0
+        self.busy = 0  # requests with scripted work left (not parked, not listen streams)
+        self.idle = trio.Event()
+        self.stopping = trio.Event()  # a graceful stop was asked for (stdin's EOF, control shutdown)
+        self._accepting: list[trio.CancelScope] = []
+        # The control channel (controlshell): pause and resume reading requests, its journal's tap.
+        self.controllable = False
+        self.on_data: Callable[[bytes], None] | None = None
+        self.reading_resumes = 0.0  # trio time before which no new request is read (inf: until resumed)
+        self._reading_changed = trio.Event()
         self.log = log or StderrLog("warning")
-        self.tasks_changed = trio.Event()  # set (and renewed) when a request changed tasks (WaitTasks)
+        self.asks = Asks(self.log)  # legacy-era requests to the client, until their answer is POSTed (waits.py)
+        self.task_wake = TaskWake()  # wakes the listen streams that watch tasks (waits.py)
+        # The tools' x-mcp-header tables follow the scenario (the control channel adds and removes tools)
+        # unless handed in.
+        self._tables_of: Any = None if tool_headers is None else connection.engine.scenario
         self.tool_headers = tool_headers if tool_headers is not None else {}
         self.allowed_origins = allowed_origins
         self.keepalive = keepalive
@@ -148,6 +184,7 @@ class HttpShell:
         self.on_request = on_request  # the verifier: each request's headers, before its body
         self.on_finding = on_finding  # the verifier: client checks the rules found
         self.invalid_tools = invalid_tools if invalid_tools is not None else {}
+        self._follow_tables = tool_headers is None and invalid_tools is None
         self._retry_after = -math.inf  # trio time before which a request ignores a Retry-After we sent
         self.request_timeout = request_timeout
         self.idle_timeout = idle_timeout
@@ -167,6 +204,12 @@ class HttpShell:
             task_status.started()
 
     async def _accept_loop(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+        scope = trio.CancelScope()
+        self._accepting.append(scope)
+        with scope:
+            await self._accept(listener, nursery)
+
+    async def _accept(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
         async with listener:
             while True:
                 try:
@@ -220,6 +263,7 @@ class HttpShell:
                     await _send_raw(stream, status, f"malformed HTTP request: {exc}\n".encode())
                 return None
             if event is h11.NEED_DATA:
+                deadline += await self._while_paused()
                 if request is not None and h.they_are_waiting_for_100_continue:
                     # curl sends `Expect: 100-continue` with bodies over 1 KiB and waits a second for this
                     await stream.send_all(h.send(h11.InformationalResponse(status_code=100, headers=[])))
@@ -230,6 +274,9 @@ class HttpShell:
                         with trio.move_on_after(1):
                             await _send_raw(stream, 408, b"request timed out\n")
                     return None
+                # Bytes that arrived while paused (a kept-alive connection was already waiting) are
+                # held, not handled, until the control channel resumes: nothing new is read meanwhile.
+                deadline += await self._while_paused()
                 h.receive_data(data)
                 continue
             if isinstance(event, h11.Request):
@@ -269,6 +316,10 @@ class HttpShell:
 
     async def _answer(self, h: h11.Connection, stream: trio.SocketStream, request: h11.Request, body: bytes) -> None:
         headers = httprules.header_map(request.headers)
+        if self._follow_tables and self._tables_of is not self.conn.engine.scenario:
+            scenario = self._tables_of = self.conn.engine.scenario
+            self.tool_headers = httprules.tool_header_table(scenario.tools)
+            self.invalid_tools = httprules.invalid_tool_headers(scenario.tools)
         seen: list[jsonrpc.Message] = []
 
         def check(msg: jsonrpc.Message) -> None:
@@ -299,14 +350,16 @@ class HttpShell:
             await self._json(h, stream, 400, jsonrpc.encode(error))
             return
         out = self.conn.handle_line(body, check)
-        if self.conn.engine.take_task_changes():  # wake the listen streams that watch tasks
-            self.tasks_changed.set()
-            self.tasks_changed = trio.Event()
+        self.task_wake.after_input(self.conn.engine)
         if not isinstance(out, Plan):  # a notification or a legacy client's answer, accepted (a cancel performed)
             if isinstance(out, Cancel):
                 self._cancel(out.request_id, out.reason)
+            elif isinstance(out, Answer):
+                self.asks.answer(out)  # the response to a legacy-era request, to the plan waiting on it
             await self._accepted(h, stream)
             return
+        if self.streams:
+            self._to_listen_streams(out)
         if seen and isinstance(seen[0], jsonrpc.Notification) and not out.actions and out.rest is None:
             await self._accepted(h, stream)
             return
@@ -317,6 +370,8 @@ class HttpShell:
                 data = send.data
                 status = httprules.status_for(send.message) if b'"error"' in data else 200
                 await self._json(h, stream, status, data)
+                if self.exit_after is not None:
+                    await self._count(1)
                 return
         head = httprules.head_faults(out)
         if head is not None and head.status is not None:
@@ -335,6 +390,8 @@ class HttpShell:
     async def _status_answer(self, h: h11.Connection, stream: trio.SocketStream, plan: Plan, head: httprules.Head) -> None:
         """``http: {status: ...}``: that status, headers and body instead of the plan's answer."""
         assert head.status is not None
+        hold = _Hold()
+        self._take_busy(hold, plan)
         try:
             if head.delay:
                 await trio.sleep(head.delay)
@@ -346,6 +403,7 @@ class HttpShell:
             response = h11.Response(status_code=head.status, reason=_reason(head.status), headers=headers)
             await stream.send_all(h.send(response) + h.send(h11.Data(data=head.body)) + h.send(h11.EndOfMessage()))
         finally:
+            self._not_busy(hold)
             if plan.has_id and not plan.immediate:
                 self.conn.finished(plan.request_id)
 
@@ -378,8 +436,10 @@ class HttpShell:
         closed: list[bool] = []
         dropped = False
         writer = trio.CancelScope()
+        run = _Run(rid, send, body == "json")
+        self._take_busy(run, plan)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._run_plan, plan, send, scope, registered, listen, body == "json")
+            nursery.start_soon(self._run_plan, plan, run, scope, registered, listen)
             watcher = trio.CancelScope()
             nursery.start_soon(self._watch, h, stream, watcher, closed, scope, writer, rid)
             try:
@@ -399,6 +459,7 @@ class HttpShell:
             finally:
                 watcher.cancel()
                 scope.cancel()  # the answer is over (a plan still running was cut by endStream)
+                self._not_busy(run)
         if closed:
             if closed[0]:  # (a plan that had ended was not cancelled: the client read its answer and left)
                 self.log("info", f"request {rid!r} cancelled: the client closed its stream")
@@ -458,9 +519,13 @@ class HttpShell:
                     if i + item.chunk < len(data):
                         await trio.sleep(item.pause)
                 self._written(item)
+                if self.exit_after is not None:
+                    await self._count(1)
             case _Out():
                 await stream.send_all(h.send(h11.Data(data=item.data)))
                 self._written(item)
+                if self.exit_after is not None:
+                    await self._count(1)
             case _Exit():
                 if item.partial:
                     await stream.send_all(h.send(h11.Data(data=item.partial)))
@@ -501,6 +566,8 @@ class HttpShell:
             await self._json(h, stream, status, data, head)
             if final is not None:
                 self._written(final)
+                if self.exit_after is not None:
+                    await self._count(1)
             return
         headers = _JSON_HEADERS if head is None else head.head_headers(b"application/json")
         response = h11.Response(status_code=status, reason=_reason(status),
@@ -516,14 +583,12 @@ class HttpShell:
 
     # ---------------------------------------------------------------- plans
 
-    async def _run_plan(self, plan: Plan, sink: trio.MemorySendChannel[_Item], scope: trio.CancelScope,
-                        registered: bool, listen: bool, raw_json: bool) -> None:
-        rid = plan.request_id
-        run = _Run(rid, sink, raw_json)
+    async def _run_plan(self, plan: Plan, run: _Run, scope: trio.CancelScope, registered: bool, listen: bool) -> None:
+        rid, sink = plan.request_id, run.sink
         with scope:
             try:
                 for action in plan.all_actions():
-                    await self._perform(action, run)
+                    await perform(self, action, run)
             except trio.BrokenResourceError:
                 pass  # the answer is over (endStream, a reset, the client gone): the rest goes nowhere
             finally:
@@ -536,59 +601,54 @@ class HttpShell:
                         del self._scopes[rid]
                     self.conn.finished(rid)
 
-    async def _perform(self, action: Action | None, run: _Run) -> None:
-        """One action of a plan, the HTTP way (``server.Shell._perform`` is the stdio way)."""
-        match action:
-            case None:
-                await trio.lowlevel.checkpoint()
-            case Send():
-                await run.put(action.data, action)
-            case Sleep():
-                await trio.sleep(action.seconds)
-            case Emit():
-                await self._fan_out(action, run.sink)
-            case Park():
-                await trio.sleep_forever()
-            case WriteRaw():
-                await run.put(action.data, None, action.data)
-            case Exit():
-                self._event("exit", {"status": action.status, "id": run.rid})
-                await run.sink.send(_Exit(action.status, action.partial))
-                await trio.sleep_forever()
-            case Dribble():
-                run.dribble = action
-            case StopReading():
-                self.log("info", "stopReading has no effect over HTTP (each request is its own POST)")
-            case CloseStdout():
-                # Over HTTP the scripted "stdout closed" is the connection dropped mid-answer.
-                await run.sink.send(_Reset(("closeStdout", {"id": run.rid})))
-            case Stderr():
-                for _ in range(action.repeat):
-                    self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
-                    await trio.lowlevel.checkpoint()
-            case Ask():
-                # A legacy-era request to the client goes on this request's stream (2025-11-25 allowed
-                # that); its POSTed answer is not routed back over HTTP yet, so it ends as unanswered.
-                await run.put(action.data)
-                await trio.sleep(action.timeout)
-                await run.put(action.cancel)
-                action.deliver(None)
-            case WaitTasks():
-                changed = self.tasks_changed
-                with trio.move_on_after(math.inf if action.seconds is None else action.seconds):
-                    await changed.wait()
-            case Forward():
-                # there is no real server behind an HTTP mock (mockmcp proxy is stdio)
-                msg = errors.error_response(run.rid, -32603, "mockmcp: a forward step needs a real server (mockmcp proxy)")
-                await run.put(jsonrpc.encode(msg), Send(msg, jsonrpc.encode(msg), True))
-            case HttpFault():
-                # (its head options were applied before the head was written: see head_faults)
-                if action.write is not None:
-                    await run.sink.send(_Out(action.write, None, action.write))  # unframed: malformed SSE on purpose
-                if action.end_stream:
-                    await run.sink.send(_End(("httpEndStream", {"id": run.rid})))
-                if action.reset:
-                    await run.sink.send(_Reset(("httpReset", {"id": run.rid})))
+    # ---------------------------------------------------------------- the HTTP steps (interpret.Transport)
+
+    async def send_step(self, send: Send, run: _Run) -> None:
+        await run.put(send.data, send)
+
+    async def raw_step(self, data: bytes, run: _Run) -> None:
+        await run.put(data, None, data)
+
+    async def emit_step(self, emit: Emit, run: _Run) -> None:
+        await self._fan_out(emit, run.sink)
+
+    async def park_step(self, run: _Run) -> None:
+        self._not_busy(run)  # a hang holds up no graceful stop
+        await trio.sleep_forever()
+
+    async def exit_step(self, exit: Exit, run: _Run) -> None:
+        self._event("exit", {"status": exit.status, "id": run.rid})
+        await run.sink.send(_Exit(exit.status, exit.partial))
+        await trio.sleep_forever()
+
+    def stop_reading_step(self, stop: StopReading, run: _Run) -> None:
+        self.log("info", "stopReading has no effect over HTTP (each request is its own POST)")
+
+    async def close_step(self, close: CloseStdout, run: _Run) -> None:
+        # Over HTTP the scripted "stdout closed" is the connection dropped mid-answer.
+        await run.sink.send(_Reset(("closeStdout", {"id": run.rid})))
+
+    async def forward_step(self, forward: Forward, run: _Run) -> None:
+        msg = no_real_server(run.rid)  # (mockmcp proxy is stdio: there is no real server behind an HTTP mock)
+        data = jsonrpc.encode(msg)
+        await run.put(data, Send(msg, data, True))
+
+    async def ask_step(self, ask: Ask, run: _Run) -> None:
+        # A legacy-era request to the client goes on this request's stream (2025-11-25 sends it
+        # there); the client POSTs its response, which `_answer` routes to the wait by id.
+        async def write(message: Any, data: bytes) -> None:
+            await run.put(data, Send(message, data))
+
+        await self.asks.ask(ask, write)
+
+    async def http_fault_step(self, fault: HttpFault, run: _Run) -> None:
+        # (its head options were applied before the head was written: see head_faults)
+        if fault.write is not None:
+            await run.sink.send(_Out(fault.write, None, fault.write))  # unframed: malformed SSE on purpose
+        if fault.end_stream:
+            await run.sink.send(_End(("httpEndStream", {"id": run.rid})))
+        if fault.reset:
+            await run.sink.send(_Reset(("httpReset", {"id": run.rid})))
 
     async def _fan_out(self, emit: Emit, own: trio.MemorySendChannel[_Item]) -> None:
         """Deliver an event to the listen streams that want it (the engine says which, in order)."""
@@ -598,21 +658,42 @@ class HttpShell:
             return
         for sid, send in zip(sids, engine.fan_out(emit)):
             target = self.streams.get(sid)
-            if target is None:
-                continue
-            chunk = _Out(httprules.sse_event(send.data.rstrip(b"\n")), send)
             if target is own:
-                await own.send(chunk)
-                continue
-            try:
-                target.send_nowait(chunk)  # (journaled by that stream's writer once written)
-            except trio.WouldBlock:
-                if sid not in self._stalled:  # once per stream: a stalled reader must not flood stderr
-                    self._stalled.add(sid)
-                    self.log("warning", f"listen stream {sid!r} is not being read; events for it are dropped")
-                self._event("dropped", {"id": sid, "method": send.message.get("method")})
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
+                await own.send(_Out(httprules.sse_event(send.data.rstrip(b"\n")), send))
+            elif target is not None:
+                self._deliver(sid, target, send)
+
+    def _to_listen_streams(self, plan: Plan) -> None:
+        """Move a plan's notifications for other requests' listen streams onto those streams.
+
+        On stdio every message shares one pipe; over HTTP a notification that carries
+        another request's subscription id (``notifications/tasks`` after a ``tasks/get``
+        changed a watched task) belongs on that listen stream, not in this answer."""
+        kept: list[Action] = []
+        moved = False
+        for action in plan.actions:
+            if type(action) is Send and not action.final:
+                sid = _subscription_of(action.message)
+                target = self.streams.get(sid) if sid is not None and sid != plan.request_id else None
+                if target is not None:
+                    self._deliver(sid, target, action)
+                    moved = True
+                    continue
+            kept.append(action)
+        if moved:
+            plan.actions = kept
+
+    def _deliver(self, sid: Any, target: trio.MemorySendChannel[_Item], send: Send) -> None:
+        """One message onto a listen stream without waiting (a stream that is not read loses it)."""
+        try:
+            target.send_nowait(_Out(httprules.sse_event(send.data.rstrip(b"\n")), send))  # (journaled once written)
+        except trio.WouldBlock:
+            if sid not in self._stalled:  # once per stream: a stalled reader must not flood stderr
+                self._stalled.add(sid)
+                self.log("warning", f"listen stream {sid!r} is not being read; events for it are dropped")
+            self._event("dropped", {"id": sid, "method": send.message.get("method")})
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
 
     def _finding(self, check: str, text: str, message: Any = None, request_id: Any = None) -> None:
         if self.on_finding is not None:
@@ -621,6 +702,8 @@ class HttpShell:
     def _emitted(self, send: Send) -> None:
         if self.on_output is not None:
             self.on_output(send.message, send.data)
+        if self.on_data is not None:
+            self.on_data(send.data)
 
     def _item_event(self, item: _Reset | _End) -> None:
         if item.event is not None:
@@ -632,6 +715,89 @@ class HttpShell:
                 self.on_output(item.send.message, item.send.data)
             elif item.raw is not None:
                 self.on_output(None, item.raw)
+        if self.on_data is not None:
+            data = item.send.data if item.send is not None else item.raw
+            if data is not None:
+                self.on_data(data)
+
+    # ---------------------------------------------------------------- process-wide: exitAfter, grace, control
+
+    async def _count(self, messages: int) -> None:
+        """``protocol.exitAfter``: exit right after the Nth message written (a JSON body or an SSE event)."""
+        if self.exit_after is None:
+            return
+        self.messages_written += messages
+        limit, status = self.exit_after
+        if self.messages_written >= limit:
+            self.log("info", f"exiting with status {status} after {limit} messages written (protocol.exitAfter)")
+            self.exit_process(status)
+            await trio.sleep_forever()
+
+    def _take_busy(self, run: _Hold, plan: Plan) -> None:
+        if plan.method != "subscriptions/listen":  # (streams live until closed, as on stdio)
+            run.busy = True
+            self.busy += 1
+
+    def _not_busy(self, run: _Hold) -> None:
+        if run.busy:
+            run.busy = False
+            self.busy -= 1
+            if self.busy == 0:
+                self.idle.set()
+                self.idle = trio.Event()
+
+    async def drain(self) -> None:
+        """A graceful stop: accept no more connections, give scripted replies ``grace`` seconds."""
+        for scope in self._accepting:
+            scope.cancel()
+        if self.busy:
+            self.log("debug", f"waiting up to {self.grace:g} s for {self.busy} scripted replies")
+            with trio.move_on_after(self.grace):
+                while self.busy:
+                    await self.idle.wait()
+
+    def stop(self) -> None:
+        """End as at the end of stdin (the control channel's graceful shutdown), whatever ``ignoreEof`` says."""
+        self.stopping.set()
+        self.resume_reading()
+
+    def pause_reading(self, seconds: float | None) -> None:
+        """Read no new HTTP request (on any connection) until resumed or ``seconds`` passed."""
+        self.reading_resumes = math.inf if seconds is None else trio.current_time() + seconds
+        self.log("info", "stopped reading HTTP requests (control)" + ("" if seconds is None else f" for {seconds:g} s"))
+        self._event("stopReading", {"id": None, "seconds": seconds})
+
+    def resume_reading(self) -> None:
+        self.reading_resumes = 0.0
+        self._reading_changed.set()
+        self._reading_changed = trio.Event()
+
+    async def _while_paused(self) -> float:
+        """Wait while the control channel paused reading; the seconds waited (not the client's delay)."""
+        if self.reading_resumes <= trio.current_time():
+            return 0.0
+        paused = trio.current_time()
+        while self.reading_resumes > trio.current_time():
+            with trio.move_on_at(self.reading_resumes):
+                await self._reading_changed.wait()
+        return trio.current_time() - paused
+
+    async def deliver(self, sends: list[Send]) -> None:
+        """Messages made outside a plan (the control channel's events) onto the listen streams they name."""
+        for send in sends:
+            sid = _subscription_of(send.message)
+            target = self.streams.get(sid) if sid is not None else None
+            if target is None:
+                self.log("debug", f"no listen stream for {send.message.get('method')!r}; dropped (HTTP has no stream but listen streams)")
+                continue
+            self._deliver(sid, target, send)
+        await trio.lowlevel.checkpoint()
+
+    async def crash(self, status: int) -> None:
+        """The control channel's crash: exit at once with ``status``."""
+        self._event("exit", {"status": status, "id": None})
+        self.exit_process(status)
+        await trio.sleep_forever()
 
     def _event(self, name: str, fields: dict[str, Any]) -> None:
         if self.on_event is not None:
@@ -656,6 +822,13 @@ def _reset_on_close(stream: Any) -> None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         except OSError:
             pass
+
+
+def _subscription_of(message: Any) -> Any:
+    """The subscription id a notification carries in ``params._meta`` (``None``: none)."""
+    params = message.get("params") if type(message) is dict else None
+    meta = params.get("_meta") if type(params) is dict else None
+    return meta.get(p.META_SUBSCRIPTION_ID) if type(meta) is dict else None
 
 
 def _is_json(data: bytes) -> bool:
@@ -705,8 +878,13 @@ def url_for(host: str, port: int) -> str:
 
 
 async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool = False,
-                        ignore_sigterm: bool = False, print_url: Callable[[str], Any] | None = None) -> int:
-    """Listen, print the endpoint URL as the first stdout line, serve until stdin's EOF or a signal."""
+                        ignore_sigterm: bool = False, print_url: Callable[[str], Any] | None = None,
+                        control: tuple[Any, Any] | None = None) -> int:
+    """Listen, print the endpoint URL as the first stdout line, serve until stdin's EOF or a signal.
+
+    ``control``: a bound control server and its socket (``--control``), served beside. At EOF (or
+    the control channel's graceful shutdown) no more connections are accepted and scripted replies
+    get ``grace`` seconds, as on stdio; a signal stops at once."""
     import signal
 
     sigs = {signal.SIGINT} | (set() if ignore_sigterm else {signal.SIGTERM})
@@ -718,6 +896,8 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
         url = url_for(host, bound[1])
         async with trio.open_nursery() as nursery:
             await nursery.start(shell.serve, listeners)
+            if control is not None:
+                await nursery.start(control[0].serve, control[1])
             (print_url or _print_url)(url)
             shell.log("info", f"serving Streamable HTTP at {url}")
 
@@ -728,7 +908,9 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
                     return
 
             nursery.start_soon(watch_signals)
-            await _until_eof(shell, ignore_eof)
+            nursery.start_soon(_until_eof, shell, ignore_eof)
+            await shell.stopping.wait()
+            await shell.drain()
             nursery.cancel_scope.cancel()
     return 0
 
@@ -746,28 +928,42 @@ async def _until_eof(shell: HttpShell, ignore_eof: bool) -> None:
     finally:
         await trio.aclose_forcefully(stdin)
     if ignore_eof:
-        shell.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal)")
-        await trio.sleep_forever()
+        shell.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal or a control shutdown)")
+        return
     shell.log("debug", "stdin closed; shutting down")
+    shell.stopping.set()
 
 
 def _print_url(url: str) -> None:
     os.write(1, (url + "\n").encode())
 
 
-def run_http(args: Any, scenario: Any, conn: Connection, log: StderrLog, observers: dict[str, Any]) -> int:
+def run_http(args: Any, scenario: Any, conn: Connection, log: StderrLog, observers: dict[str, Any],
+             control: Any = None) -> int:
     """``mockmcp run SCENARIO --http [HOST:]PORT``: the HTTP shell in this process's trio run."""
     host, port = args.http
+    ea = scenario.protocol.exitAfter
     shell = HttpShell(
         conn,
         log=log,
-        tool_headers=httprules.tool_header_table(scenario.tools),
         allowed_origins=frozenset(args.allow_origin or ()),
         keepalive=args.sse_keepalive,
         on_output=observers.get("output"),
         on_event=observers.get("event"),
         on_request=observers.get("httpRequest"),
         on_finding=observers.get("httpFinding"),
-        invalid_tools=httprules.invalid_tool_headers(scenario.tools),
+        grace=args.grace,
+        exit_after=(ea.messages, ea.status) if ea is not None else None,
     )
-    return trio.run(serve_process, shell, host, port, scenario.protocol.ignoreEof, scenario.protocol.ignoreSigterm)
+    listening = None
+    if control is not None:
+        from .controlshell import ControlPathError, ControlServer
+
+        server = ControlServer(args.control, control, shell, log=log, sync=getattr(conn, "synced", None))
+        try:
+            listening = server, server.bind()
+        except ControlPathError as exc:
+            log("error", f"--control: {exc}")
+            return 2
+    return trio.run(serve_process, shell, host, port, scenario.protocol.ignoreEof, scenario.protocol.ignoreSigterm,
+                    None, listening)

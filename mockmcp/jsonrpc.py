@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import re
 from itertools import accumulate
-from typing import Any
+from typing import Any, Callable
 
+from .lazyre import LazyPattern
 from . import errors, protocol as p
 
 
@@ -85,11 +86,13 @@ def _finite_float(text: str) -> float:
 _INF = float("inf")
 _JSON_SPACE = " \t\n\r"  # the only whitespace JSON allows between tokens (RFC 8259)
 _decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+# (the C scanner: raw_decode's body without its frame; typeshed does not declare the attribute)
+_scan: Callable[[str, int], tuple[Any, int]] = _decoder.scan_once  # type: ignore[attr-defined]
 # A JSON string (or an unterminated one running to the end), matched in linear time.
-_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.S)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STRING = LazyPattern(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.S)
+_NOT_BRACKET = LazyPattern(r"[^\[\]{}]+")
 # A bracket outside strings, with the text before it (strings and all) consumed.
-_NEXT_BRACKET = re.compile(r'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.)*+(?:"|\\?\Z))*+([\[\]{}])', re.S)
+_NEXT_BRACKET = LazyPattern(r'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.)*+(?:"|\\?\Z))*+([\[\]{}])', re.S)
 _DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
@@ -109,10 +112,14 @@ def parse(line: bytes) -> Any:
         if shallow is not None:
             raise _beyond_limits(shallow, f"nested deeper than {MAX_DEPTH} levels")
     try:
-        # raw_decode, not decode: the same C scanner without decode()'s two whitespace
-        # regexes (a third of its time); JSON's whitespace around the value is handled here.
+        # The decoder's C scanner itself, not decode() or raw_decode(): the same scan without
+        # decode()'s two whitespace regexes and both Python frames (a third of the time);
+        # JSON's whitespace around the value is handled here, as is raw_decode's StopIteration.
         start = len(text) - len(text.lstrip(_JSON_SPACE)) if text[:1] in _JSON_SPACE else 0
-        value, end = _decoder.raw_decode(text, start)
+        try:
+            value, end = _scan(text, start)
+        except StopIteration as stop:
+            raise json.JSONDecodeError("Expecting value", text, stop.value) from None
         if end != len(text):
             rest = text[end:].lstrip(_JSON_SPACE)
             if rest:
@@ -126,7 +133,7 @@ def parse(line: bytes) -> Any:
 
 def _depth(text: str) -> int:
     """How deep ``text`` nests (strings skipped), in C-speed steps and without recursion."""
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    brackets = _NOT_BRACKET.get().sub("", _STRING.get().sub("", text))
     return max(accumulate(map(_DELTA.__getitem__, brackets)), default=0)
 
 
@@ -139,7 +146,7 @@ def _cut_below(text: str, limit: int) -> str | None:
     if _depth(text) <= limit:
         return None
     depth, cut_at, pieces, pos = 0, 0, [], 0
-    for m in _NEXT_BRACKET.finditer(text):
+    for m in _NEXT_BRACKET.get().finditer(text):
         if m.group(1) in "[{":
             depth += 1
             if depth == limit + 1:

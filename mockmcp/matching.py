@@ -7,11 +7,11 @@ Mappings match as subsets, lists and scalars exactly (``1`` never equals
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Any, Iterable, Iterator
 
 from . import model
+from .lazyre import LazyPattern
 
 _ABSENT = object()
 _TYPES = {
@@ -221,6 +221,8 @@ def _operator_problems(op: str, arg: Any, path: tuple[Any, ...]) -> list[Pattern
 
 
 def _did_you_mean(word: Any, known: Iterable[str]) -> str:
+    import difflib  # (only errors need it: spawns skip its import)
+
     close = difflib.get_close_matches(word, list(known), n=1) if type(word) is str else []
     return f"; did you mean {close[0]!r}?" if close else ""
 
@@ -313,13 +315,13 @@ class _RegexShape:
         return int((REGEX_BUDGET / self.choices) ** (1 / (self.unbounded + 1)))
 
 
-_GROUP_PREFIX = re.compile(r"\(\?(?:P<\w+>|<[=!]|[:=!>]|[aiLmsux]*(?:-[imsx]*)?(?P<close>\))?:?)|\(")
+_GROUP_PREFIX = LazyPattern(r"\(\?(?:P<\w+>|<[=!]|[:=!>]|[aiLmsux]*(?:-[imsx]*)?(?P<close>\))?:?)|\(")
 
 
 def _group_start(src: str, i: int) -> tuple[int, bool]:
     """The index after the group opening at ``src[i]`` (``(``, ``(?:``, ``(?P<n>``, ...), and
     whether it opens a group at all (``(?i)`` only sets flags)."""
-    m = _GROUP_PREFIX.match(src, i)
+    m = _GROUP_PREFIX.get().match(src, i)
     assert m is not None  # "(" alone always matches
     return m.end(), m.group("close") is None
 
@@ -336,14 +338,14 @@ def _class_end(src: str, i: int) -> int:
     return i + 1
 
 
-_BRACES = re.compile(r"\{(\d*)(?:(,)(\d*))?\}")
+_BRACES = LazyPattern(r"\{(\d*)(?:(,)(\d*))?\}")
 
 
 def _quantifier(src: str, i: int) -> tuple[int, int | None, int] | None:
     """``(low, high, index after)`` of the quantifier at ``src[i]`` (``None``: a literal brace)."""
     c = src[i]
     if c == "{":
-        m = _BRACES.match(src, i)
+        m = _BRACES.get().match(src, i)
         if m is None or (not m.group(1) and not m.group(2)):
             return None
         low = int(m.group(1) or 0)

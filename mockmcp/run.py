@@ -62,16 +62,13 @@ def run(args: argparse.Namespace) -> int:
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
     observers = _observers(args, engine, conn, log)
+    control = _control(args, engine, conn)
     if getattr(args, "http", None) is not None:
-        if getattr(args, "control", None):
-            log("error", "--control does not work with --http yet (the control channel drives the stdio shell)")
-            return 2
         from .httpshell import run_http  # (h11 is imported only here: stdio spawns stay as they were)
 
-        status = run_http(args, scenario, conn, log, observers)
+        status = run_http(args, scenario, conn, log, observers, control)
         finish = observers.get("finish")
         return finish(status) if finish is not None else status
-    control = _control(args, engine, conn)
 
     async def main() -> int:
         stdin = trio.lowlevel.FdStream(os.dup(0))
@@ -93,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         if control is not None:
             from .controlshell import ControlPathError, ControlServer
 
-            server = ControlServer(args.control, control, shell, log=log)
+            server = ControlServer(args.control, control, shell, log=log, sync=getattr(conn, "synced", None))
             try:
                 listening = server, server.bind()
             except ControlPathError as exc:

@@ -11,7 +11,6 @@ subscriptions are dropped at once, and the process exits.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 import sys
@@ -19,12 +18,13 @@ from typing import Any, Callable
 
 import trio
 
-from . import errors, jsonrpc
-from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Output, Park, Plan,
-                      Send, Sleep, Stderr, StopReading, WaitTasks, WriteRaw)
+from . import jsonrpc
+from .actions import Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Output, Park, Plan, Send, StopReading
 from .connection import Connection
+from .interpret import no_real_server, perform
 from .log import StderrLog
 from .streams import TimedStreams, eligible
+from .waits import Asks, TaskWake
 from .writer import CloseJob, DribbleJob, ExitJob, StdoutWriter
 
 MAX_TASKS = 1024  # plan tasks doing scripted work at once (parked ones do not count)
@@ -41,16 +41,6 @@ class _PlanRun:
         self.slot = counted  # taken by _dispatch for this task; given back when parked or done
         self.parked = False
         self.dribble: Dribble | None = None
-
-
-class _Waiting:
-    """A request to the client waiting for its answer."""
-
-    __slots__ = ("event", "message")
-
-    def __init__(self) -> None:
-        self.event = trio.Event()
-        self.message: Any = None
 
 
 class Shell:
@@ -86,13 +76,13 @@ class Shell:
         self.reading_resumes = 0.0  # trio time before which the reader does not read (inf: never)
         self.scopes: dict[Any, trio.CancelScope] = {}
         self.parked: dict[Any, Plan] = {}  # requests parked without a task (see _dispatch)
-        self.asks: dict[Any, _Waiting] = {}  # the server's requests to the client, by id, until answered
+        self.asks = Asks(self.log)  # the server's requests to the client, by id, until answered (waits.py)
         self.busy = 0  # tasks with scripted work left (not parked)
         # At most this many plan tasks do scripted work at once: the reader waits for a
         # slot, so a client that never reads stops being read (back-pressure for every step).
         self._slots = trio.Semaphore(max_tasks)
         self.idle = trio.Event()
-        self.tasks_changed = trio.Event()  # set (and renewed) when a request changed tasks
+        self.task_wake = TaskWake()  # wakes the listen streams that watch tasks when a request changed tasks
         # The control channel (controlshell) pauses, resumes and stops the reader: it then
         # reads in a cancel scope of its own (plain runs skip that cost: ``controllable``).
         self.controllable = False
@@ -137,6 +127,10 @@ class Shell:
             self._read_scope.cancel()
         self.resume_reading()
 
+    async def crash(self, status: int) -> None:
+        """Exit at once with ``status`` (the control channel's crash), after what the writer holds."""
+        await self.writer.send(ExitJob(status))
+
     async def deliver(self, sends: list[Send]) -> None:
         """Write lines made outside a plan (the control channel's events) through the writer."""
         for send in sends:
@@ -170,7 +164,7 @@ class Shell:
         with scope:
             try:
                 for action in itertools.islice(plan.all_actions(), first, None):
-                    await self._perform(action, run)
+                    await perform(self, action, run)
             finally:
                 if run.slot:
                     self._slots.release()
@@ -180,89 +174,78 @@ class Shell:
                 if run.counted and not run.parked:
                     self._not_busy()
 
-    async def _perform(self, action: Action | None, run: _PlanRun) -> None:
-        match action:
-            case None:
-                await trio.lowlevel.checkpoint()  # a long lazy loop that produced nothing yet
-            case Send():
-                self._emitted(action)
-                await self._queue_bytes(action.data, run)
-            case Sleep():
-                await trio.sleep(action.seconds)
-            case Emit():
-                for send in self.conn.engine.fan_out(action):
-                    self._emitted(send)
-                    await self.writer.send(send.data)
-            case Park():
-                run.parked = True
-                if run.counted:
-                    self._not_busy()
-                if run.slot:
-                    self._slots.release()
-                    run.slot = False
-                await trio.sleep_forever()
-            case WriteRaw():
-                if self.on_output is not None:
-                    self.on_output(None, action.data)
-                await self._queue_bytes(action.data, run)
-            case Exit():
-                if action.partial:
-                    if self.on_output is not None:
-                        self.on_output(None, action.partial)
-                    await self.writer.send(action.partial)
-                self._event("exit", {"status": action.status, "id": run.rid})
-                await self.writer.send(ExitJob(action.status))
-                await trio.sleep_forever()
-            case Dribble():
-                run.dribble = action
-            case StopReading():
-                self._stop_reading(action, run.rid)
-            case CloseStdout():
-                self._event("closeStdout", {"id": run.rid})
-                await self.writer.send(CloseJob())
-            case WaitTasks():
-                changed = self.tasks_changed
-                with trio.move_on_after(math.inf if action.seconds is None else action.seconds):
-                    await changed.wait()
-            case Forward():
-                await self.forward(action, run.rid, run.dribble)
-            case Ask():
-                await self._ask(action, run)
-            case Stderr():
-                for _ in range(action.repeat):
-                    self.log.raw(action.text if action.text.endswith("\n") else action.text + "\n")
-                    await trio.lowlevel.checkpoint()
-            case HttpFault():
-                await trio.lowlevel.checkpoint()  # an HTTP transport fault: nothing to do on stdio
+    # ---------------------------------------------------------- the stdio steps (interpret.Transport)
+
+    async def send_step(self, send: Send, run: _PlanRun) -> None:
+        self._emitted(send)
+        if send.final and not run.counted and self.scopes.pop(run.rid, None) is not None:
+            # A stream's last message: it stops listening now, not when this task runs again
+            # (an event another plan emits meanwhile must not reach it), as on the timer heap.
+            self.conn.finished(run.rid)
+        await self._queue_bytes(send.data, run)
+
+    async def raw_step(self, data: bytes, run: _PlanRun) -> None:
+        if self.on_output is not None:
+            self.on_output(None, data)
+        await self._queue_bytes(data, run)
+
+    async def emit_step(self, emit: Emit, run: _PlanRun) -> None:
+        for send in self.conn.engine.fan_out(emit):
+            self._emitted(send)
+            await self.writer.send(send.data)
+
+    async def park_step(self, run: _PlanRun) -> None:
+        run.parked = True
+        if run.counted:
+            self._not_busy()
+        if run.slot:
+            self._slots.release()
+            run.slot = False
+        await trio.sleep_forever()
+
+    async def exit_step(self, exit: Exit, run: _PlanRun) -> None:
+        if exit.partial:
+            if self.on_output is not None:
+                self.on_output(None, exit.partial)
+            await self.writer.send(exit.partial)
+        self._event("exit", {"status": exit.status, "id": run.rid})
+        await self.writer.send(ExitJob(exit.status))
+        await trio.sleep_forever()
+
+    def stop_reading_step(self, stop: StopReading, run: _PlanRun) -> None:
+        self._stop_reading(stop, run.rid)
+
+    async def close_step(self, close: CloseStdout, run: _PlanRun) -> None:
+        self._event("closeStdout", {"id": run.rid})
+        await self.writer.send(CloseJob())
+
+    async def forward_step(self, forward: Forward, run: _PlanRun) -> None:
+        await self.forward(forward, run.rid, run.dribble)
+
+    async def http_fault_step(self, fault: HttpFault, run: _PlanRun) -> None:
+        await trio.lowlevel.checkpoint()  # an HTTP transport fault: nothing to do on stdio
 
     async def forward(self, action: Forward, rid: Any, dribble: Dribble | None) -> None:
         """A ``forward`` step outside ``mockmcp proxy`` (which overrides this): there is no real server."""
-        msg = errors.error_response(rid, -32603, "mockmcp: a forward step needs a real server (mockmcp proxy)")
+        msg = no_real_server(rid)
         send = Send(msg, jsonrpc.encode(msg), True)
         self._emitted(send)
         await self.writer.send(send.data)
-    async def _ask(self, ask: Ask, run: _PlanRun) -> None:
+
+    async def ask_step(self, ask: Ask, run: _PlanRun) -> None:
         """Send the client a request, wait for its answer (or the timeout), hand it to the core."""
-        waiting = self.asks[ask.id] = _Waiting()
-        delivered = False
-        try:
+
+        async def write(message: Any, data: bytes) -> None:
             if self.on_output is not None:
-                self.on_output(ask.message, ask.data)
-            await self._queue_bytes(ask.data, run)
-            with trio.move_on_after(ask.timeout):
-                await waiting.event.wait()
-            self.asks.pop(ask.id, None)
-            if waiting.message is None:
-                self.log("info", f"the client did not answer request {ask.id!r} within {ask.timeout:g} s; cancelling it")
-                if self.on_output is not None:
-                    self.on_output(json.loads(ask.cancel), ask.cancel)
-                await self.writer.send(ask.cancel)
-            delivered = True
-            ask.deliver(waiting.message)
-        finally:
-            self.asks.pop(ask.id, None)
-            if not delivered:
-                ask.deliver(None)  # the plan was cancelled while waiting: the core forgets its request
+                self.on_output(message, data)
+            await self._queue_bytes(data, run)
+
+        async def write_cancel(message: Any, data: bytes) -> None:
+            if self.on_output is not None:
+                self.on_output(message, data)
+            await self.writer.send(data)
+
+        await self.asks.ask(ask, write, write_cancel)
 
     def _stop_reading(self, action: StopReading, rid: Any) -> None:
         seconds = action.seconds
@@ -302,22 +285,21 @@ class Shell:
 
     async def _dispatch(self, outputs: list[Output], nursery: trio.Nursery) -> None:
         immediate: list[bytes] = []
+        observed = self.on_output is not None or self.on_data is not None
         for out in outputs:
             # The common case first, tested without a class pattern (this loop runs per message).
             if isinstance(out, Plan) and out.immediate:
                 for action in out.actions:
                     if isinstance(action, Send):  # always: an immediate plan only sends
-                        self._emitted(action)
+                        if observed:
+                            self._emitted(action)
                         immediate.append(action.data)
                 continue
             match out:
                 case Cancel():
                     self._cancel(out)
                 case Answer():
-                    waiting = self.asks.get(out.id)
-                    if waiting is not None and waiting.message is None:
-                        waiting.message = out.message
-                        waiting.event.set()
+                    self.asks.answer(out)
                 case Plan() if _parks_at_once(out):
                     # A plain hang or a bare subscription: no task, no cancel scope (a
                     # task per hang costs memory, and cancelling 10k of them at EOF takes
@@ -385,9 +367,7 @@ class Shell:
                         if not data:
                             break
                         await self._dispatch(self.conn.receive_data(bytes(data)), requests)
-                        if self.conn.engine.take_task_changes():
-                            self.tasks_changed.set()
-                            self.tasks_changed = trio.Event()
+                        self.task_wake.after_input(self.conn.engine)
                     await self._dispatch(self.conn.receive_eof(), requests)
                     if self.ignore_eof and not self._stopped:
                         self.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal)")

@@ -9,7 +9,6 @@ matching rule's steps, else ``NoRuleMatched``. Sans-I/O.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, Callable, Sequence, TypeVar
 
 from . import model
@@ -123,6 +122,8 @@ class Services:
         """
         if not self.track_unknown:
             return
+        import difflib  # (only errors need it: spawns skip its import)
+
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
         miss = {"rule": close[0], "reason": f"the scenario defines no {kind} {name!r}; did you mean {close[0]!r}?"} if close else None
         self.session.unmatched.append({"id": ctx.id, "method": ctx.method, "what": f"{kind} {name!r}", "undefined": True, "nearMiss": miss})

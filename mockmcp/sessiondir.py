@@ -279,7 +279,7 @@ class SessionStore:
 
 
 class SessionConnection:
-    """A ``Connection`` whose every input chunk is handled inside the session's lock.
+    """A ``Connection`` whose every input chunk (or HTTP message) is handled inside the session's lock.
 
     The shell sees the connection it knows (everything else is the wrapped one's).
     """
@@ -296,12 +296,29 @@ class SessionConnection:
             self._store.push(self.engine)
         return out
 
+    def handle_line(self, line: Any, check: Any = None) -> Any:
+        """One message (the HTTP shell's unit: a POST body), inside the lock like a chunk of stdin."""
+        with self._store.locked():
+            self._store.pull(self.engine)
+            out = self._conn.handle_line(line, check)
+            self._store.push(self.engine)
+        return out
+
     def receive_eof(self) -> Any:
         with self._store.locked():
             self._store.pull(self.engine)
             out = self._conn.receive_eof()
             self._store.push(self.engine)
         return out
+
+    @contextlib.contextmanager
+    def synced(self) -> Iterator[None]:
+        """Work on the engine from outside an input chunk (a control operation) the same way: inside
+        the lock, after reading what other processes appended, appending what changed."""
+        with self._store.locked():
+            self._store.pull(self.engine)
+            yield
+            self._store.push(self.engine)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)

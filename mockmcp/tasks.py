@@ -65,7 +65,7 @@ class TaskRecord:
     __slots__ = (
         "id", "spec", "params", "meta", "created", "updated", "phase", "phase_start", "polls",
         "total_polls", "answers", "status", "message", "outcome", "version", "cancel_asked",
-        "fault_step",
+        "fault_step", "driven",
     )
 
     def __init__(self, id: str, spec: int, params: dict[str, Any], meta: dict[str, Any], now: float) -> None:
@@ -86,6 +86,9 @@ class TaskRecord:
         self.version = 0  # bumped on every observable change (notifications are sent per version)
         self.cancel_asked = False
         self.fault_step = 0  # how far a scripted fault has gone
+        # Set once the control channel drove the task (``TaskTable.drive``): the script no longer
+        # moves it; holds the input requests and poll interval the control channel gave.
+        self.driven: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -94,7 +97,7 @@ class TaskRecord:
     def from_json(cls, data: dict[str, Any]) -> TaskRecord:
         rec = cls.__new__(cls)
         for name in cls.__slots__:
-            setattr(rec, name, data[name])
+            setattr(rec, name, data[name] if name != "driven" else data.get(name))  # (older records lack it)
         return rec
 
 
@@ -190,7 +193,7 @@ class TaskTable:
 
     def advance(self, rec: TaskRecord) -> bool:
         """Bring ``rec`` up to date with the clock, its counters and the named state; changed?"""
-        if rec.status in TERMINAL:
+        if rec.status in TERMINAL or rec.driven is not None:
             return False
         spec = self.spec_of(rec)
         now = self.clock()
@@ -224,7 +227,7 @@ class TaskTable:
 
         Expiry is not such a moment: nothing is announced when a task expires."""
         spec = self.spec_of(rec)
-        if rec.status in TERMINAL or rec.phase >= len(spec.phases):
+        if rec.status in TERMINAL or rec.driven is not None or rec.phase >= len(spec.phases):
             return None
         after = spec.phases[rec.phase].after
         return None if after is None else rec.phase_start + after.seconds * self.time_scale
@@ -251,6 +254,9 @@ class TaskTable:
 
     def outstanding(self, rec: TaskRecord) -> dict[str, Any]:
         """The input requests of an ``input_required`` task not answered yet, rendered."""
+        if rec.driven is not None:
+            asked = rec.driven["inputRequests"] if rec.status == "input_required" else {}
+            return {k: v for k, v in asked.items() if k not in rec.answers}
         spec = self.spec_of(rec)
         if rec.status != "input_required" or rec.phase >= len(spec.phases):
             return {}
@@ -345,6 +351,8 @@ class TaskTable:
             rec.updated = self.clock()
             rec.version += 1
             self.changed = True
+            if rec.driven is not None and not self.outstanding(rec):
+                rec.status = "working"  # a driven task asked for input and has it all: it works on
             self.advance(rec)
         self._saved(rec)
         return rec
@@ -362,13 +370,56 @@ class TaskTable:
         self._saved(rec)
         return rec
 
+    # ------------------------------------------------------------ driven from the control channel
+
+    def drive(
+        self,
+        rec: TaskRecord,
+        status: str,
+        *,
+        message: str | None,
+        outcome: dict[str, Any] | None = None,
+        input_requests: dict[str, Any] | None = None,
+        poll_interval: int | None = None,
+    ) -> None:
+        """Put ``rec`` in ``status`` now (the control channel's ``setTask``; its caller checked the
+        extension's rules: payload by status, no way out of a terminal status unless forced).
+
+        From then on the script no longer moves the task (``advance`` leaves it alone); the
+        client's ``tasks/update`` answers the given ``input_requests`` (all answered: ``working``
+        again) and ``tasks/cancel`` is honoured or not as the scenario says."""
+        driven = rec.driven if rec.driven is not None else {"inputRequests": {}, "pollIntervalMs": None}
+        if input_requests is not None:
+            driven["inputRequests"] = input_requests
+        if poll_interval is not None:
+            driven["pollIntervalMs"] = poll_interval
+        rec.driven = driven
+        rec.status = status
+        rec.message = message
+        rec.outcome = outcome if status in ("completed", "failed") else None
+        rec.updated = self.clock()
+        rec.version += 1
+        self.changed = True
+        self._saved(rec)
+
+    def announce(self, rec: TaskRecord, live: Callable[[Any], bool]) -> list[Send]:
+        """``notifications/tasks`` with ``rec``'s state to every live stream watching it, whether or not
+        it has seen this version (the control channel's ``emit``: a repeat is what was asked for)."""
+        subs = self.watchers.get(rec.id)
+        if subs:
+            for sid in subs:
+                subs[sid] = -2  # never a version: every stream is sent the state once more
+        return self.notifications(rec, live)
+
     # ------------------------------------------------------------ wire shapes
 
     def wire(self, rec: TaskRecord) -> dict[str, Any]:
         """The ``Task`` fields (as in ``CreateTaskResult``)."""
         spec = self.spec_of(rec)
         interval = spec.pollIntervalMs
-        if rec.phase < len(spec.phases) and (pi := spec.phases[rec.phase].pollIntervalMs) is not None:
+        if rec.driven is not None and rec.driven.get("pollIntervalMs") is not None:
+            interval = rec.driven["pollIntervalMs"]
+        elif rec.phase < len(spec.phases) and (pi := spec.phases[rec.phase].pollIntervalMs) is not None:
             interval = pi
         out: dict[str, Any] = {"taskId": rec.id, "status": rec.status}
         if rec.message is not None:

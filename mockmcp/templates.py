@@ -22,22 +22,23 @@ holds, a helper returns a JSON value within the bounds below or raises
 from __future__ import annotations
 
 import binascii
-import difflib
 import json
 import math
 import re
 from typing import Any, Callable
+
+from .lazyre import LazyPattern
 
 MAX_TEXT = 4 * 1024 * 1024
 MAX_INT_DIGITS = 4300
 MAX_NESTING = 32
 _MAX_INT_BITS = math.floor(MAX_INT_DIGITS * math.log2(10))  # below 10**4300: at most 4300 digits
 
-_TOKEN = re.compile(
+_TOKEN = LazyPattern(
     r"\s*(?:(?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)|(?P<str>'[^']*'|\"[^\"]*\")|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[.,()\[\]]))"
 )
 _INDEX = re.compile(r"-?[0-9]{1,9}")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?P<frac>\.[0-9]+)?(?P<exp>[eE][-+]?[0-9]+)?")
+_NUMBER = LazyPattern(r"-?(?:0|[1-9][0-9]*)(?P<frac>\.[0-9]+)?(?P<exp>[eE][-+]?[0-9]+)?")
 
 
 class TemplateError(ValueError):
@@ -76,7 +77,7 @@ def to_number(value: Any) -> float | int:
         return _finite(value)
     if type(value) is str:
         text = value.strip()
-        m = _NUMBER.fullmatch(text)
+        m = _NUMBER.get().fullmatch(text)
         if m is None:
             raise TemplateError(f"not a number: {_clip(value)}")
         if m.group("frac") or m.group("exp"):
@@ -165,7 +166,7 @@ def _tokens(src: str) -> _Tokens:
     pos, out = 0, []
     src = src.strip()
     while pos < len(src):
-        m = _TOKEN.match(src, pos)
+        m = _TOKEN.get().match(src, pos)
         if not m or m.end() == pos:
             raise TemplateError(f"cannot parse {_clip(src)} at {_clip(src[pos:])}")
         kind = m.lastgroup or "op"
@@ -199,6 +200,8 @@ def _literal_number(text: str) -> float | int:
 
 def _unknown_helper(name: str) -> TemplateError:
     known = [*HELPERS, *EFFECT_HELPERS]
+    import difflib  # (only errors need it: spawns skip its import)
+
     close = difflib.get_close_matches(name, known, n=1)
     if close:
         return TemplateError(f"unknown helper {name!r}; did you mean {close[0]!r}?")

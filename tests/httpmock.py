@@ -71,10 +71,11 @@ def sse_data(body: bytes) -> list[bytes]:
 
 
 class HttpMock:
-    def __init__(self, scenario: str | Path, *args: str, cwd: Path | None = None) -> None:
+    def __init__(self, scenario: str | Path, *args: str, cwd: Path | None = None, stderr: Any = subprocess.PIPE) -> None:
+        """``stderr``: a file for a mock that writes much there (a pipe nobody reads would block it)."""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mockmcp", "run", str(scenario), "--http", "0", *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=cwd,
         )
         assert self.proc.stdout is not None
         self.first_line = self.proc.stdout.readline().decode()
@@ -131,7 +132,8 @@ class HttpMock:
     def stderr(self) -> str:
         if self.proc.poll() is None:
             return "(still running)"
-        assert self.proc.stderr is not None
+        if self.proc.stderr is None:
+            return "(stderr not piped)"
         return self.proc.stderr.read().decode(errors="replace")
 
     def __enter__(self) -> HttpMock:
@@ -173,3 +175,40 @@ def read_events(resp: http.client.HTTPResponse, n: int, timeout: float = 10) -> 
             n -= 1
         else:
             block += line
+
+
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+class HttpClient:
+    """A raw JSON-RPC client over ``HttpMock``: numbered requests, the answer from a JSON body or
+    an SSE stream (the message with the request's id; the others kept in ``notifications``)."""
+
+    def __init__(self, mock: HttpMock, caps: Any = TASKS, start_id: int = 1) -> None:
+        self.mock, self.caps, self.next_id = mock, caps, start_id
+        self.notifications: list[dict[str, Any]] = []
+
+    def message(self, method: str, params: dict[str, Any] | None = None, caps: Any = None) -> dict[str, Any]:
+        rid, self.next_id = self.next_id, self.next_id + 1
+        return msg(rid, method, params, {"io.modelcontextprotocol/clientCapabilities": self.caps if caps is None else caps})
+
+    def ask(self, method: str, params: dict[str, Any] | None = None, caps: Any = None) -> dict[str, Any]:
+        m = self.message(method, params, caps)
+        r = self.mock.post(m)
+        if r.headers.get("content-type", "").startswith("text/event-stream"):
+            found = None
+            for event in r.events():
+                if event.get("id") == m["id"] and "method" not in event:
+                    found = event
+                else:
+                    self.notifications.append(event)
+            assert found is not None, r
+            return found
+        assert r.status in (200, 400, 404), r
+        return r.json()  # type: ignore[no-any-return]
+
+    def call(self, tool: str, caps: Any = None, **arguments: Any) -> dict[str, Any]:
+        return self.ask("tools/call", {"name": tool, "arguments": arguments}, caps)
+
+    def get(self, task_id: Any) -> dict[str, Any]:
+        return self.ask("tasks/get", {"taskId": task_id})

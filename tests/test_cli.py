@@ -404,3 +404,38 @@ def test_sigterm_during_start_up_is_quiet(tmp_path):
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGTERM and out == b"" and err == b""
+
+
+# ------------------------------------------------------------------ the parser built for one subcommand
+
+_ARGVS = [
+    ["run", "default"],
+    ["run", "mrtr", "--journal", "j.jsonl", "--report", "r.json", "--strict", "--seed", "7", "--time-scale", "0.5"],
+    ["run", "default", "--http", "0", "--allow-origin", "http://a", "--allow-origin", "http://b", "--sse-keepalive", "0"],
+    ["run", "tasks", "--session", "s", "--control", "c.sock", "--log-level", "debug", "--no-cache", "--grace", "2"],
+    ["check", "a.yaml", "b.yaml", "--allow-absolute-paths"], ["list"], ["demo"], ["demo", "faults", "--timeout", "1"],
+    ["schema", "--indent", "0"], ["record", "-o", "c.yaml", "--mode", "all", "--redact-key", "x", "--", "python", "s.py"],
+    ["proxy", "--faults", "f.yaml", "--", "node", "s.js", "--flag"], ["ctl", "p.sock", "emit", "event=tools/list_changed"],
+    ["journal", "j.jsonl", "--html", "t.html"], ["report", "s/", "--per-process", "--json"],
+]
+_BAD = [["run"], ["run", "default", "--time-scale", "-1"], ["record", "--", "x"], ["check"], ["ctl", "p"], ["run", "--help"],
+        ["report", "--help"], ["demo", "--nope"]]
+
+
+def _outcome(parser: argparse.ArgumentParser, argv: list[str], capsys: Any) -> tuple[Any, str, str]:
+    try:
+        result: Any = vars(parser.parse_args(argv))
+    except SystemExit as exc:
+        result = ("exit", exc.code)
+    out = capsys.readouterr()
+    return result, out.out, out.err
+
+
+@pytest.mark.parametrize("argv", _ARGVS + _BAD, ids=lambda a: " ".join(a))
+def test_the_one_subcommand_parser_reads_argv_as_the_whole_one(argv, capsys, monkeypatch):
+    """A spawn builds only the named subcommand (start-up time); what it parses, the help
+    and the errors it prints must be what the parser with every subcommand gives."""
+    from mockmcp.cli import _parser
+
+    monkeypatch.setenv("COLUMNS", "100")
+    assert _outcome(_parser(argv[0]), argv, capsys) == _outcome(_parser(), argv, capsys)

@@ -334,3 +334,68 @@ def test_any_control_input_gets_an_answer_and_the_mcp_side_still_answers(ops):
         answers = rig.conn.receive_data(line(call(i, name, who="a")))
         assert len(answers) == 1  # a plan (its error or result), never an exception
     assert rig.mcp(discover("last"))[0]["result"]["resultType"] == "complete"
+
+
+_lines = st.one_of(
+    st.builds(lambda i, who: line(call(i, "greet", who=who)), st.integers(0, 10**6), st.text(max_size=8)),
+    st.builds(lambda i: line(discover(i)), st.integers(0, 10**6)),
+    st.just(line(call(7, "greet", who="\ud800 lone"))),
+    st.just(('{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"greet","arguments":{"who":"é☃"},"_meta":%s}}\n' % json.dumps(META)).encode()),
+    st.builds(lambda v: line({"jsonrpc": "2.0", "method": "notifications/x", "params": {"v": v}}), _json),
+    st.builds(lambda pad: b" \t" * pad + line(discover("padded")).rstrip(b"\n") + b" \r\n", st.integers(0, 2)),
+    st.sampled_from([b"{not json\n", b"\xff\xfe\n", b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":1e400}}\n',
+                     b"[1,2]\n", ('{"s":"\\ud800 \u00e9 \u2603"}\n').encode()]),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_lines, max_size=12), st.integers(0, 14), st.integers(1, 20))
+def test_the_spliced_journal_says_what_decoding_each_record_would(lines, since, limit):
+    """``journal`` splices each kept line's JSON text into its answer instead of decoding and
+    encoding it again (the second path); its answer must parse to exactly the records that
+    decoding every line read and written gives (the plain path, built here from what the test
+    itself fed and saw written)."""
+    rig = Rig()
+    expected: list[dict[str, Any]] = []
+    for data in lines:
+        rig.conn.receive_data(data)  # the inbound observer records it
+        try:
+            message = json.loads(data)
+        except ValueError:
+            message = None
+        ok = type(message) is dict and "jsonrpc" in message and (not isinstance(message.get("params"), dict) or message["params"].get("n") is None)
+        expected.append({"dir": "in", **({"message": message} if ok else {})})
+    page = rig.ok("journal", since=since, limit=limit)
+    want = [dict(r, position=i) for i, r in enumerate(expected)][since : since + limit]
+    assert [r["position"] for r in page["records"]] == [r["position"] for r in want]
+    for got, exp in zip(page["records"], want):
+        assert got["dir"] == "in"
+        if "message" in exp:
+            assert got["message"] == exp["message"]
+        else:
+            assert "message" not in got and ("raw" in got or "oversized" in got)
+    # and what the shell writes, spliced the same way
+    out = [json.loads(s.data) for p in rig.conn.receive_data(line(discover("w"))) for s in p.actions]
+    for s in out:
+        rig.control.outbound(jsonrpc_encode(s))
+    tail = rig.ok("journal", since=len(lines) + 1)["records"]
+    assert [r["message"] for r in tail] == out and all(r["dir"] == "out" for r in tail)
+
+
+def jsonrpc_encode(msg: dict[str, Any]) -> bytes:
+    from mockmcp import jsonrpc
+
+    return jsonrpc.encode(msg)
+
+
+def test_a_journal_page_is_bounded_in_bytes_too(monkeypatch):
+    from mockmcp import control as control_module
+
+    monkeypatch.setattr(control_module, "MAX_JOURNAL_CHARS", 2_000)
+    rig = Rig()
+    for i in range(20):
+        rig.mcp(call(i, "greet", who="x" * 300))
+    page = rig.ok("journal", since=0, limit=1_000)
+    assert 1 <= len(page["records"]) < 40 and page["next"] == page["records"][-1]["position"] + 1
+    rest = rig.ok("journal", since=page["next"], limit=1_000)
+    assert rest["records"][0]["position"] == page["next"]  # nothing skipped: the rest is on the next page

@@ -107,3 +107,29 @@ def test_the_fixture_with_a_sync_twin(mockmcp: Any) -> None:
 
     assert asyncio.run(main()) == "replaced"
     assert [m["params"]["name"] for m in server.received("tools/call")] == ["greet"]
+
+
+async def test_the_control_channel_with_the_python_client_over_http_under_trio(tmp_path: Path) -> None:
+    """``--http`` and ``--control`` together, the official client on the HTTP side: an emitted
+    event reaches its SSE listen stream, an armed fault hits its next call only, ``wait_for``
+    sees its request."""
+    from mcp.client.subscriptions import ToolsListChanged
+
+    mock = prepare(SCENARIO, tmp_path, control=True)
+    with mock.http() as url:
+        async with Client(url) as client:
+            async with client.listen(tools_list_changed=True) as sub:
+                await mock.add_tool({"name": "wave", "replies": [{"steps": [{"text": "o/"}]}]}, notify=False)
+                assert await mock.emit_tools_changed() == 1
+                with trio.fail_after(10):
+                    event = await sub.__anext__()
+                assert isinstance(event, ToolsListChanged)
+            assert sorted(t.name for t in (await client.list_tools()).tools) == ["greet", "wave"]
+            await mock.arm({"method": "tools/call", "name": "greet"}, [{"error": {"code": -32000, "message": "armed failure"}}])
+            with pytest.raises(MCPError) as failed:
+                await client.call_tool("greet", {"who": "a"})
+            assert failed.value.error.message == "armed failure"
+            since = await mock.position()
+            assert text(await client.call_tool("greet", {"who": "ada"})) == "hello ada"
+            seen = await mock.wait_for("tools/call", name="greet", arguments={"who": "ada"}, timeout=10, since=since)
+            assert seen["params"]["arguments"] == {"who": "ada"}

@@ -99,7 +99,10 @@ def test_the_socket_is_the_owners_alone_and_there_is_no_tcp_listener(mock):
     assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
     inodes = set()
     for fd in os.listdir(f"/proc/{mock.proc.pid}/fd"):
-        target = os.readlink(f"/proc/{mock.proc.pid}/fd/{fd}")
+        try:
+            target = os.readlink(f"/proc/{mock.proc.pid}/fd/{fd}")
+        except FileNotFoundError:  # a control connection's thread closed it meanwhile
+            continue
         if target.startswith("socket:["):
             inodes.add(target[8:-1])
     assert inodes, "the mock holds its listening socket"
@@ -166,6 +169,39 @@ def test_a_flooding_client_and_one_that_leaves_mid_request_cannot_stall_the_mcp_
     flood.close()
 
 
+def test_a_client_that_floods_and_reads_cannot_starve_the_mcp_stream(mock):
+    """A client whose lines are always waiting (it writes batches and reads every answer) keeps
+    its thread at the core lock; the MCP side must still get its turn after each operation."""
+    import threading
+
+    stop = threading.Event()
+    answered = [0]
+
+    def flood() -> None:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(mock.path)
+            batch = b'{"jsonrpc":"2.0","id":1,"method":"journal","params":{"limit":50}}\n' * 200
+            with s.makefile("rb") as f:
+                while not stop.is_set():
+                    s.sendall(batch)
+                    for _ in range(200):
+                        assert f.readline()
+                    answered[0] += 200
+
+    worker = threading.Thread(target=flood, daemon=True)
+    worker.start()
+    while answered[0] < 200:
+        time.sleep(0.01)
+    started = time.monotonic()
+    for i in range(50):
+        mock.round_trip(i)
+    took = time.monotonic() - started
+    stop.set()
+    worker.join(10)
+    assert answered[0] >= 400, answered  # the flood went on meanwhile
+    assert took < 10, f"50 MCP round trips took {took:.1f} s beside the flood"
+
+
 def test_several_clients_at_once_and_wait_for_from_another(mock):
     import threading
 
@@ -221,6 +257,42 @@ def test_an_existing_path_is_refused_unless_a_stale_socket(tmp_path):
         assert m.ctl.position() >= 0
     finally:
         m.close()
+
+
+def test_two_mocks_starting_on_one_stale_socket_never_leave_a_dead_one_at_the_path(tmp_path, monkeypatch):
+    """The second mock starts at the worst moment: after the first has bound its socket, before
+    it is at PATH. Whoever ends up at PATH is listening there; the other refuses to start."""
+    from mockmcp import controlshell
+
+    class NoShell:
+        log = None
+
+    class NoControl:
+        outbound = None
+
+    path = str(tmp_path / "c.sock")
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(path)
+    stale.close()  # what a killed mock leaves behind
+    first = controlshell.ControlServer(path, NoControl(), NoShell())  # type: ignore[arg-type]
+    second = controlshell.ControlServer(path, NoControl(), NoShell())  # type: ignore[arg-type]
+    real_link = os.link
+    held: list[Any] = []
+
+    def link(src: str, dst: str) -> None:
+        if not held:
+            held.append(None)
+            held[0] = second.bind()  # the other mock, now (its own link is the real one)
+        real_link(src, dst)
+
+    monkeypatch.setattr(os, "link", link)
+    with pytest.raises(controlshell.ControlPathError, match="appeared while the mock was starting"):
+        first.bind()
+    probe = socket.socket(socket.AF_UNIX)
+    probe.connect(path)  # the survivor accepts at PATH
+    probe.close()
+    held[0].close()
+    assert sorted(os.listdir(tmp_path)) == ["c.sock"]  # no temporary name left behind
 
 
 def test_the_ctl_command_prints_the_response_and_exits_non_zero_on_an_error(mock, tmp_path):
@@ -289,3 +361,36 @@ def test_the_peer_uid_is_read_and_clients_are_bounded(mock):
         except ControlError:
             assert time.monotonic() < deadline, "the slots of clients that left were not freed"
             time.sleep(0.05)
+
+
+def test_with_a_session_directory_a_control_change_is_shared_at_once(tmp_path):
+    """Under ``--session DIR`` an operation is handled as an input chunk is: inside the session's
+    lock, after what other processes wrote, and written for them at once (not with this
+    process's next input): a second process of the session sees a state set from the test
+    before the first one reads another line, and what it changes is read before the next
+    operation."""
+    scenario = SCENARIO + """\
+state: {initial: start, states: [start, ready]}
+methods:
+  - method: server/discover
+    replies:
+      - when: {state: ready}
+        steps: [{result: {ready: true}}]
+      - steps: [{setState: ready}, {result: {ready: false}}]
+"""
+    session = str(tmp_path / "session")
+    first = Mock(tmp_path, "--session", session, scenario=scenario)
+    try:
+        assert first.ctl.set_state("ready") == "start"
+        second = subprocess.Popen(mockmcp_cmd("run", str(tmp_path / "s.yaml"), "--session", session),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = second.communicate(line(discover(1)), timeout=30)
+        assert json.loads(out.splitlines()[0])["result"]["ready"] is True, (out, err)
+        first.ctl.set_state("start")
+        second = subprocess.Popen(mockmcp_cmd("run", str(tmp_path / "s.yaml"), "--session", session),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = second.communicate(line(discover(2)), timeout=30)
+        assert json.loads(out.splitlines()[0])["result"]["ready"] is False, (out, err)  # it set ready itself
+        assert first.ctl.get_state() == "ready"  # what the other process wrote is read first
+    finally:
+        first.close()

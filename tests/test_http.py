@@ -393,13 +393,3 @@ def test_the_fixture_serves_http(mockmcp: Any) -> None:
     server.assert_expectations()
     assert server.findings(level="error") == []
 
-
-def test_control_with_http_is_refused(tmp_path: Path) -> None:
-    """The control channel drives the stdio shell; with --http it is refused, not silently ignored."""
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-m", "mockmcp", "run", "default", "--http", "0", "--control",
-                           str(tmp_path / "ctl.sock")], input=b"", capture_output=True, timeout=60)
-    assert proc.returncode == 2 and proc.stdout == b""
-    assert b"--control does not work with --http" in proc.stderr

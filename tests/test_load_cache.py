@@ -97,3 +97,28 @@ def test_an_unreadable_cache_is_a_miss(tmp_path, monkeypatch):
     entry.mkdir()  # reading a directory: IsADirectoryError
     assert loadcache.read(entry) is None
     assert load("default")[0].mockmcp == 1
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_still_a_miss(tmp_path):
+    """The key reads modules' identities, not their bytes: an edit of the same length with
+    the modification time set back must still change it (the change time moves)."""
+    import time
+
+    copy = tmp_path / "checkout"
+    shutil.copytree(ROOT / "mockmcp", copy / "mockmcp", ignore=shutil.ignore_patterns("__pycache__"))
+    module = copy / "mockmcp" / "expectations.py"
+    code = [sys.executable, "-c", "from mockmcp import loadcache; print(loadcache.code_fingerprint().hex())"]
+
+    def key() -> str:
+        return subprocess.run(code, capture_output=True, text=True, check=True, cwd=copy,
+                              env={**os.environ, "PYTHONPATH": str(copy)}).stdout
+
+    before = key()
+    assert key() == before  # stable while nothing changes
+    st = os.stat(module)
+    text = module.read_bytes()
+    time.sleep(0.01)
+    module.write_bytes(text[:-1] + (b"#" if text[-1:] != b"#" else b" "))
+    os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(module).st_size == st.st_size and os.stat(module).st_mtime_ns == st.st_mtime_ns
+    assert key() != before

@@ -21,6 +21,7 @@ CORE = [
     "protocol",
     "errors",
     "framing",
+    "lazyre",
     "jsonrpc",
     "matching",
     "templates",
