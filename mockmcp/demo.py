@@ -14,7 +14,9 @@ template, and prints each message readably. Like a capable client it:
 - sends a ``progressToken`` and a log level with each tool call and prints the
   progress and log notifications that come back;
 - skips lines that are not JSON (with a note), gives an unanswered request
-  ``timeout`` seconds, then sends ``notifications/cancelled`` and goes on;
+  ``timeout`` seconds (from when the mock has read it: a freshly spawned mock's
+  start-up on a busy machine is not a slow answer), then sends
+  ``notifications/cancelled`` and goes on;
 - restarts the mock when it crashes or exits, and goes on with the next call;
 - retries an internal error (-32603) twice, as a client would a transient fault;
 - ends with one summary line per call (ok, error code, crashed, timed out...).
@@ -30,6 +32,7 @@ import json
 import os
 import re
 import select
+import struct
 import subprocess
 import sys
 import tempfile
@@ -50,6 +53,11 @@ META = {
 LOG_LEVEL = "debug"  # the demo wants to see every log message a tool sends
 WIDTH = 100  # longest printed JSON line before it is shortened
 TIMEOUT = 3.0  # seconds to wait for one answer: longer than a scripted slow answer, short enough for a hang
+# A fresh mock's start-up (interpreter, imports, scenario) is not the answer's time: the timeout
+# runs from when the process has read the request, but a process that has read nothing this
+# long after its spawn is given up on all the same (it may never read: a stopped reader).
+STARTUP_LIMIT = 30.0
+STARTUP_POLL = 0.05  # seconds between looks at whether a starting mock has read its input
 MAX_ROUNDS = 10  # input_required rounds before the demo gives up on a request
 MAX_RESTARTS = 5  # a mock that keeps dying is not worth more restarts
 INTERNAL_ERROR_RETRIES = 2
@@ -78,8 +86,27 @@ class Mock:
     def __init__(self, argv: list[str]) -> None:
         self.stderr = tempfile.TemporaryFile()  # a file, not a pipe: a mock flooding stderr never blocks
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+        self.spawned = time.monotonic()
+        self.reading = False  # it has read its input once: it is up, answers are timed from now on
         self.buffer = b""
         self.lines_read = 0
+
+    def starting(self) -> bool:
+        """Whether the process is still starting: it has not read what was written to it yet
+        (bytes left in its stdin pipe), and it was spawned less than ``STARTUP_LIMIT`` ago. Where
+        the pipe cannot be asked (no ``FIONREAD``), it counts as started."""
+        if self.reading or self.proc.stdin is None or self.proc.stdin.closed:
+            return False
+        try:
+            import fcntl
+            import termios
+
+            unread = struct.unpack("i", fcntl.ioctl(self.proc.stdin.fileno(), termios.FIONREAD, b"\0" * 4))[0]
+        except (ImportError, OSError, AttributeError):
+            unread = 0
+        if unread == 0:
+            self.reading = True
+        return not self.reading and time.monotonic() - self.spawned < STARTUP_LIMIT
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -191,13 +218,18 @@ class Session:
     def _answer(self, rid: int, method: str) -> dict[str, Any]:
         deadline = time.monotonic() + self.timeout
         while True:
+            starting = self.mock.starting()
             try:
-                line = self.mock.readline(deadline)
+                line = self.mock.readline(min(deadline, time.monotonic() + STARTUP_POLL) if starting else deadline)
             except Exited:
                 status = self.mock.proc.wait()
                 self.out.write(f"<-- (the mock exited with status {status} before answering #{rid})\n")
                 self.restart("exited")
                 return _synthetic(rid, f"crashed (exit status {status})")
+            if line is None and starting:
+                if self.mock.starting():  # not yet read: the time it takes to start is not the answer's
+                    deadline = time.monotonic() + self.timeout
+                continue
             if line is None:
                 self.out.write(f"<-- (no answer to #{rid} within {self.timeout:g} s: cancelling it and moving on)\n")
                 self.notify("notifications/cancelled", {"requestId": rid, "reason": "demo timeout"})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+_FINER_UNITS = pytest.StashKey[bool]()  # the run uses the default distribution chosen below
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -28,7 +30,8 @@ def pytest_cmdline_main(config: pytest.Config) -> Any:
     the options.
 
     ``loadscope``: a module's tests run on one worker, so a module fixture (the wheel and its
-    venv, the TypeScript session) is built once, not once per worker. (``xdist_group`` marks
+    venv, the TypeScript session) is built once, not once per worker; modules without such a
+    fixture are spread test by test (``pytest_xdist_make_scheduler`` below). (``xdist_group`` marks
     would be finer, but pytest-xdist 3.8 cannot apply them under pytest 9.2: it renames
     ``item._nodeid``, which pytest no longer reads.) No reordering by module size: collection
     order, slow tests first (below), is what keeps both workers busy to the end."""
@@ -38,7 +41,44 @@ def pytest_cmdline_main(config: pytest.Config) -> Any:
         if config.option.dist == "no":
             config.option.dist = "loadscope"
             config.option.loadscopereorder = False
+            config.stash[_FINER_UNITS] = True
     return (yield)
+
+
+# A module whose source asks for a module-, class- or package-scoped fixture (a wheel in a venv,
+# a TypeScript session, a real server) keeps its tests on one worker, so that fixture is built
+# once; every other test is a work unit of its own (see pytest_xdist_make_scheduler).
+_SHARED_FIXTURE = re.compile(r"""scope\s*=\s*["'](?:module|class|package)["']""")
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: absent under -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` with finer units: a module's tests are one unit only when the module
+    has a fixture shared across its tests. Grouping every module (plain loadscope) put a module of
+    independent long tests (the interop matrix over stdio, then over HTTP; the documentation's
+    snippets) on one worker end to end, which set the run's length while the other core idled.
+    Only for the default distribution (what the README's command runs); an explicit ``--dist``
+    is xdist's own."""
+    if not config.stash.get(_FINER_UNITS, False):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    grouped: dict[str, bool] = {}
+
+    def groups(path: str) -> bool:
+        if path not in grouped:
+            try:
+                grouped[path] = bool(_SHARED_FIXTURE.search((Path(config.rootpath) / path).read_text(encoding="utf-8")))
+            except OSError:
+                grouped[path] = True  # not a file we can read (a doctest, a package): as loadscope does
+        return grouped[path]
+
+    class SharedFixtureScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return super()._split_scope(nodeid) if groups(path) else nodeid
+
+    return SharedFixtureScheduling(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -176,6 +216,18 @@ def typescript_client() -> None:
     except ClientUnavailable as exc:
         message = str(exc)
     pytest.fail(message, pytrace=False)  # outside the except: the report is that line, no traceback
+
+
+# The pytest runs a test starts itself (pytester, the documentation's test snippets) test the
+# mockmcp fixture; none uses pytest-trio or hypothesis, and pytest-trio imports all of hypothesis
+# when it loads: about 2 CPU seconds of every such run, half its cost. Left out there.
+LEAN_PYTEST_ADDOPTS = "-p no:trio -p no:hypothesispytest"
+
+
+@pytest.fixture
+def lean_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inner pytest runs of this test load only the plugins they use (``LEAN_PYTEST_ADDOPTS``)."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_PYTEST_ADDOPTS)
 
 
 def request(rid: Any, method: str, params: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -45,7 +45,8 @@ class Mock:
             mockmcp_cmd("run", str(file), "--control", self.path, *extra),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
-        self.ctl = SyncControl(self.path)
+        # 60 s for the socket to appear: the default 10 s was not enough for a spawn under a load of 13
+        self.ctl = SyncControl(self.path, connect_timeout=60)
         self.ctl.position()  # waits for the socket: the mock is up
         self.buffer = b""
 
@@ -206,11 +207,14 @@ def test_several_clients_at_once_and_wait_for_from_another(mock):
 
     got: list[Any] = []
     since = mock.ctl.position()  # counted from here, however late the wait arrives: no race
-    waiter = threading.Thread(target=lambda: got.append(SyncControl(mock.path).wait_for("tools/call", name="greet", timeout=10, since=since)))
+    # 60 s: the wait ends as soon as the call is seen, the bound only stops a broken one (10 s was
+    # not always enough for the waiter thread's connect and answer under a load of 10)
+    waiter = threading.Thread(target=lambda: got.append(SyncControl(mock.path, connect_timeout=60).wait_for(
+        "tools/call", name="greet", timeout=60, since=since)))
     waiter.start()
     mock.send(call(7, "greet", who="w"))
     assert mock.read()["id"] == 7
-    waiter.join(10)
+    waiter.join(60)
     assert got and got[0]["id"] == 7 and got[0]["params"]["name"] == "greet"
     with pytest.raises(WaitTimedOut) as info:
         mock.ctl.wait_for("tools/call", name="greet", timeout=0.2, since=0, arguments={"who": "nobody"})

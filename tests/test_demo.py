@@ -108,3 +108,51 @@ def test_demo_of_a_broken_scenario_fails_with_its_problems() -> None:
     assert proc.returncode == 1
     assert "the mock could not start" in proc.stdout and "unknown key 'colour'" in proc.stdout
     assert "restart" not in proc.stdout
+
+
+# A stand-in mock that takes a while to start (a loaded machine), then reads a request and answers it.
+SLOW_START = """\
+import json, sys, time
+time.sleep(float(sys.argv[1]))
+rid = json.loads(sys.stdin.readline())["id"]
+print(json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete"}}), flush=True)
+sys.stdin.read()
+"""
+
+
+def test_demo_timeout_runs_from_when_the_mock_has_read_the_request() -> None:
+    """A fresh mock's start-up is not a slow answer: a 0.3 s timeout, a process that reads its
+    first line only after 1.5 s, and the answer is still taken, not cancelled."""
+    import io
+    import sys
+
+    from mockmcp import demo as demo_mod
+
+    out = io.StringIO()
+    session = demo_mod.Session([sys.executable, "-c", SLOW_START, "1.5"], out, timeout=0.3)
+    try:
+        reply = session.request("server/discover")
+    finally:
+        session.close()
+    assert reply.get("result") == {"resultType": "complete"}, out.getvalue()
+    assert "cancelling" not in out.getvalue()
+
+
+def test_demo_gives_up_on_a_mock_that_never_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-up allowance is bounded: a process that never reads its stdin is timed out."""
+    import io
+    import sys
+
+    from mockmcp import demo as demo_mod
+
+    monkeypatch.setattr(demo_mod, "STARTUP_LIMIT", 0.5)
+    out = io.StringIO()
+    session = demo_mod.Session([sys.executable, "-c", SLOW_START, "60"], out, timeout=0.3)
+    start = time.monotonic()
+    try:
+        reply = session.request("server/discover")
+    finally:
+        session.mock.proc.kill()
+        session.close()
+    assert reply.get("demo") == "timed out (cancelled)"
+    assert time.monotonic() - start < BOUND

@@ -24,6 +24,7 @@ so a failure points at the doc.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from typing import NamedTuple
 
 import jsonschema
 import pytest
+from conftest import LEAN_PYTEST_ADDOPTS
 
 from mockmcp import loader
 from mockmcp.problems import LoadError
@@ -111,7 +113,7 @@ def test_fence_parser() -> None:
     ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # per worker; not module-scoped, so xdist spreads the snippets (conftest)
 def validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(scenario_schema())
 
@@ -153,7 +155,8 @@ def test_python_snippet(snippet: Snippet, tmp_path: Path) -> None:
     else:
         (tmp_path / "snippet.py").write_text(snippet.text, encoding="utf-8")
         argv = [sys.executable, "snippet.py"]
-    proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS}  # (only the pytest runs read it)
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, (
         f"{snippet.id}: the ```python block failed (exit {proc.returncode}); mark excerpts ```python fragment\n"
         f"--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"

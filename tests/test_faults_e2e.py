@@ -36,6 +36,7 @@ class Mock:
         self.chunks: queue.Queue[tuple[float, bytes]] = queue.Queue()
         self.buffer = b""
         self.stderr = b""
+        self._stderr_grew = threading.Condition()
         threading.Thread(target=self._pump, daemon=True).start()
         self._err_thread = threading.Thread(target=self._pump_err, daemon=True)
         self._err_thread.start()
@@ -49,11 +50,23 @@ class Mock:
                 return
 
     def _pump_err(self) -> None:
-        self.stderr = self.proc.stderr.read()
+        fd = self.proc.stderr.fileno()
+        while True:
+            data = os.read(fd, 65536)
+            with self._stderr_grew:
+                self.stderr += data
+                self._stderr_grew.notify_all()
+            if not data:
+                return
 
     def stderr_after_exit(self) -> bytes:
         self._err_thread.join(10)
         return self.stderr
+
+    def wait_stderr(self, text: bytes, timeout: float = 30) -> None:
+        """Until the mock has logged ``text`` (a condition, not a guess at how long start-up takes)."""
+        with self._stderr_grew:
+            assert self._stderr_grew.wait_for(lambda: text in self.stderr, timeout), self.stderr
 
     def send(self, *msgs: Any) -> None:
         self.proc.stdin.write(b"".join(m if isinstance(m, bytes) else line(m) for m in msgs))
@@ -295,8 +308,9 @@ def test_exit_after_n_lines_written(mocks, tmp_path, schema):
 def test_ignore_eof_needs_sigterm(mocks, tmp_path):
     m = mocks(write(tmp_path, "mockmcp: 1\nprotocol: {ignoreEof: true}\n"))
     m.close_stdin()
+    m.wait_stderr(b"ignoring EOF")  # it has seen the EOF (however long it took to start)
     time.sleep(1.0)
-    assert m.proc.poll() is None
+    assert m.proc.poll() is None  # and a second later it is still there
     m.proc.send_signal(signal.SIGTERM)
     assert m.wait() is not None
     err = m.stderr_after_exit()

@@ -188,12 +188,16 @@ def test_a_deep_line_that_is_not_json_is_still_a_parse_error() -> None:
     assert msg["error"]["code"] == -32700
 
 
+# Bounds in this module are CPU seconds of this process (time.process_time): they are about
+# what the work costs, and a machine busy with other work stretches the wall clock, not that.
+
+
 def test_depth_is_measured_in_linear_time() -> None:
     conn = connection()
-    start = time.perf_counter()
+    start = time.process_time()
     one(conn, b"[" * 1_000_000 + b"]" * 1_000_000 + b"\n")
     one(conn, b'["' + b'\\"' * 1_000_000 + b"[" * 1000 + b"\n")  # escapes and an unterminated string
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
 
 
 # ---------------------------------------------------------------- 8. templates in check: literals, nesting, scan time
@@ -227,12 +231,12 @@ def test_unknown_helper_suggests_the_closest() -> None:
 
 @pytest.mark.parametrize("text", ["{{ a }}" * 20_000, "{{ a " * 20_000, "{{ {{ }}" * 20_000])
 def test_template_scan_is_linear(text: str) -> None:
-    start = time.perf_counter()
+    start = time.process_time()
     try:
         templates.Template(text)
     except templates.TemplateError:
         pass
-    assert time.perf_counter() - start < 1
+    assert time.process_time() - start < 1
 
 
 # ---------------------------------------------------------------- 9. requestState: one text per state
@@ -309,11 +313,11 @@ def test_check_refuses_matchers_run_could_not_use(when: str, why: str) -> None:
 def test_a_catastrophic_regex_cannot_block_the_server() -> None:
     """What check refuses could take 40 s; what it accepts answers a hostile string at once."""
     conn = connection(when_tool("{arguments: {a: {$regex: '^a*a*a*$'}}}"))
-    start = time.perf_counter()
+    start = time.process_time()
     for n in (29, 64, 700):  # 700: seconds of backtracking without the bound
         msg = one(conn, line(request(n, "tools/call", {"name": "t", "arguments": {"a": "a" * n + "!"}})))
         assert msg["result"]["content"][0]["text"] == "miss"
-    assert time.perf_counter() - start < 2
+    assert time.process_time() - start < 2
 
 
 def test_regex_input_bound_follows_the_pattern() -> None:

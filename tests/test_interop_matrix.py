@@ -19,6 +19,12 @@ from mockmcp import loader
 pytestmark = pytest.mark.interop
 
 
+# An operation's timeout where no call hangs on purpose: what a test asserts there is the
+# answer, and a machine busy with other work can take seconds to give it (the matrix's own
+# 3 s is for the committed page, where a scenario that hangs should not cost more).
+GENEROUS_MS = 20_000
+
+
 def _needs(client: str, request: pytest.FixtureRequest) -> None:
     """The TypeScript cells need the client installed (or fail with the line naming Node and npm)."""
     if client == "typescript":
@@ -41,7 +47,7 @@ def test_generic_plan_covers_the_scenario() -> None:
 
 @pytest.mark.usefixtures("typescript_client")
 def test_default_scenario_with_every_client() -> None:
-    results = matrix.run_matrix(["default"], list(matrix.CLIENTS), jobs=2)
+    results = matrix.run_matrix(["default"], list(matrix.CLIENTS), jobs=2, timeout_ms=GENEROUS_MS)
     cells = results["default"]
     for client in matrix.CLIENTS:
         cell = cells[client]
@@ -118,7 +124,7 @@ def test_listen_op_receives_events(client: str, tmp_path: Any, request: pytest.F
     _needs(client, request)
     path = tmp_path / "clock.yaml"
     path.write_text(LISTEN_SCENARIO)
-    cell = matrix.run_cell(path, client)
+    cell = matrix.run_cell(path, client, timeout_ms=GENEROUS_MS)
     (listen,) = [o for o in cell["ops"] if o["op"] == "listen"]
     assert listen["status"] == "ok", listen
     assert listen["result"]["honored"]["resourceSubscriptions"] == ["clock://now"]
@@ -162,7 +168,9 @@ def test_timeouts_and_a_dead_server_are_recorded(client: str, tmp_path: Any, req
     _needs(client, request)
     path = tmp_path / "faults.yaml"
     path.write_text(FAULT_SCENARIO)
-    cell = matrix.run_cell(path, client, timeout_ms=1000)
+    # the hang gets a 1 s timeout, every other operation 20 s: a busy machine must not turn a
+    # slow answer (or the TypeScript probe and connect) into a second timeout
+    cell = matrix.run_cell(path, client, timeout_ms=20_000, op_timeout_ms={"b_hang": 1000})
     status = {o.get("name", o["op"]): (o["status"], o["session"]) for o in cell["ops"]}
     assert status["listTools"] == ("ok", 1) and status["a_ok"] == ("ok", 1)
     assert status["b_hang"] == ("timeout", 1)
@@ -182,7 +190,7 @@ def test_timeouts_and_a_dead_server_are_recorded(client: str, tmp_path: Any, req
 def test_a_session_that_dies_leaves_no_report(tmp_path: Any) -> None:
     path = tmp_path / "die.yaml"
     path.write_text("mockmcp: 1\ntools:\n  - name: die\n    replies: [{steps: [{exit: {status: 3}}]}]\n")
-    cell = matrix.run_cell(path, "typescript", timeout_ms=1000)
+    cell = matrix.run_cell(path, "typescript", timeout_ms=20_000)  # nothing hangs: no short timeout needed
     assert [o["status"] for o in cell["ops"]] == ["ok", "client-error"]
     assert cell["sessions"] == 1 and cell["processes"] == 1  # only the probe wrote a report
     assert cell["report"] is None
@@ -228,21 +236,7 @@ def test_every_bundled_scenario_with_every_client_gives_the_committed_verdict() 
     shows. Operation counts are not compared: some depend on timing (progress delivery, how
     many notifications fit before a timeout); verdicts do not. A mismatching cell is run once
     more before it fails, since the machine is shared."""
-    committed = _committed_cells()
-    names = loader.bundled_names()
-    clients = list(matrix.CLIENTS)
-    results = matrix.run_matrix(names, clients, jobs=2)
-    wrong = []
-    for name in names:
-        for client in clients:
-            got = matrix.summarize(results[name][client])[0]
-            assert "crash" not in got and "does not load" not in got, f"{name} x {client}: {got}"
-            want = committed[name, client]
-            if _verdicts(got) != _verdicts(want):
-                got = matrix.summarize(matrix.run_cell(loader.bundled_dir() / f"{name}.yaml", client))[0]
-                if _verdicts(got) != _verdicts(want):
-                    wrong.append(f"{name} x {client}: now {got!r}, docs/interop.md says {want!r}")
-    assert not wrong, "\n".join(wrong)
+    _every_scenario_gives_the_committed_verdict(list(matrix.CLIENTS))
 
 
 @pytest.mark.slow
@@ -253,27 +247,39 @@ def test_every_bundled_scenario_over_http_gives_the_committed_verdict() -> None:
     and the mock's verdict is the one docs/interop.md shows in the HTTP columns. The Python
     client runs under trio here (its asyncio column is in the committed table; the transport
     code is the same), to keep the suite's time."""
+    # (no committed cell failed to connect: a connect timeout is run again)
+    _every_scenario_gives_the_committed_verdict(["python-trio-http", "typescript-http"])
+
+
+def _every_scenario_gives_the_committed_verdict(clients: list[str]) -> None:
+    """Every bundled scenario x ``clients`` with the page's 3 s per operation; a cell whose verdict
+    is not the committed one is run once more, all such cells together and one at a time, with
+    ``GENEROUS_MS`` per operation: on a busy machine a call that is merely slow times out at 3 s
+    (every operation of a cell did under a load of 13 on two cores), while a call that hangs on
+    purpose still times out, later."""
     committed = _committed_cells()
     names = loader.bundled_names()
-    clients = ["python-trio-http", "typescript-http"]
     results = matrix.run_matrix(names, clients, jobs=2)
-    wrong = []
+    again = []
     for name in names:
         for client in clients:
             got = matrix.summarize(results[name][client])[0]
             assert "crash" not in got and "does not load" not in got, f"{name} x {client}: {got}"
-            want = committed[name, client]  # (no committed cell failed to connect: a connect timeout is run again)
-            if _verdicts(got) != _verdicts(want):
-                got = matrix.summarize(matrix.run_cell(loader.bundled_dir() / f"{name}.yaml", client))[0]
-                if _verdicts(got) != _verdicts(want):
-                    wrong.append(f"{name} x {client}: now {got!r}, docs/interop.md says {want!r}")
+            if _verdicts(got) != _verdicts(committed[name, client]):
+                again.append((name, client))
+    rerun = matrix.run_cells([(loader.bundled_dir() / f"{n}.yaml", c) for n, c in again], jobs=1, timeout_ms=GENEROUS_MS)
+    wrong = []
+    for (name, client), cell in zip(again, rerun):
+        got, want = matrix.summarize(cell)[0], committed[name, client]
+        if _verdicts(got) != _verdicts(want):
+            wrong.append(f"{name} x {client}: now {got!r}, docs/interop.md says {want!r}")
     assert not wrong, "\n".join(wrong)
 
 
 @pytest.mark.parametrize("client", ["python-asyncio-http", "typescript-http"])
 def test_default_scenario_over_http(client: str, request: pytest.FixtureRequest) -> None:
     _needs(client.removesuffix("-http"), request)
-    cell = matrix.run_matrix(["default"], [client], jobs=1)["default"][client]
+    cell = matrix.run_matrix(["default"], [client], jobs=1, timeout_ms=GENEROUS_MS)["default"][client]
     assert cell["connect"]["status"] == "ok" and cell["connect"]["protocolVersion"] == "2026-07-28", cell
     assert [o["status"] for o in cell["ops"]] == ["ok"] * len(cell["plan"]), cell["ops"]
     by_name = {o.get("name"): o for o in cell["ops"] if o["op"] == "callTool"}
@@ -288,7 +294,8 @@ def test_clients_exclude_tools_with_invalid_x_mcp_header(client: str, request: p
     tools with invalid x-mcp-header annotations out of tools/list; the valid one stays, and its
     call carries the Mcp-Param header (the scenario's expectation)."""
     _needs(client.removesuffix("-http"), request)
-    cell = matrix.run_matrix(["http-invalid-tool-headers"], [client], jobs=1)["http-invalid-tool-headers"][client]
+    cell = matrix.run_matrix(["http-invalid-tool-headers"], [client], jobs=1,
+                             timeout_ms=GENEROUS_MS)["http-invalid-tool-headers"][client]
     (listed,) = [o for o in cell["ops"] if o["op"] == "listTools"]
     assert listed["status"] == "ok" and listed["result"]["tools"] == ["valid"], listed
     assert cell["report"]["counts"]["expectations"] == {"passed": 1, "failed": 0}

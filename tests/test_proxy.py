@@ -192,8 +192,10 @@ def test_dropped_answers_do_not_hold_up_the_exit(tmp_path: Path, text: str) -> N
     faults = tmp_path / "faults.yaml"
     faults.write_text(FAULTS)
     t0 = time.monotonic()
-    _, status, _ = converse(proxy_cmd("--faults", str(faults), "--grace", "20"), [echo(1, text), echo(2, "x")], {2})
-    assert status == 0 and time.monotonic() - t0 < 15  # the server did answer: nothing was still owed
+    # A grace far beyond the bound: on a busy machine spawning the proxy and its server alone can
+    # take many seconds, but only a proxy waiting for an answer still owed takes ten minutes.
+    _, status, _ = converse(proxy_cmd("--faults", str(faults), "--grace", "600"), [echo(1, text), echo(2, "x")], {2})
+    assert status == 0 and time.monotonic() - t0 < 120  # the server did answer: nothing was still owed
 
 
 GARBAGE_SERVER = r"""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 pytest_plugins = ["pytester"]
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("lean_pytest")]  # conftest
 
 SERVER = str(Path(__file__).parent / "servers" / "sdk_server.py")
 

@@ -6,7 +6,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("lean_pytest")]  # conftest
 
 SDK_TEST = '''
 import anyio

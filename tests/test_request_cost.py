@@ -59,11 +59,15 @@ capabilities: {tools: {}}
 """
 
 
+# Bounds in this module are CPU seconds of this process (time.process_time): they are about
+# what the work costs, and a machine busy with other work stretches the wall clock, not that.
+
+
 def test_a_huge_loop_builds_a_bounded_plan_at_once() -> None:
     conn = Connection(engine_for(LOOPS))
-    t = time.perf_counter()
+    t = time.process_time()
     (plan,) = conn.receive_data(line(call(1, "progress", n=10**9, meta={"progressToken": "p"})))
-    elapsed = time.perf_counter() - t
+    elapsed = time.process_time() - t
     assert isinstance(plan, Plan)
     assert len(plan.actions) <= EAGER_BUDGET + 1
     assert plan.rest is not None and not plan.immediate
@@ -214,9 +218,9 @@ capabilities: {tools: {listChanged: true}}
         for i in range(10_000)
     )
     assert len(conn.receive_data(lines)) == 10_000
-    t = time.perf_counter()
+    t = time.process_time()
     delivered = [engine.fan_out(Emit("tools/list_changed", None, i, has_only=True)) for i in range(10_000)]
-    elapsed = time.perf_counter() - t
+    elapsed = time.process_time() - t
     assert all(len(d) == 1 for d in delivered)
     assert json.loads(delivered[42][0].data)["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 42
     assert len(engine.fan_out(Emit("tools/list_changed"))) == 10_000

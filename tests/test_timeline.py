@@ -5,6 +5,7 @@ from __future__ import annotations
 import html.parser
 import json
 import re
+import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -121,14 +122,18 @@ def test_ten_thousand_messages_render_quickly(tmp_path: Path) -> None:
         records.append(rec(i * 0.001 + 0.0005, "out", message={"jsonrpc": "2.0", "id": i, "result": {"resultType": "complete", "content": [{"type": "text", "text": f"message {i}"}]}}))
     journal = tmp_path / "big.jsonl"
     journal.write_text("".join(json.dumps(r) + "\n" for r in records))
-    start = time.perf_counter()
+    # CPU seconds, not wall-clock ones: the bound is on what rendering costs, and a machine busy
+    # with other work (CI's two shared cores) stretches the wall clock, not the CPU time.
+    start = time.process_time()
     text = render(records)
-    took = time.perf_counter() - start
-    assert took < 2.0, f"{took:.2f} s"
+    took = time.process_time() - start
+    assert took < 2.0, f"{took:.2f} CPU s"
     assert text.count('class="row msg') == 10_000
-    start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert run_mock("journal", str(journal), "--html", str(tmp_path / "big.html")).returncode == 0
-    assert time.perf_counter() - start < 10  # the whole command, interpreter start-up and file I/O included
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert child < 10, f"{child:.2f} CPU s"  # the whole command, interpreter start-up and file I/O included
     assert (tmp_path / "big.html").stat().st_size < 30_000_000
 
 

@@ -18,6 +18,9 @@ records what the client did (``ok``, the JSON-RPC error code it surfaced,
 handshake) and, from the mock's report, its verdict on the client (the
 scenario's ``expectations`` and the client checks). Every cell that is not all
 ``ok`` gets a note under the table: nothing is skipped silently.
+
+Sections of the page the generator does not write (``## The Tasks extension``, from the
+dedicated tests) are hand-written: a regeneration keeps them, word for word, in their place.
 """
 
 from __future__ import annotations
@@ -237,13 +240,17 @@ def inbound_methods(journal: Path) -> dict[str, int]:
 CLOSED_STREAM = "(HTTP stream closed by the client)"
 
 
-def run_cell(scenario_path: Path, client: str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[str, Any]:
-    return run_cells([(scenario_path, client)], timeout_ms=timeout_ms)[0]
+def run_cell(scenario_path: Path, client: str, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+             op_timeout_ms: dict[str, int] | None = None) -> dict[str, Any]:
+    return run_cells([(scenario_path, client)], timeout_ms=timeout_ms, op_timeout_ms=op_timeout_ms)[0]
 
 
 def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-              jobs: int = 2) -> list[dict[str, Any]]:
+              jobs: int = 2, op_timeout_ms: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """Run the cells (scenario path, client); a result per cell, in order.
+
+    ``op_timeout_ms`` gives the operations on the named tools, prompts or URIs their own
+    timeout (a hanging tool a short one, while the rest keep ``timeout_ms``).
 
     The cells of one client share driver processes: each round, one driver runs the next
     session of every cell still going (``jobs`` at once), and the clients' drivers run side
@@ -262,6 +269,10 @@ def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOU
                 results[i] = {"client": client, "loadError": str(exc)}
                 continue
             ops = generic_plan(scenario, [], timeout_ms)["ops"]
+            for op in ops:
+                own = (op_timeout_ms or {}).get(op.get("name") or op.get("uri") or "")
+                if own is not None:
+                    op["timeoutMs"] = own
             work = Path(tmp) / f"cell-{i}"
             work.mkdir()
             runs.setdefault(client, []).append((i, CellRun(path, ops, work, timeout_ms, bool(scenario.expectations),
@@ -599,6 +610,44 @@ def render(results: dict[str, dict[str, dict[str, Any]]], clients: list[str], ve
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _sections(text: str) -> list[tuple[str, str]]:
+    """``text`` cut before each level-2 heading outside code fences: (title, section text), the
+    part before the first heading with the title ``""``."""
+    out: list[tuple[str, list[str]]] = [("", [])]
+    fenced = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced
+        if not fenced and line.startswith("## "):
+            out.append((line[3:].strip(), []))
+        out[-1][1].append(line)
+    return [(title, "".join(lines)) for title, lines in out]
+
+
+def keep_hand_written(generated: str, previous: str) -> str:
+    """``generated`` with the hand-written sections of ``previous`` put back where they were.
+
+    A level-2 section of the previous page that the generator does not write (the Tasks
+    extension's, written from tests/test_interop_tasks.py) is hand-written: it is kept word
+    for word, after the section it followed there (the nearest earlier one the generator still
+    writes; at the top, after the table). Generated sections are replaced as a whole."""
+    new = _sections(generated)
+    titles = {title for title, _ in new}
+    after: dict[str, list[str]] = {}
+    anchor = ""
+    for title, body in _sections(previous):
+        if title in titles:
+            anchor = title
+        else:
+            after.setdefault(anchor, []).append(body if body.endswith("\n\n") else body.rstrip("\n") + "\n\n")
+    parts: list[str] = []
+    for title, body in new:
+        kept = after.get(title, [])
+        parts.append(body if not kept or body.endswith("\n\n") else body.rstrip("\n") + "\n\n")
+        parts += kept
+    return "".join(parts).rstrip("\n") + "\n"
+
+
 def differences(row: dict[str, dict[str, Any]], clients: list[str]) -> list[str]:
     """Operations whose outcome (status, error code, progress notifications seen) differs between clients."""
     out: list[str] = []
@@ -661,7 +710,10 @@ def main(argv: list[str] | None = None) -> int:
         results = run_matrix(names, clients, jobs=args.jobs, timeout_ms=args.timeout_ms)
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
     text = render(results, clients, installed_versions(), date, args.timeout_ms)
-    Path(args.out).write_text(text, encoding="utf-8")
+    out = Path(args.out)
+    if out.exists():  # the page's hand-written sections survive a regeneration
+        text = keep_hand_written(text, out.read_text(encoding="utf-8"))
+    out.write_text(text, encoding="utf-8")
     if args.json and not args.from_json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)

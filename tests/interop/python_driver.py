@@ -26,7 +26,10 @@ line, connects the client's Streamable HTTP transport to it, and closes the serv
 stdin at the end (EOF stops it).
 
 ``connectTimeoutMs`` is for ``ts/driver.mjs`` (its connect, probe included); the
-Python client has one read timeout for every request, ``timeoutMs``.
+Python client has one read timeout for every request, ``timeoutMs``. An operation's own
+``timeoutMs`` replaces the plan's for it (in Python for ``callTool`` only, the one call
+the SDK times on its own): a test can give a call that hangs a short timeout and every
+other operation a generous one, so a busy machine does not turn them into timeouts too.
 
 The client has the elicitation, sampling and roots callbacks set (they accept
 with example answers), so ``input_required`` rounds can complete. With
@@ -224,9 +227,10 @@ async def _session(server: Any, plan: dict[str, Any], timeout: float, out: dict[
                 for k in ("name", "uri"):
                     if k in op:
                         record[k] = op[k]
+                op_timeout = op["timeoutMs"] / 1000 if "timeoutMs" in op else timeout
                 try:
-                    with anyio.fail_after(timeout + 2):
-                        record.update(status="ok", result=await _one(client, op, timeout, progress))
+                    with anyio.fail_after(op_timeout + 2):
+                        record.update(status="ok", result=await _one(client, op, op_timeout, progress))
                 except Exception as exc:  # recorded, not hidden: the cell says what happened
                     record.update(describe(exc))
                 if progress:

@@ -192,7 +192,7 @@ async function runPlan(plan) {
       const progress = [];
       const rounds = [];
       try {
-        record.result = trim(await one(client, op, timeout, progress, rounds));
+        record.result = trim(await one(client, op, op.timeoutMs ?? timeout, progress, rounds));
         record.status = 'ok';
       } catch (err) {
         Object.assign(record, describe(err));
