@@ -105,8 +105,7 @@ def test_a_command_that_does_not_exist_fails_before_reading_stdin(tmp_path: Path
 def test_a_server_that_exits_at_once_fails_before_reading_stdin(tmp_path: Path, mode: str) -> None:
     cassette = tmp_path / "c.yaml"
     if mode == "new_episodes":
-        cassette.write_text("mockmcp: 1
-")  # an existing cassette: new episodes need the server too
+        cassette.write_text("mockmcp: 1\n")  # an existing cassette: new episodes need the server too
     # sh, not Python: "at once" is within relay.STARTUP_WAIT (0.2 s), which a Python interpreter's
     # own start-up can exceed on a busy machine
     cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), "--mode", mode, "--", "/bin/sh", "-c", "exit 3"]
