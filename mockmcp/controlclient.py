@@ -17,6 +17,8 @@ operation's ``result`` (or one field of it), and an error response raises
 
 from __future__ import annotations
 
+import abc
+
 import itertools
 import json
 import socket
@@ -63,11 +65,12 @@ def _clean(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
 
 
-class _Operations:
+class _Operations(abc.ABC):
     """Every control operation, once; ``_call`` is a coroutine function in the async class."""
 
+    @abc.abstractmethod
     def _call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
-        raise NotImplementedError
+        """Send ``op`` and return its result (``pick``: one field of it); each subclass's transport."""
 
     # events
     def emit(self, event: str, uri: str | None = None) -> Any:

@@ -312,3 +312,15 @@ class ControlServer:
             waiters.discard(waiter)
             self.control.forget(waiter)
             slots.release()
+
+
+def listen(path: str, control: Control, shell: Controlled, conn: Any, log: Any) -> tuple[ControlServer, stdsocket.socket] | None:
+    """The ``--control PATH`` server bound for either shell, or ``None`` (the reason logged: exit 2).
+
+    With ``--session`` each operation runs in the session's lock, as each input chunk does."""
+    server = ControlServer(path, control, shell, log=log, sync=getattr(conn, "synced", None))
+    try:
+        return server, server.bind()
+    except ControlPathError as exc:
+        log("error", f"--control: {exc}")
+        return None

@@ -965,13 +965,10 @@ def run_http(args: Any, scenario: Any, conn: Connection, log: StderrLog, observe
     )
     listening = None
     if control is not None:
-        from .controlshell import ControlPathError, ControlServer
+        from .controlshell import listen
 
-        server = ControlServer(args.control, control, shell, log=log, sync=getattr(conn, "synced", None))
-        try:
-            listening = server, server.bind()
-        except ControlPathError as exc:
-            log("error", f"--control: {exc}")
+        listening = listen(args.control, control, shell, conn, log)
+        if listening is None:
             return 2
     return trio.run(serve_process, shell, host, port, scenario.protocol.ignoreEof, scenario.protocol.ignoreSigterm,
                     None, listening)

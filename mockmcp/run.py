@@ -88,13 +88,10 @@ def run(args: argparse.Namespace) -> int:
         status = 0
         listening = None
         if control is not None:
-            from .controlshell import ControlPathError, ControlServer
+            from .controlshell import listen
 
-            server = ControlServer(args.control, control, shell, log=log, sync=getattr(conn, "synced", None))
-            try:
-                listening = server, server.bind()
-            except ControlPathError as exc:
-                log("error", f"--control: {exc}")
+            listening = listen(args.control, control, shell, conn, log)
+            if listening is None:
                 return 2
         async with trio.open_nursery() as nursery:
 
