@@ -209,12 +209,20 @@ def test_several_clients_at_once_and_wait_for_from_another(mock):
     since = mock.ctl.position()  # counted from here, however late the wait arrives: no race
     # 60 s: the wait ends as soon as the call is seen, the bound only stops a broken one (10 s was
     # not always enough for the waiter thread's connect and answer under a load of 10)
-    waiter = threading.Thread(target=lambda: got.append(SyncControl(mock.path, connect_timeout=60).wait_for(
-        "tools/call", name="greet", timeout=60, since=since)))
+    failed: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            got.append(SyncControl(mock.path, connect_timeout=60).wait_for("tools/call", name="greet", timeout=60, since=since))
+        except BaseException as exc:  # shown by the assertion below, not lost in the thread
+            failed.append(exc)
+
+    waiter = threading.Thread(target=wait)
     waiter.start()
     mock.send(call(7, "greet", who="w"))
     assert mock.read()["id"] == 7
     waiter.join(60)
+    assert not failed, repr(failed)
     assert got and got[0]["id"] == 7 and got[0]["params"]["name"] == "greet"
     with pytest.raises(WaitTimedOut) as info:
         mock.ctl.wait_for("tools/call", name="greet", timeout=0.2, since=0, arguments={"who": "nobody"})
