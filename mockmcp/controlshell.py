@@ -42,7 +42,6 @@ class Controlled(Protocol):
     """What the control channel needs of a shell: the stdio ``server.Shell`` and ``httpshell.HttpShell``."""
 
     log: Any
-    controllable: bool
     on_data: Callable[[bytes], None] | None  # every message the shell writes (the control journal)
 
     async def deliver(self, sends: list[Send]) -> None: ...  # events made by the control channel
@@ -155,7 +154,6 @@ class ControlServer:
         self.shell = shell
         self.log = log if log is not None else shell.log
         self.clients = 0
-        shell.controllable = True
         shell.on_data = control.outbound
 
     def bind(self) -> stdsocket.socket:

@@ -165,7 +165,6 @@ class HttpShell:
         self.stopping = trio.Event()  # a graceful stop was asked for (stdin's EOF, control shutdown)
         self._accepting: list[trio.CancelScope] = []
         # The control channel (controlshell): pause and resume reading requests, its journal's tap.
-        self.controllable = False
         self.on_data: Callable[[bytes], None] | None = None
         self.reading_resumes = 0.0  # trio time before which no new request is read (inf: until resumed)
         self._reading_changed = trio.Event()

@@ -83,11 +83,14 @@ class Shell:
         self._slots = trio.Semaphore(max_tasks)
         self.idle = trio.Event()
         self.task_wake = TaskWake()  # wakes the listen streams that watch tasks when a request changed tasks
-        # The control channel (controlshell) pauses, resumes and stops the reader: it then
-        # reads in a cancel scope of its own (plain runs skip that cost: ``controllable``).
-        self.controllable = False
         self.on_data: Callable[[bytes], None] | None = None  # every line written, undecoded (the control journal)
+        # The control channel (controlshell) pauses and stops the reader, also in the middle of a
+        # read: the reads run in one cancel scope (``_reads``), renewed only after such an
+        # interruption, and ``_reading`` says whether the reader is waiting in a read right now
+        # (the only moment the scope may be cancelled: never while it dispatches).
         self._read_scope: trio.CancelScope | None = None
+        self._reading = False
+        self._held: bytes | None = None  # a chunk read in the instant the reader was interrupted
         self._reading_changed = trio.Event()
         self._stopped = False
         self.writer = StdoutWriter(stdout, self.log, self.exit_process, exit_after=exit_after, close_stdout=close_stdout)
@@ -110,8 +113,7 @@ class Shell:
     def pause_reading(self, seconds: float | None) -> None:
         """Stop reading stdin now (a read in progress is cancelled; no byte is lost)."""
         self.reading_resumes = math.inf if seconds is None else trio.current_time() + seconds
-        if self._read_scope is not None:
-            self._read_scope.cancel()
+        self._interrupt_read()
         self.log("info", "stopped reading stdin (control)" + ("" if seconds is None else f" for {seconds:g} s"))
         self._event("stopReading", {"id": None, "seconds": seconds})
 
@@ -123,9 +125,13 @@ class Shell:
     def stop(self) -> None:
         """End as at the end of stdin (pending work gets its grace), whatever ``ignore_eof`` says."""
         self._stopped = True
-        if self._read_scope is not None:
-            self._read_scope.cancel()
+        self._interrupt_read()
         self.resume_reading()
+
+    def _interrupt_read(self) -> None:
+        """Cancel the read the reader waits in, if it does (otherwise it sees the flags before its next)."""
+        if self._reading and self._read_scope is not None:
+            self._read_scope.cancel()
 
     async def crash(self, status: int) -> None:
         """Exit at once with ``status`` (the control channel's crash), after what the writer holds."""
@@ -143,17 +149,48 @@ class Shell:
         if sends:
             await self.writer.send(b"".join(send.data for send in sends))
 
-    async def _read(self) -> bytes | None:
-        """One chunk of stdin (``b""`` at its end); ``None`` if the control channel interrupted it."""
+    async def _reads(self, nursery: trio.Nursery) -> bool:
+        """Read and dispatch stdin until its end (``True``) or a pause or stop (``False``).
+
+        The whole run of reads is in one cancel scope, so a read costs no scope of its own
+        (a new trio cancel scope per read cost the round trip about a fifth of its
+        instructions). The control channel cancels the scope only while the reader waits in
+        ``receive_some`` (``_reading``), which then either raises ``Cancelled`` before any byte
+        is taken, or (woken with data just before the cancel) returns a chunk with no
+        checkpoint after it: the chunk is held for after the pause (``_held``) and the scope
+        is left before anything could see its cancellation, so a dispatch is never cancelled.
+        """
+        data = self._held
+        self._held = None
         with trio.CancelScope() as scope:
             self._read_scope = scope
-            try:
-                return bytes(await self.stdin.receive_some(self.read_size))
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                return b""
-            finally:
-                self._read_scope = None
-        return None
+            while True:
+                if data is None:
+                    if self.reading_resumes or self._stopped:
+                        return False
+                    self._reading = True
+                    try:
+                        data = bytes(await self.stdin.receive_some(self.read_size))
+                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                        data = b""
+                    finally:
+                        self._reading = False
+                    if scope.cancel_called:
+                        self._held = data
+                        return False
+                if not data:
+                    return True
+                await self._dispatch(self.conn.receive_data(data), nursery)
+                self.task_wake.after_input(self.conn.engine)
+                data = None
+        return False  # (the read was cancelled: nothing was taken)
+
+    async def _while_paused(self) -> None:
+        """Wait until a pause (scripted back-pressure, or the control channel's) ends or is resumed."""
+        while self.reading_resumes > trio.current_time():
+            with trio.move_on_at(self.reading_resumes):
+                await self._reading_changed.wait()
+        self.reading_resumes = 0.0  # (a timed pause that ended: the reader's check stays one test)
 
     # ---------------------------------------------------------- plans
 
@@ -356,26 +393,10 @@ class Shell:
                 task_status.started()
                 try:
                     while not self._stopped:
-                        while self.reading_resumes > trio.current_time():
-                            with trio.move_on_at(self.reading_resumes):  # scripted back-pressure
-                                await self._reading_changed.wait()  # (or until a control resume)
-                        if self._stopped:
-                            break
-                        data: bytes | bytearray
-                        if self.controllable:
-                            chunk = await self._read()
-                            if chunk is None:
-                                continue  # paused or stopped meanwhile
-                            data = chunk
-                        else:
-                            try:
-                                data = await self.stdin.receive_some(self.read_size)
-                            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                                data = b""
-                        if not data:
-                            break
-                        await self._dispatch(self.conn.receive_data(bytes(data)), requests)
-                        self.task_wake.after_input(self.conn.engine)
+                        if self.reading_resumes:
+                            await self._while_paused()
+                        elif await self._reads(requests):
+                            break  # the end of stdin
                     await self._dispatch(self.conn.receive_eof(), requests)
                     if self.ignore_eof and not self._stopped:
                         self.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal)")

@@ -9,12 +9,15 @@ unless it is a stale socket, and both kinds of shutdown end the process.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import select
 import socket
 import stat
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -172,8 +175,6 @@ def test_a_flooding_client_and_one_that_leaves_mid_request_cannot_stall_the_mcp_
 def test_a_client_that_floods_and_reads_cannot_starve_the_mcp_stream(mock):
     """A client whose lines are always waiting (it writes batches and reads every answer) keeps
     its thread at the core lock; the MCP side must still get its turn after each operation."""
-    import threading
-
     stop = threading.Event()
     answered = [0]
 
@@ -203,8 +204,6 @@ def test_a_client_that_floods_and_reads_cannot_starve_the_mcp_stream(mock):
 
 
 def test_several_clients_at_once_and_wait_for_from_another(mock):
-    import threading
-
     got: list[Any] = []
     since = mock.ctl.position()  # counted from here, however late the wait arrives: no race
     # 60 s: the wait ends as soon as the call is seen, the bound only stops a broken one (10 s was
@@ -235,6 +234,34 @@ def test_pause_and_resume_reading_stdin(mock):
     assert mock.read(timeout=0.5) is None  # not read while paused
     mock.ctl.resume()
     assert mock.read()["id"] == 1
+
+
+def test_a_pause_takes_no_byte_from_stdin_so_the_clients_writes_stop_at_the_pipes_capacity(mock):
+    mock.ctl.pause()  # answered: the reader's wait in a read was cancelled
+    assert mock.proc.stdin is not None
+    fd = mock.proc.stdin.fileno()
+    capacity = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+    data = b"".join(line(discover(i)) for i in range(3 * capacity // len(line(discover(0)))))
+    os.set_blocking(fd, False)
+    written = 0
+    for _ in range(2):  # full at once, and still full a moment later: nothing drains it
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                written += os.write(fd, data[written:])
+        time.sleep(0.3)
+    assert written <= capacity < len(data)
+    os.set_blocking(fd, True)
+    mock.ctl.resume()
+    def write_rest() -> None:
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view) :]
+
+    rest = threading.Thread(target=write_rest)
+    rest.start()  # (beside the reading below: the mock's answers would fill stdout otherwise)
+    ids = [mock.read()["id"] for _ in range(data.count(b"\n"))]
+    rest.join(30)
+    assert ids == list(range(data.count(b"\n")))  # every request, in order, once
 
 
 def test_graceful_shutdown_and_crash(tmp_path):

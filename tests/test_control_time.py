@@ -11,6 +11,7 @@ import socket
 from typing import Any
 
 import trio
+import trio.testing
 from helpers import call, engine_for, listen
 from shellharness import Harness, response_to
 
@@ -60,7 +61,7 @@ class ControlLink:
 
 async def rig(nursery: trio.Nursery) -> tuple[Harness, ControlLink]:
     harness = Harness(engine_for(SCENARIO))
-    link = ControlLink(harness)  # before the shell runs: it reads stdin the controllable way
+    link = ControlLink(harness)  # before the shell runs: the journal's taps are in place
     await harness.start(nursery)
     await link.start(nursery)
     return harness, link
@@ -119,6 +120,38 @@ async def test_graceful_shutdown_ends_the_shell_as_at_eof(autojump_clock):
         h, link = await rig(nursery)
         await link.send("shutdown")
         assert (await link.answer())["result"] == {"mode": "graceful", "status": 0}
+        with trio.fail_after(5):
+            await h.done.wait()
+        assert h.exit_status == 0
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_pause_in_the_instant_the_reader_is_woken_holds_that_chunk_until_the_resume(autojump_clock):
+    # The reader waits in its read; a chunk arrives (the reader is rescheduled with it, but has
+    # not run) and the control channel pauses in that same instant. The read cannot be
+    # cancelled any more (it already has the bytes): the chunk must be held, neither handled
+    # during the pause nor lost.
+    async with trio.open_nursery() as nursery:
+        h, _ = await rig(nursery)
+        await trio.testing.wait_all_tasks_blocked()
+        await h.send(call(1, "greet", who="held"))  # (memory streams: no checkpoint after the hand-over)
+        h.shell.pause_reading(None)
+        assert await h.quiet_for(60) == []  # not handled while paused
+        h.shell.resume_reading()
+        with trio.fail_after(5):
+            (answer,) = await h.until(response_to(1))
+        assert answer["result"]["content"][0]["text"] == "hello held"
+        await h.silent_for(1)  # answered once, and the stream goes on
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_stop_while_the_reader_waits_ends_the_shell_without_more_input(autojump_clock):
+    async with trio.open_nursery() as nursery:
+        h, _ = await rig(nursery)
+        await h.send(call(1, "greet", who="a"))
+        await h.until(response_to(1))
+        await trio.testing.wait_all_tasks_blocked()  # waiting in a read that nothing will end
+        h.shell.stop()
         with trio.fail_after(5):
             await h.done.wait()
         assert h.exit_status == 0
