@@ -109,26 +109,36 @@ class _Client:
         self.lock = trio.Lock()
 
     async def receive(self) -> bytes:
-        """The next chunk (``b""`` at the end); yields to other tasks at least once."""
-        waited = False
+        """The next chunk (``b""`` at the end), after a wait for input (so it always yields).
+
+        The wait comes first: a client usually sends its next line only after reading the
+        answer, so a read tried first would fail (an exception and a system call per
+        operation); a client that has more input waiting finds it at the next pass."""
         while True:
+            await trio.lowlevel.wait_readable(self.sock)
             try:
-                data = self.sock.recv(65536)
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(self.sock)
-                waited = True
+                return self.sock.recv(65536)
+            except BlockingIOError:  # (readiness without data)
                 continue
             except OSError:
                 return b""
-            if not waited:
-                await trio.lowlevel.checkpoint()  # a client that always has input must not starve the rest
-            return data
 
     async def send(self, data: bytes) -> None:
-        if self.lock.locked():
-            await self.lock.acquire()
+        """Write ``data`` whole, after the answers before it (a client that does not read waits alone)."""
+        if not self.lock.locked():  # the usual case: the socket takes it all at once, no lock needed
+            try:
+                sent = self.sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                self.scope.cancel()  # gone: nothing more can be answered
+                return
+            if sent == len(data):
+                return
+            data = data[sent:]
+            self.lock.acquire_nowait()  # (still free: nothing ran since the check)
         else:
-            self.lock.acquire_nowait()  # the usual case: no scheduler pass for the lock
+            await self.lock.acquire()
         try:
             view = memoryview(data)
             while view:
@@ -265,7 +275,12 @@ class ControlServer:
                 else:
                     with self.sync():
                         outcome = self.control.handle_line(line)
-                await self._perform(outcome, client)
+                if outcome.sends or outcome.effect is not None:
+                    await self._perform(outcome, client)
+                else:  # the usual case (an answer and nothing else), without a coroutine for it
+                    answer = outcome.line()
+                    if answer is not None:
+                        await client.send(answer)
                 if outcome.waiter is not None:
                     await slots.acquire()
                     done = trio.Event()
