@@ -275,18 +275,21 @@ class ControlServer:
                 else:
                     with self.sync():
                         outcome = self.control.handle_line(line)
+                waiter = outcome.waiter
+                if waiter is not None:
+                    # Hooked before anything yields: the awaited request may be read at the very
+                    # next yield (the slot's, below), and its match must find someone to wake.
+                    done = trio.Event()
+                    waiter.on_done = done.set
+                    waiters.add(waiter)
+                    await slots.acquire()
+                    nursery.start_soon(self._wait, waiter, done, client, slots, waiters)
                 if outcome.sends or outcome.effect is not None:
                     await self._perform(outcome, client)
                 else:  # the usual case (an answer and nothing else), without a coroutine for it
                     answer = outcome.line()
                     if answer is not None:
                         await client.send(answer)
-                if outcome.waiter is not None:
-                    await slots.acquire()
-                    done = trio.Event()
-                    outcome.waiter.on_done = done.set  # now: a match may come before the task runs
-                    waiters.add(outcome.waiter)
-                    nursery.start_soon(self._wait, outcome.waiter, done, client, slots, waiters)
             if not data:
                 return
 

@@ -156,3 +156,30 @@ async def test_a_stop_while_the_reader_waits_ends_the_shell_without_more_input(a
             await h.done.wait()
         assert h.exit_status == 0
         nursery.cancel_scope.cancel()
+
+
+async def test_a_request_read_while_its_wait_is_being_parked_answers_the_wait_at_once(autojump_clock):
+    # The awaited request is read in the instant after the core registered the wait and before
+    # the shell parked it (parking yields to other tasks: the wait's slot). The match must still
+    # wake the wait, not leave it to find the match at its timeout (what a clean-clone CI run
+    # once saw as a waiter thread with no answer: its join ended with the wait's timeout).
+    for k in range(10):  # (trio runs a batch's tasks in a random order: the reader first in most)
+        async with trio.open_nursery() as nursery:
+            h, link = await rig(nursery)
+            handle = link.control.handle_line
+
+            def then_the_request_arrives(line: Any, h: Harness = h, handle: Any = handle, k: int = k) -> Any:
+                outcome = handle(line)
+                if outcome.waiter is not None:  # the reader, parked in its read, can take it at the next yield
+                    h.shell.stdin.put_data((json.dumps(call(k, "greet", who="now")) + "\n").encode())  # type: ignore[attr-defined]
+                return outcome
+
+            link.control.handle_line = then_the_request_arrives  # type: ignore[method-assign]
+            await trio.testing.wait_all_tasks_blocked()  # the reader waits in its read
+            waited = await link.send("waitFor", when={"method": "tools/call"}, timeout=60)
+            start = trio.current_time()
+            with trio.fail_after(100):
+                answer = await link.answer()
+            assert answer["id"] == waited and answer["result"]["message"]["id"] == k
+            assert trio.current_time() - start < 1, f"try {k}: the wait slept until its timeout"
+            nursery.cancel_scope.cancel()
