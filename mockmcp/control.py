@@ -521,7 +521,7 @@ class Control:
         since = _int(params, "since", rid, default=0)
         limit = min(max(_int(params, "limit", rid, default=MAX_JOURNAL_PAGE), 1), MAX_JOURNAL_PAGE)
         oldest = self._records[0][0] if self._records else self._position
-        parts: list[str] = []
+        parts: list[bytes] = []
         last = -1
         size = 0
         for rec in self._since(since):
@@ -532,11 +532,9 @@ class Control:
             size += len(text)
             last = rec[0]
         nxt = last + 1 if parts else max(since, oldest)
-        text = (
-            '{"jsonrpc":"2.0","id":' + jsonrpc.encode_text(rid) + ',"result":{"records":[' + ",".join(parts)
-            + '],"next":' + str(nxt) + ',"dropped":' + str(max(0, oldest - since)) + "}}\n"
-        )
-        return Outcome(None, encoded=text.encode("utf-8", "surrogatepass"))
+        head = b'{"jsonrpc":"2.0","id":%b,"result":{"records":[' % jsonrpc.encode_text(rid).encode("utf-8", "surrogatepass")
+        tail = b'],"next":%d,"dropped":%d}}\n' % (nxt, max(0, oldest - since))
+        return Outcome(None, encoded=head + b",".join(parts) + tail)
 
     def _since(self, since: int) -> Iterator[tuple[int, str, Any, bytes | None]]:
         records = self._records
@@ -700,14 +698,22 @@ def _ok(rid: Any, result: dict[str, Any]) -> dict[str, Any]:
     return jsonrpc.result_response(rid, result)
 
 
-def _record_text(rec: tuple[int, str, Any, bytes | None]) -> str:
-    """One journal record as JSON text: ``{position, dir, message}``, the message spliced in as
-    the line's own JSON text (a line read that decoded, or one the shell wrote: the mock's own
-    encoder's), or ``{position, dir, raw, error}`` / ``{..., oversized}`` for a line that was not."""
+def _record_text(rec: tuple[int, str, Any, bytes | None]) -> bytes:
+    """One journal record as JSON text (UTF-8): ``{position, dir, message}``, the message spliced
+    in as the line's own JSON text (a line read that decoded, or one the shell wrote: the mock's
+    own encoder's), or ``{position, dir, raw, error}`` / ``{..., oversized}`` for a line that was
+    not. Built as bytes in one formatting step (the lines are bytes, and so is the answer); text
+    that is not ASCII is passed through UTF-8 decoding with replacement, so it is valid UTF-8."""
     pos, direction, record, raw = rec
     if raw is not None:
-        return '{"position":' + str(pos) + ',"dir":"' + direction + '","message":' + raw.strip(b" \t\r\n").decode("utf-8", "replace") + "}"
-    return jsonrpc.encode_text({"position": pos, "dir": direction, **record})
+        message = raw.strip(b" \t\r\n")
+        if not message.isascii():
+            message = message.decode("utf-8", "replace").encode("utf-8")
+        return b'{"position":%d,"dir":"%b","message":%b}' % (pos, _DIRECTIONS[direction], message)
+    return jsonrpc.encode_text({"position": pos, "dir": direction, **record}).encode("utf-8", "surrogatepass")
+
+
+_DIRECTIONS = {"in": b"in", "out": b"out"}
 
 
 def _str(params: dict[str, Any], key: str, rid: Any, *, required: bool = True) -> Any:

@@ -82,3 +82,29 @@ def _has_infinity(value: object) -> bool:
     if type(value) is dict:
         return any(_has_infinity(v) for v in value.values())
     return False
+
+
+_ENCODABLE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),  # (text: lone surrogates too)
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(value=_ENCODABLE)
+def test_encode_writes_what_the_plain_encoder_writes(value: object) -> None:
+    """jsonrpc.encode calls json's C encoder built once; the bytes are those of the plain
+    ``json.dumps`` with the same settings (NaN and infinities refused the same way; a lone
+    surrogate, not UTF-8, escaped)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        with pytest.raises(ValueError):
+            jsonrpc.encode(value)
+        return
+    try:
+        expected = (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        expected = (json.dumps(value, separators=(",", ":"), allow_nan=False) + "\n").encode("ascii")
+    assert jsonrpc.encode(value) == expected
+    assert jsonrpc.encode_text(value) == text
