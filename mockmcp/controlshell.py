@@ -268,8 +268,8 @@ class ControlServer:
             for i, line in enumerate(lines):
                 if isinstance(line, bytes) and not line.strip():
                     continue  # a blank line
-                if i and not i % 16:
-                    await trio.lowlevel.checkpoint()  # a long batch of lines lets the MCP stream in
+                if i:  # each further line of a batch after a yield: the MCP stream waits one operation at most
+                    await trio.lowlevel.checkpoint()
                 if self.sync is None:
                     outcome = self.control.handle_line(line)
                 else:

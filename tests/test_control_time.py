@@ -183,3 +183,28 @@ async def test_a_request_read_while_its_wait_is_being_parked_answers_the_wait_at
             assert answer["id"] == waited and answer["result"]["message"]["id"] == k
             assert trio.current_time() - start < 1, f"try {k}: the wait slept until its timeout"
             nursery.cancel_scope.cancel()
+
+
+async def test_a_batch_of_control_lines_lets_the_mcp_stream_in_after_each_line(autojump_clock):
+    # Twenty pings in one write; the MCP request arrives while the first is handled. Each ping
+    # answers the journal's position, which the request (read, then answered) moves on: the
+    # request must be read within a line or two of the batch, not after all of it.
+    async with trio.open_nursery() as nursery:
+        h, link = await rig(nursery)
+        handle = link.control.handle_line
+        sent = []
+
+        def first_line_brings_the_request(line: Any) -> Any:
+            if not sent:
+                sent.append(line)
+                h.shell.stdin.put_data((json.dumps(call(1, "greet", who="x")) + "\n").encode())  # type: ignore[attr-defined]
+            return handle(line)
+
+        link.control.handle_line = first_line_brings_the_request  # type: ignore[method-assign]
+        await trio.testing.wait_all_tasks_blocked()
+        batch = b"".join((json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping"}) + "\n").encode() for n in range(20))
+        await link.sock.send(batch)
+        positions = [(await link.answer())["result"]["position"] for _ in range(20)]
+        before = positions.count(positions[0])
+        assert before <= 2 and positions[-1] > positions[0], positions
+        nursery.cancel_scope.cancel()
