@@ -196,7 +196,7 @@ class Verifier:
             from .sessionreport import session_report
 
             own = report
-            report = session_report(self.session, self.engine.scenario.expectations)
+            report = session_report(self.session, self.engine.scenario.expectations, save=True)
             report["pid"] = own["pid"]
             report["counts"] = {**own["counts"], **report["counts"]}
         if self.report_path:
