@@ -36,7 +36,14 @@ What is in ``DIR``:
   log's new lines, handle, append the changes, unlock. So no update is lost
   whatever the number of processes.
 - ``journal.jsonl``: the journal of every process (``mockmcp report DIR``
-  judges the session from it).
+  judges the session from it). Bounded: every ``JOURNAL_CHECK`` bytes a
+  process wrote, it looks (under the lock) whether the file is past
+  ``JOURNAL_ROTATE``; then the verdict so far is saved (``judged.json``: the
+  aggregates a verdict needs and how far each file was read), the file is
+  renamed ``journal.1.jsonl`` (the one before is dropped: the saved verdict
+  has counted it) and a ``J N`` line in the state log tells every process
+  to reopen ``journal.jsonl`` when it next reads the log (records written
+  before that land in ``journal.1.jsonl``, which the next verdict reads too).
 
 A process with a listen stream watching tasks also looks at the log's
 ``stat`` every ``WATCH_INTERVAL`` and, when another process wrote it, reads
@@ -66,6 +73,9 @@ ARCHIVE = "ended.log"
 ARCHIVE_HEAD = "mockmcp ended 2 "  # then BASE (its size when it was last written whole) and a newline
 LOCK = "lock"
 JOURNAL = "journal.jsonl"
+OLDER_JOURNAL = "journal.1.jsonl"
+JOURNAL_ROTATE = 32 << 20  # bytes of journal.jsonl past which it is rotated (so at most about twice this is kept)
+JOURNAL_CHECK = 1 << 20  # bytes a process writes to the journal between two looks at its size
 COMPACT_MIN = 1 << 20  # bytes of log before compaction is considered
 # How often a process with a listen stream watching tasks looks (one stat) for other processes' changes.
 WATCH_INTERVAL = 0.05
@@ -97,6 +107,9 @@ class SessionStore:
         self._arch_offset = 0  # how far the index has read
         self._arch_index: dict[str, tuple[int, int]] = {}  # task id -> (offset, length) of its record
         self._arch_bad = 0  # unreadable lines in it
+        self.journal_gen = 0  # bumped (a ``J`` line) each time the journal is rotated
+        self._written_gen = 0
+        self.on_journal_rotated: Callable[[], None] | None = None
         self._last_state: str | None = None
         self._seen: tuple[int, int, int] | None = None  # the log's (inode, size, mtime) when last read or written
         self.corrupt_lines = 0
@@ -253,6 +266,16 @@ class SessionStore:
                     continue
                 state = line[2:]
                 self._remember("E", line)
+            elif kind == "J ":
+                if not line[2:].isdigit():
+                    self.corrupt_lines += 1
+                    continue
+                self._remember("J", line)
+                gen = self._written_gen = int(line[2:])
+                if gen != self.journal_gen:
+                    self.journal_gen = gen
+                    if self.on_journal_rotated is not None:
+                        self.on_journal_rotated()
             elif kind == "F ":
                 tid = line[2:]
                 records.pop(tid, None)
@@ -431,6 +454,11 @@ class SessionStore:
                 self._forget(tid)
                 self._gone.add(tid)
             tasks.forgotten.clear()
+        if self.journal_gen != self._written_gen:
+            self._written_gen = self.journal_gen
+            line = f"J {self.journal_gen}"
+            lines.append(line)
+            self._remember("J", line)
         state = _encode(engine.export_state())
         if state != self._last_state:
             self._last_state = state
@@ -476,6 +504,24 @@ class SessionStore:
         self._offset = len(data)
         self._seen = (st.st_ino, st.st_size, st.st_mtime_ns)
 
+    def rotate_journal(self, expectations: list[Any]) -> bool:
+        """Rotate the journal if it is past ``JOURNAL_ROTATE`` (the lock is held); rotated?"""
+        try:
+            size = os.stat(self._path(JOURNAL)).st_size
+        except OSError:
+            return False
+        if size <= JOURNAL_ROTATE:
+            return False
+        from .sessionreport import carry_on, save_judged
+
+        _, state = carry_on(self.dir, expectations)  # the verdict so far (what the dropped file held is in it)
+        save_judged(self.dir, state)
+        os.replace(self._path(JOURNAL), self._path(OLDER_JOURNAL))
+        self.journal_gen += 1  # (written by the push that follows: every process then reopens)
+        if self.on_journal_rotated is not None:
+            self.on_journal_rotated()
+        return True
+
     def changed_on_disk(self) -> bool:
         """Did another process write the log since this one last read or wrote it? (One ``stat``,
         no lock: the watcher of listen streams asks it every ``WATCH_INTERVAL``.)"""
@@ -517,10 +563,25 @@ class SessionConnection:
         if self.engine.tasks is not None:
             self.engine.tasks.lookup = store.archived  # (a task the log does not know may be archived)
         self._listening: Any = None  # a trio.Event while ``watch`` waits for a stream to watch tasks
+        self._journal: Any = None
+        self._expectations: list[Any] = []
+
+    def attach_journal(self, writer: Any, expectations: list[Any]) -> None:
+        """The verifier's journal writer: kept bounded (``rotate_journal``), reopened after a rotation."""
+        writer.check_every = JOURNAL_CHECK
+        self._journal = writer
+        self._expectations = expectations
+        self._store.on_journal_rotated = writer.reopen
+
+    def _journal_due(self) -> None:
+        if self._journal is not None and self._journal.due:
+            self._journal.due = False
+            self._store.rotate_journal(self._expectations)
 
     def receive_data(self, data: bytes) -> Any:
         with self._store.locked():
             self._store.pull(self.engine)
+            self._journal_due()
             out = self._conn.receive_data(data)
             self._store.push(self.engine)
         self._streams_may_watch()
@@ -537,6 +598,7 @@ class SessionConnection:
         """One message (the HTTP shell's way in), under the lock like a chunk of stdin."""
         with self._store.locked():
             self._store.pull(self.engine)
+            self._journal_due()
             out = self._conn.handle_line(line, check)
             self._store.push(self.engine)
         self._streams_may_watch()

@@ -153,7 +153,7 @@ def _read_from(path: str, offsets: dict[str, int], agg: Aggregate) -> tuple[str,
     return ident, start + end
 
 
-def _carry_on(directory: str, expectations: list[Any]) -> tuple[Aggregate, dict[str, Any]]:
+def carry_on(directory: str, expectations: list[Any]) -> tuple[Aggregate, dict[str, Any]]:
     """The session's aggregate: the saved one (when judged with these expectations) fed what was
     journalled since; and the state to save (aggregate and offsets)."""
     agg = Aggregate(expectations)
@@ -201,10 +201,10 @@ def session_report(directory: str, expectations: list[Any], *, per_process: bool
     records where it stopped. ``per_process`` judges each process from the journal it kept."""
     if save:
         with _locked(directory):  # (two processes ending at once: each carries on from the other's)
-            agg, state = _carry_on(directory, expectations)
+            agg, state = carry_on(directory, expectations)
             save_judged(directory, state)
     else:
-        agg, _ = _carry_on(directory, expectations)
+        agg, _ = carry_on(directory, expectations)
     report = {"session": os.path.abspath(directory), **agg.report()}
     if per_process:
         records: list[dict[str, Any]] = []

@@ -95,3 +95,43 @@ def test_an_exit_reads_only_what_was_journalled_since_the_last_verdict(tmp_path:
     edited = _expectations(SCENARIO.replace("exactly: 3", "exactly: 4"))  # another scenario: judged again
     again = sessionreport.session_report(str(tmp_path), edited)
     assert [v["count"] for v in again["expectations"]][2] == 0  # (the edited journal has no tools/list left)
+
+
+def test_the_session_journal_is_rotated_and_the_verdict_still_counts_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes of a session write past the journal's bound many times: at most about twice
+    the bound is kept, and the session's verdict still counts every request of both."""
+    from conftest import line, request
+
+    from mockmcp import sessiondir
+    from mockmcp.connection import Connection
+    from mockmcp.log import StderrLog
+    from mockmcp.verify import attach
+
+    monkeypatch.setattr(sessiondir, "JOURNAL_ROTATE", 20_000)
+    monkeypatch.setattr(sessiondir, "JOURNAL_CHECK", 2_000)
+    text = SCENARIO.replace("exactly: 3", "atLeast: 1")
+    procs = []
+    for _ in range(2):
+        engine = scenario_engine(text)
+        store = sessiondir.SessionStore(str(tmp_path), "x")
+        store.check(engine)
+        conn = sessiondir.SessionConnection(Connection(engine), store)
+        hooks = attach(engine, conn, StderrLog("quiet"), journal=store.journal, session=str(tmp_path))
+        procs.append((conn, hooks))
+    sent = 0
+    sizes = []
+    for n in range(600):
+        conn, _ = procs[n % 2]
+        conn.receive_data(line(request(n, "tools/call", {"name": "a" if n < 300 else "b", "arguments": {}})))
+        sent += 1
+        sizes.append(sum(p.stat().st_size for p in tmp_path.glob("journal*.jsonl")))
+    assert (tmp_path / "journal.1.jsonl").exists()
+    assert max(sizes) < 2 * 20_000 + 2 * 2_000 + 4_000  # two files of about the bound, each process at most one check late
+    assert sum(sizes) / len(sizes) > 15_000  # (it did grow)
+    assert procs[0][0]._store.journal_gen >= 4  # (and was cut back many times)
+    for conn, hooks in procs:
+        hooks["finish"](0)
+    report = sessionreport.session_report(str(tmp_path), _expectations(text))
+    assert report["counts"]["requests"] == sent
+    assert [v["verdict"] for v in report["expectations"]] == ["passed", "passed", "failed", "passed", "passed"]
+    assert [v["count"] for v in report["expectations"][:2]] == [300, 300]
