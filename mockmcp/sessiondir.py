@@ -45,6 +45,9 @@ What is in ``DIR``:
   to reopen ``journal.jsonl`` when it next reads the log (records written
   before that land in ``journal.1.jsonl``, which the next verdict reads too).
 
+- ``judged.json``: the session's verdict so far (``sessionreport``), saved at
+  every process's exit and before a rotation.
+
 A process with a listen stream watching tasks also looks at the log's
 ``stat`` every ``WATCH_INTERVAL`` and, when another process wrote it, reads
 the new lines under the lock at once (``SessionConnection.watch``), so the

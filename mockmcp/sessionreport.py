@@ -7,7 +7,14 @@ processes, in the order they arrived, and the client-check findings each
 process recorded are gathered. So a client that probes with one process and
 works in a second (the TypeScript client) is judged on what it did, not on
 what one of its processes saw. ``per_process=True`` gives each process's own
-verdict as well.
+verdict as well (from the journal still kept).
+
+A verdict is carried on from the last one, not judged from the whole journal
+again: ``DIR/judged.json`` holds the ``Aggregate`` (bounded: counts, the first
+matches and findings) and how far each journal file was read, so a process's
+exit costs what was journalled since the last verdict, not the session's
+history. It is trusted only for the same expectations (an edited scenario is
+judged from the journal again); the files are known by inode and first line.
 """
 
 from __future__ import annotations
