@@ -12,66 +12,42 @@ shell reports for a process killed by SIGPIPE and SIGINT).
 
 from __future__ import annotations
 
-import argparse
-import math
 import os
 import sys
-from typing import Sequence, TypeAlias
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeAlias
 
-from . import __version__
+from . import __version__, runargs
+
+if TYPE_CHECKING:
+    import argparse
 
 EXIT_SIGINT = 130  # 128 + SIGINT
 EXIT_SIGPIPE = 141  # 128 + SIGPIPE
 
 
-def _non_negative_float(text: str) -> float:
-    """A finite number >= 0 (``nan``, ``inf`` and negative values would only fail later, mid-session)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return value
+def _typed(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``convert`` as an argparse ``type``: its ``BadValue`` message becomes argparse's error."""
+
+    def typed(text: str) -> Any:
+        try:
+            return convert(text)
+        except runargs.BadValue as exc:
+            import argparse  # (already imported: argparse is the caller)
+
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    typed.__name__ = convert.__name__
+    return typed
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
-
-
-def _loopback(host: str) -> bool:
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def _http_address(text: str) -> tuple[str, int]:
-    """``PORT``, ``HOST:PORT`` or ``[V6]:PORT`` -> (host, port); the host defaults to 127.0.0.1."""
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = "127.0.0.1", text
-    host = host.strip("[]") or "127.0.0.1"
-    if not port.isdigit() or int(port) > 65535:
-        raise argparse.ArgumentTypeError(f"expected [HOST:]PORT with PORT 0..65535 (0: any free port), got {text!r}")
-    return host, int(port)
+_non_negative_float = _typed(runargs.non_negative_float)
+_non_negative_int = _typed(runargs.non_negative_int)
 
 
 def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, examples: str) -> argparse.ArgumentParser:
     """A subcommand whose ``--help`` ends with examples, laid out as written."""
+    import argparse
+
     return sub.add_parser(
         name,
         help=help,
@@ -92,37 +68,28 @@ def _run_command(sub: _Sub) -> None:
         "  mockmcp run mrtr --journal journal.jsonl --report report-{pid}.json --strict\n",
     )
     run.add_argument("scenario", help="a scenario file, or the name of a bundled scenario (see `mockmcp list`)")
-    run.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error", "quiet"],
-                     help="how much to log on stderr (default: warning)")
-    run.add_argument("--time-scale", type=_non_negative_float, default=1.0, metavar="F",
-                     help="multiply every scripted delay by F >= 0 (0.1 runs ten times faster)")
-    run.add_argument("--seed", type=int, default=None, metavar="N", help="seed for random delays and probabilistic rules")
-    run.add_argument("--grace", type=_non_negative_float, default=1.0, metavar="S",
-                     help="seconds to finish scripted replies after stdin closes (default: 1)")
-    run.add_argument("--max-line-bytes", type=_positive_int, default=None, metavar="N",
-                     help="longest accepted input line in bytes (default: 4 MiB)")
-    run.add_argument("--journal", metavar="FILE", help="append every message in both directions to FILE (JSON Lines)")
-    run.add_argument("--report", metavar="FILE", help="write the verification report (JSON) to FILE at exit")
-    run.add_argument("--strict", action="store_true",
-                     help="exit non-zero if an expectation failed or the client broke a rule")
-    run.add_argument("--session", metavar="DIR",
-                     help="keep tasks, named state, counters and the journal in DIR, shared by every process "
-                          "started with it (one after another or at once); --report/--strict then judge the whole session")
-    run.add_argument("--allow-absolute-paths", action="store_true",
-                     help="let the scenario reference files outside its folder by absolute path")
-    run.add_argument("--no-cache", action="store_true", help="do not use or write the scenario load cache")
-    run.add_argument("--control", metavar="PATH",
-                     help="listen for control requests on a Unix socket at PATH, mode 0600 (see docs/control.md)")
-    http = run.add_argument_group("Streamable HTTP (see docs/http.md)")
-    http.add_argument("--http", type=_http_address, metavar="[HOST:]PORT",
-                      help="serve on http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1; PORT 0 picks"
-                           " a free one); the first stdout line is the URL; EOF on stdin or SIGTERM stops it")
-    http.add_argument("--http-any-host", action="store_true",
-                      help="allow --http to listen on an address that is not loopback (e.g. 0.0.0.0)")
-    http.add_argument("--allow-origin", action="append", metavar="ORIGIN",
-                      help="accept requests with this Origin header (repeatable; loopback origins always are)")
-    http.add_argument("--sse-keepalive", type=_non_negative_float, default=15.0, metavar="S",
-                      help="seconds between SSE keep-alive comments on a quiet stream (default: 15; 0: none)")
+    groups: dict[str, Any] = {}
+    for option in runargs.RUN_OPTIONS:  # the table quick_parse reads too
+        target: Any = run
+        if option.group is not None:
+            if option.group not in groups:
+                groups[option.group] = run.add_argument_group(option.group)
+            target = groups[option.group]
+        kwargs: dict[str, Any] = {"help": option.help}
+        if option.kind == "flag":
+            kwargs["action"] = "store_true"
+        else:
+            if option.kind == "append":
+                kwargs["action"] = "append"
+            else:
+                kwargs["default"] = option.default
+            if option.convert is not None:
+                kwargs["type"] = _typed(option.convert)
+            if option.metavar is not None:
+                kwargs["metavar"] = option.metavar
+            if option.choices is not None:
+                kwargs["choices"] = list(option.choices)
+        target.add_argument(option.flag, **kwargs)
 
 
 def _check_command(sub: _Sub) -> None:
@@ -158,6 +125,8 @@ def _schema_command(sub: _Sub) -> None:
 
 
 def _record_command(sub: _Sub) -> None:
+    import argparse
+
     record = _command(
         sub, "record", "put a real server behind stdio and write what it did as a cassette (a scenario)",
         "  mockmcp record -o weather.yaml -- python weather_server.py\n"
@@ -190,6 +159,8 @@ def _record_command(sub: _Sub) -> None:
 
 
 def _proxy_command(sub: _Sub) -> None:
+    import argparse
+
     prox = _command(
         sub, "proxy", "pass a real server's traffic through, with the faults of a scenario in front of it",
         "  mockmcp proxy -- python my_server.py\n"
@@ -270,6 +241,8 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     else (``--help``, ``--version``, a typo) gets every subcommand, so help and
     "invalid choice" errors stay whole. ``tests/test_cli.py`` compares both.
     """
+    import argparse
+
     ap = argparse.ArgumentParser(
         prog="mockmcp",
         description="A stdio mock MCP server (revision 2026-07-28) that answers from YAML scenarios.",
@@ -307,14 +280,18 @@ def _silence_stdout() -> None:
 
 def _dispatch(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else argv
+    quick = runargs.quick_parse(words)  # a spawn's usual command line, without argparse
+    if quick is not None:
+        from .run import run
+
+        return run(quick)
     parser = _parser(words[0] if words and words[0] in _COMMANDS else None)
     args = parser.parse_args(argv)
-    if args.command == "run" and args.session and args.journal:
-        parser.error("--journal cannot be combined with --session (the session keeps its journal in DIR/journal.jsonl)")
     match args.command:
         case "run":
-            if args.http is not None and not _loopback(args.http[0]) and not args.http_any_host:
-                parser.error(f"--http {args.http[0]}: not a loopback address; add --http-any-host to listen there")
+            refused = runargs.refusal(args)
+            if refused is not None:
+                parser.error(refused)
             from .run import run
 
             return run(args)

@@ -14,15 +14,14 @@ this stays plain synchronous code without I/O.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from . import armed, errors, jsonrpc, model, mrtr, protocol as p, templates
+from . import errors, jsonrpc, model, mrtr, protocol as p, templates
 from .actions import Answer, Cancel, Emit, Exit, Output, Park, Plan, Send
 from .context import RequestContext
 from .definitions import derive_capabilities, task_specs
 from .effects import Effects
 from .envelope import Envelope
-from .legacy import LegacyEra
 from .methods import CAPABILITY_FOR, HANDLERS
 from .replies import ReplyCache
 from .rounds import Rounds
@@ -31,6 +30,9 @@ from .services import Services
 from .session import Session
 from .steps import Mode, StepExpander
 from .tasks import TaskTable
+
+if TYPE_CHECKING:
+    from .legacy import LegacyEra
 
 
 class Engine:
@@ -72,7 +74,11 @@ class Engine:
         for o in scenario.methods:
             self._overrides.setdefault(o.method, []).extend(o.replies)
         self.services.overrides = self._overrides
-        self._legacy = LegacyEra(self.services, HANDLERS) if scenario.protocol.era != "modern" else None
+        self._legacy: LegacyEra | None = None
+        if scenario.protocol.era != "modern":
+            from .legacy import LegacyEra  # (modern scenarios, most spawns, skip its import)
+
+            self._legacy = LegacyEra(self.services, HANDLERS)
 
     # ------------------------------------------------------------ entry points
 
@@ -241,6 +247,8 @@ class Engine:
         ctx = RequestContext(req, meta, self.session.state, self.effects)
         svc = self.services
         if self.session.armed:  # one-shot overrides from the control channel win over every rule
+            from . import armed  # (only the control channel arms: plain runs skip its import)
+
             taken = armed.take(self.session.armed, ctx, svc.selector)
             if taken is not None:
                 return svc.expand(ctx, taken.steps, taken.rule)

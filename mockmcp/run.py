@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+    from types import SimpleNamespace
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace | SimpleNamespace) -> int:
     # Start-up allocates and keeps: no cyclic GC until the scenario and engine exist,
     # then freeze them so later collections never rescan a large scenario.
     gc.disable()
@@ -151,7 +154,7 @@ def _close_stdout() -> None:
     os.close(null)
 
 
-def _control(args: argparse.Namespace, engine: Any, conn: Any) -> Any:
+def _control(args: argparse.Namespace | SimpleNamespace, engine: Any, conn: Any) -> Any:
     """With ``--control PATH``: the control core, hooked to what the connection reads and the shell writes."""
     if not getattr(args, "control", None):
         return None
@@ -163,7 +166,7 @@ def _control(args: argparse.Namespace, engine: Any, conn: Any) -> Any:
     return control
 
 
-def _observers(args: argparse.Namespace, engine: Any, conn: Any, log: Any) -> dict[str, Any]:
+def _observers(args: argparse.Namespace | SimpleNamespace, engine: Any, conn: Any, log: Any) -> dict[str, Any]:
     """Hook the journal and the verifier in only when asked for (they cost start-up time)."""
     if not (args.journal or args.report or args.strict):
         return {}

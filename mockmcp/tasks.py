@@ -18,7 +18,6 @@ shell's store keeps them, the core never touches a file. Sans-I/O.
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import hmac
 import json
@@ -56,6 +55,8 @@ def missing_extension(request_id: Any, what: str) -> errors.MissingClientCapabil
 
 def iso(t: float) -> str:
     """An ISO 8601 UTC timestamp (milliseconds) of a clock value."""
+    import datetime  # (only tasks need it: a spawn without them skips its import)
+
     when = datetime.datetime.fromtimestamp(t, tz=datetime.timezone.utc)
     return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 

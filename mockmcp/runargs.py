@@ -1,0 +1,195 @@
+"""The options of ``mockmcp run``, declared once, and a reader of its usual command lines
+that does not import argparse.
+
+Suites spawn ``mockmcp run`` once per test, and argparse is a good part of a
+spawn's own cost: importing it (and gettext) and building the ``run`` parser
+(a help formatter per option) is about 14 M of a warm spawn's 600 M
+instructions. ``RUN_OPTIONS`` is the one table of the options: ``cli`` gives
+it to argparse for help, errors and every unusual form. ``quick_parse`` reads
+the forms spawns use (``run SCENARIO``, options written ``--name VALUE`` or
+``--flag``, in any order) into the values argparse would give, and declines
+(``None``) everything else: help, ``--name=VALUE``, abbreviations, a value
+that starts with ``-``, a value a converter rejects, a second positional, and
+the combinations ``cli`` refuses after parsing. argparse then parses those and
+says what is wrong. ``tests/test_runargs.py`` compares both readers over
+generated command lines.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+from typing import Any, Callable, Sequence
+
+LOG_LEVELS = ("debug", "info", "warning", "error", "quiet")
+HTTP_GROUP = "Streamable HTTP (see docs/http.md)"
+
+
+class BadValue(ValueError):
+    """An option value its converter rejects; the message is what the user is told."""
+
+
+def non_negative_float(text: str) -> float:
+    """A finite number >= 0 (``nan``, ``inf`` and negative values would only fail later, mid-session)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadValue(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise BadValue(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadValue(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise BadValue(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadValue(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise BadValue(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def whole_number(text: str) -> int:
+    """``int`` as argparse's ``type=int`` reads it (its error names the type ``int``)."""
+    return int(text)
+
+
+whole_number.__name__ = "int"  # argparse's message for a bad value: "invalid int value: 'x'"
+
+
+def loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def http_address(text: str) -> tuple[str, int]:
+    """``PORT``, ``HOST:PORT`` or ``[V6]:PORT`` -> (host, port); the host defaults to 127.0.0.1."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or int(port) > 65535:
+        raise BadValue(f"expected [HOST:]PORT with PORT 0..65535 (0: any free port), got {text!r}")
+    return host, int(port)
+
+
+class Option:
+    """One option of ``mockmcp run``: ``kind`` is ``store`` (takes a value), ``flag`` or ``append``."""
+
+    __slots__ = ("flag", "dest", "kind", "convert", "default", "metavar", "choices", "help", "group")
+
+    def __init__(
+        self,
+        flag: str,
+        help: str,
+        *,
+        kind: str = "store",
+        convert: Callable[[str], Any] | None = None,
+        default: Any = None,
+        metavar: str | None = None,
+        choices: Sequence[str] | None = None,
+        group: str | None = None,
+    ) -> None:
+        self.flag = flag
+        self.dest = flag[2:].replace("-", "_")
+        self.kind = kind
+        self.convert = convert
+        self.default = False if kind == "flag" else default
+        self.metavar = metavar
+        self.choices = choices
+        self.help = help
+        self.group = group  # the argument group its help is listed under (None: the main list)
+
+
+RUN_OPTIONS = (
+    Option("--log-level", "how much to log on stderr (default: warning)", default="warning", choices=LOG_LEVELS),
+    Option("--time-scale", "multiply every scripted delay by F >= 0 (0.1 runs ten times faster)",
+           convert=non_negative_float, default=1.0, metavar="F"),
+    Option("--seed", "seed for random delays and probabilistic rules", convert=whole_number, metavar="N"),
+    Option("--grace", "seconds to finish scripted replies after stdin closes (default: 1)",
+           convert=non_negative_float, default=1.0, metavar="S"),
+    Option("--max-line-bytes", "longest accepted input line in bytes (default: 4 MiB)", convert=positive_int, metavar="N"),
+    Option("--journal", "append every message in both directions to FILE (JSON Lines)", metavar="FILE"),
+    Option("--report", "write the verification report (JSON) to FILE at exit", metavar="FILE"),
+    Option("--strict", "exit non-zero if an expectation failed or the client broke a rule", kind="flag"),
+    Option("--session", "keep tasks, named state, counters and the journal in DIR, shared by every process "
+           "started with it (one after another or at once); --report/--strict then judge the whole session", metavar="DIR"),
+    Option("--allow-absolute-paths", "let the scenario reference files outside its folder by absolute path", kind="flag"),
+    Option("--no-cache", "do not use or write the scenario load cache", kind="flag"),
+    Option("--control", "listen for control requests on a Unix socket at PATH, mode 0600 (see docs/control.md)", metavar="PATH"),
+    Option("--http", "serve on http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1; PORT 0 picks"
+           " a free one); the first stdout line is the URL; EOF on stdin or SIGTERM stops it",
+           convert=http_address, metavar="[HOST:]PORT", group=HTTP_GROUP),
+    Option("--http-any-host", "allow --http to listen on an address that is not loopback (e.g. 0.0.0.0)",
+           kind="flag", group=HTTP_GROUP),
+    Option("--allow-origin", "accept requests with this Origin header (repeatable; loopback origins always are)",
+           kind="append", metavar="ORIGIN", group=HTTP_GROUP),
+    Option("--sse-keepalive", "seconds between SSE keep-alive comments on a quiet stream (default: 15; 0: none)",
+           convert=non_negative_float, default=15.0, metavar="S", group=HTTP_GROUP),
+)
+
+_BY_FLAG = {option.flag: option for option in RUN_OPTIONS}
+
+
+def refusal(args: Any) -> str | None:
+    """What ``cli`` refuses in parsed ``run`` options (argparse cannot say it), or ``None``."""
+    if args.session and args.journal:
+        return "--journal cannot be combined with --session (the session keeps its journal in DIR/journal.jsonl)"
+    if args.http is not None and not loopback(args.http[0]) and not args.http_any_host:
+        return f"--http {args.http[0]}: not a loopback address; add --http-any-host to listen there"
+    return None
+
+
+def quick_parse(argv: Sequence[str]) -> SimpleNamespace | None:
+    """``argv`` (without the program name) read as argparse would, or ``None``: let argparse read it."""
+    if len(argv) < 2 or argv[0] != "run":
+        return None
+    values: dict[str, Any] = {"command": "run", "scenario": None}
+    for option in RUN_OPTIONS:
+        values[option.dest] = option.default
+    i, n = 1, len(argv)
+    while i < n:
+        word = argv[i]
+        i += 1
+        if word[:1] != "-":
+            if values["scenario"] is not None:
+                return None  # a second positional: argparse's error
+            values["scenario"] = word
+            continue
+        found = _BY_FLAG.get(word)
+        if found is None:
+            return None  # --help, --name=value, an abbreviation, a typo, "--": argparse's to read
+        option = found
+        if option.kind == "flag":
+            values[option.dest] = True
+            continue
+        if i == n or argv[i][:1] == "-":
+            return None  # no value, or one argparse reads by its own rules (negative numbers, options)
+        text = argv[i]
+        i += 1
+        value: Any = text
+        if option.convert is not None:
+            try:
+                value = option.convert(text)
+            except ValueError:  # BadValue, or int()'s: argparse words the error
+                return None
+        if option.choices is not None and value not in option.choices:
+            return None
+        if option.kind == "append":
+            values[option.dest] = [*(values[option.dest] or ()), value]
+        else:
+            values[option.dest] = value
+    if values["scenario"] is None:
+        return None
+    args = SimpleNamespace(**values)
+    return None if refusal(args) is not None else args
