@@ -38,7 +38,8 @@ What is in ``DIR``:
 - ``journal.jsonl``: the journal of every process (``mockmcp report DIR``
   judges the session from it). Bounded: every ``JOURNAL_CHECK`` bytes a
   process wrote, it looks (under the lock) whether the file is past
-  ``JOURNAL_ROTATE``; then the verdict so far is saved (``judged.json``: the
+  ``JOURNAL_ROTATE`` (or ``JOURNAL_JUDGE`` of it not yet judged: then the
+  verdict is carried on, so a rotation reads little); then the verdict so far is saved (``judged.json``: the
   aggregates a verdict needs and how far each file was read), the file is
   renamed ``journal.1.jsonl`` (the one before is dropped: the saved verdict
   has counted it) and a ``J N`` line in the state log tells every process
@@ -46,7 +47,7 @@ What is in ``DIR``:
   before that land in ``journal.1.jsonl``, which the next verdict reads too).
 
 - ``judged.json``: the session's verdict so far (``sessionreport``), saved at
-  every process's exit and before a rotation.
+  every process's exit, every ``JOURNAL_JUDGE`` bytes of journal and before a rotation.
 
 A process with a listen stream watching tasks also looks at the log's
 ``stat`` every ``WATCH_INTERVAL`` and, when another process wrote it, reads
@@ -79,6 +80,7 @@ JOURNAL = "journal.jsonl"
 OLDER_JOURNAL = "journal.1.jsonl"
 JOURNAL_ROTATE = 32 << 20  # bytes of journal.jsonl past which it is rotated (so at most about twice this is kept)
 JOURNAL_CHECK = 1 << 20  # bytes a process writes to the journal between two looks at its size
+JOURNAL_JUDGE = 4 << 20  # bytes of journal not yet judged past which the verdict is carried on (and saved)
 COMPACT_MIN = 1 << 20  # bytes of log before compaction is considered
 # How often a process with a listen stream watching tasks looks (one stat) for other processes' changes.
 WATCH_INTERVAL = 0.05
@@ -507,23 +509,26 @@ class SessionStore:
         self._offset = len(data)
         self._seen = (st.st_ino, st.st_size, st.st_mtime_ns)
 
-    def rotate_journal(self, expectations: list[Any]) -> bool:
-        """Rotate the journal if it is past ``JOURNAL_ROTATE`` (the lock is held); rotated?"""
+    def keep_journal_bounded(self, expectations: list[Any]) -> None:
+        """Rotate the journal once it is past ``JOURNAL_ROTATE`` (the lock is held), and carry the
+        verdict on once ``JOURNAL_JUDGE`` bytes of it are not yet judged, so a rotation (which
+        saves the verdict first) never reads much at once in the middle of a request."""
         try:
             size = os.stat(self._path(JOURNAL)).st_size
         except OSError:
-            return False
-        if size <= JOURNAL_ROTATE:
-            return False
-        from .sessionreport import carry_on, save_judged
+            return
+        from .sessionreport import carry_on, judged_offset, save_judged
 
-        _, state = carry_on(self.dir, expectations)  # the verdict so far (what the dropped file held is in it)
+        if size <= JOURNAL_ROTATE and size - judged_offset(self.dir) <= JOURNAL_JUDGE:
+            return
+        _, state = carry_on(self.dir, expectations)  # the verdict so far (what a dropped file held is in it)
         save_judged(self.dir, state)
+        if size <= JOURNAL_ROTATE:
+            return
         os.replace(self._path(JOURNAL), self._path(OLDER_JOURNAL))
         self.journal_gen += 1  # (written by the push that follows: every process then reopens)
         if self.on_journal_rotated is not None:
             self.on_journal_rotated()
-        return True
 
     def changed_on_disk(self) -> bool:
         """Did another process write the log since this one last read or wrote it? (One ``stat``,
@@ -570,7 +575,7 @@ class SessionConnection:
         self._expectations: list[Any] = []
 
     def attach_journal(self, writer: Any, expectations: list[Any]) -> None:
-        """The verifier's journal writer: kept bounded (``rotate_journal``), reopened after a rotation."""
+        """The verifier's journal writer: kept bounded (``keep_journal_bounded``), reopened after a rotation."""
         writer.check_every = JOURNAL_CHECK
         self._journal = writer
         self._expectations = expectations
@@ -579,7 +584,7 @@ class SessionConnection:
     def _journal_due(self) -> None:
         if self._journal is not None and self._journal.due:
             self._journal.due = False
-            self._store.rotate_journal(self._expectations)
+            self._store.keep_journal_bounded(self._expectations)
 
     def receive_data(self, data: bytes) -> Any:
         with self._store.locked():

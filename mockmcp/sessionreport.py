@@ -160,6 +160,21 @@ def _read_from(path: str, offsets: dict[str, int], agg: Aggregate) -> tuple[str,
     return ident, start + end
 
 
+def judged_offset(directory: str) -> int:
+    """How far into the current ``journal.jsonl`` the saved verdict has read (0 if not at all)."""
+    try:
+        with open(os.path.join(directory, JUDGED), encoding="utf-8") as fh:
+            offsets = json.load(fh)["offsets"]
+        fd = os.open(os.path.join(directory, JOURNAL), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+    try:
+        got = offsets.get(_identity(fd), 0) if type(offsets) is dict else 0
+    finally:
+        os.close(fd)
+    return got if type(got) is int else 0
+
+
 def carry_on(directory: str, expectations: list[Any]) -> tuple[Aggregate, dict[str, Any]]:
     """The session's aggregate: the saved one (when judged with these expectations) fed what was
     journalled since; and the state to save (aggregate and offsets)."""

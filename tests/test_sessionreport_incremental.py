@@ -97,27 +97,54 @@ def test_an_exit_reads_only_what_was_journalled_since_the_last_verdict(tmp_path:
     assert [v["count"] for v in again["expectations"]][2] == 0  # (the edited journal has no tools/list left)
 
 
-def test_the_session_journal_is_rotated_and_the_verdict_still_counts_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two processes of a session write past the journal's bound many times: at most about twice
-    the bound is kept, and the session's verdict still counts every request of both."""
-    from conftest import line, request
-
+def _processes(tmp_path: Path, text: str, n: int) -> list[Any]:
     from mockmcp import sessiondir
     from mockmcp.connection import Connection
     from mockmcp.log import StderrLog
     from mockmcp.verify import attach
 
-    monkeypatch.setattr(sessiondir, "JOURNAL_ROTATE", 20_000)
-    monkeypatch.setattr(sessiondir, "JOURNAL_CHECK", 2_000)
-    text = SCENARIO.replace("exactly: 3", "atLeast: 1")
     procs = []
-    for _ in range(2):
+    for _ in range(n):
         engine = scenario_engine(text)
         store = sessiondir.SessionStore(str(tmp_path), "x")
         store.check(engine)
         conn = sessiondir.SessionConnection(Connection(engine), store)
         hooks = attach(engine, conn, StderrLog("quiet"), journal=store.journal, session=str(tmp_path))
         procs.append((conn, hooks))
+    return procs
+
+
+def test_a_long_session_s_verdict_is_carried_on_before_any_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """So a rotation (which saves the verdict first) never has much to read in the middle of a request."""
+    from conftest import line, request
+
+    from mockmcp import sessiondir
+
+    monkeypatch.setattr(sessiondir, "JOURNAL_JUDGE", 10_000)
+    monkeypatch.setattr(sessiondir, "JOURNAL_CHECK", 2_000)
+    ((conn, hooks),) = _processes(tmp_path, SCENARIO, 1)
+    for n in range(200):
+        conn.receive_data(line(request(n, "tools/call", {"name": "a", "arguments": {}})))
+        if n == 150:
+            assert 0 < (size := (tmp_path / "journal.jsonl").stat().st_size) - sessionreport.judged_offset(str(tmp_path)) <= 10_000 + 4_000
+    assert not (tmp_path / "journal.1.jsonl").exists()
+    hooks["finish"](0)
+    report = sessionreport.session_report(str(tmp_path), _expectations())
+    assert report["counts"]["requests"] == 200 and report["expectations"][0]["count"] == 200
+    assert size > 20_000
+
+
+def test_the_session_journal_is_rotated_and_the_verdict_still_counts_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes of a session write past the journal's bound many times: at most about twice
+    the bound is kept, and the session's verdict still counts every request of both."""
+    from conftest import line, request
+
+    from mockmcp import sessiondir
+
+    monkeypatch.setattr(sessiondir, "JOURNAL_ROTATE", 20_000)
+    monkeypatch.setattr(sessiondir, "JOURNAL_CHECK", 2_000)
+    text = SCENARIO.replace("exactly: 3", "atLeast: 1")
+    procs = _processes(tmp_path, text, 2)
     sent = 0
     sizes = []
     for n in range(600):
