@@ -308,6 +308,8 @@ class SessionStore:
         dirty = tasks.dirty
         for tid in [t for t in tasks.records if t not in dirty]:
             del tasks.records[tid]
+        if tasks.watchers:  # a watched task may have changed and moved to the archive: streams look again
+            tasks.changed = True
 
     def check(self, engine: Any) -> None:
         """At start-up: read the whole log, so a corrupt directory is refused before serving (the
@@ -377,9 +379,9 @@ class SessionStore:
         base = self._arch_offset
         end = data.rfind(b"\n") + 1
         pos = 0
-        if base == 0:
+        if base == 0 and end:
             pos = data.find(b"\n") + 1
-            if not pos or _archive_base(data[:pos]) is None:
+            if _archive_base(data[:pos]) is None:
                 self._arch_bad += 1
         self._arch_offset = base + end
         index = self._arch_index
@@ -417,26 +419,28 @@ class SessionStore:
             self._rewrite_archive()
 
     def _rewrite_archive(self) -> None:
-        """The archive with each id's latest line only, at most ``MAX_RECORDS`` (the newest)."""
+        """The archive with each id's latest line only, at most ``MAX_RECORDS`` (the newest); as
+        bytes, so a line it cannot read is kept exactly as it was."""
         with open(self._path(ARCHIVE), "rb") as fh:
             data = fh.read()
-        latest: dict[str, str] = {}
-        text = data.decode("utf-8", "replace")
-        for line in text.split("\n")[1:-1]:
+        latest: dict[bytes, bytes] = {}
+        unreadable = 0
+        for line in data.split(b"\n")[1:-1]:
             kind = line[:2]
-            tid = line[2:].partition(" ")[0]
-            if kind == "F ":
+            tid = line[2:].partition(b" ")[0]
+            if kind == b"F ":
                 latest.pop(tid, None)
-            elif kind == "T " or kind == "D ":
+            elif kind == b"T " or kind == b"D ":
                 latest.pop(tid, None)  # (moved to the end: the oldest are forgotten first)
                 latest[tid] = line
             else:
-                latest["?" + str(len(latest))] = line  # an unreadable line is kept as it is (never destroyed)
+                unreadable += 1
+                latest[b"\n%d" % unreadable] = line  # (a key no id can be)
         lines = list(latest.values())
         self._write_archive(lines[-MAX_RECORDS:] if len(lines) > MAX_RECORDS else lines)
 
-    def _write_archive(self, lines: list[str]) -> None:
-        body = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+    def _write_archive(self, lines: list[bytes]) -> None:
+        body = b"\n".join(lines) + b"\n" if lines else b""
         head = f"{ARCHIVE_HEAD}{len(body)}\n".encode()
         tmp = self._path(f".{ARCHIVE}.{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
