@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import errors, jsonrpc, model, mrtr, protocol as p, templates
 from .actions import Answer, Cancel, Emit, Exit, Output, Park, Plan, Send
 from .context import RequestContext
-from .definitions import derive_capabilities, task_specs
+from .definitions import derive_capabilities, scenario_facts
 from .effects import Effects
 from .envelope import Envelope
 from .methods import CAPABILITY_FOR, HANDLERS
@@ -51,8 +51,9 @@ class Engine:
         self.scenario = scenario
         self.protocol = scenario.protocol
         self.session = Session(scenario.state.initial)
-        specs = task_specs(scenario)
-        capabilities = scenario.capabilities if scenario.capabilities is not None else derive_capabilities(scenario, specs)
+        facts = scenario_facts(scenario)
+        specs = facts[0]
+        capabilities = scenario.capabilities if scenario.capabilities is not None else derive_capabilities(scenario, facts)
         envelope = Envelope(scenario)
         key = scenario.protocol.stateKey.encode() if scenario.protocol.stateKey else state_key
         rounds = Rounds(envelope, mrtr.StateCodec(key), check_capabilities=scenario.protocol.checkCapabilities)

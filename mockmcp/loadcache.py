@@ -28,7 +28,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .problems import LoadError, Problem, did_you_mean
 
 _PACKAGE = Path(__file__).resolve().parent
 _MAGIC = b"mockmcp-load-cache 2\n"
@@ -46,14 +45,22 @@ def bundled_names() -> list[str]:
     return sorted(p.stem for p in bundled_dir().glob("*.yaml"))
 
 
-def resolve(name_or_path: str) -> Path:
-    """A scenario argument is a file path, or the name of a bundled scenario."""
+def _locate(name_or_path: str) -> Path | None:
+    """The file a scenario argument names (a path, or a bundled scenario's name), or ``None``."""
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") or os.sep in name_or_path or p.exists():
         return p
     candidate = bundled_dir() / f"{name_or_path}.yaml"
-    if candidate.exists():
-        return candidate
+    return candidate if candidate.exists() else None
+
+
+def resolve(name_or_path: str) -> Path:
+    """A scenario argument is a file path, or the name of a bundled scenario."""
+    found = _locate(name_or_path)
+    if found is not None:
+        return found
+    from .problems import LoadError, Problem, did_you_mean  # (errors only: a warm spawn skips the import)
+
     hint = did_you_mean(name_or_path, bundled_names()) or " (`mockmcp list` shows the bundled ones)"
     raise LoadError([Problem(name_or_path, 0, 0, f"no such file or bundled scenario{hint}", ())])
 
@@ -85,6 +92,23 @@ def code_fingerprint() -> bytes:
     return h.digest()
 
 
+def _origin(module: str) -> str | None:
+    """Where a top-level module's file is, as ``importlib.util.find_spec`` finds it: the loaded
+    module's spec, else the first meta-path finder's (the finders' public protocol; importing
+    ``importlib.util`` and its ABCs for this was 2 M instructions of a spawn)."""
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        spec = getattr(loaded, "__spec__", None)
+        return None if spec is None else spec.origin
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is not None:
+            spec = find(module, None)
+            if spec is not None:
+                return spec.origin  # type: ignore[no-any-return]
+    return None
+
+
 def _version(module: str, dist: str) -> str:
     """A library's version from its ``.dist-info`` folder name, found without
     importing the library (``importlib.metadata`` alone costs ~30 ms a spawn).
@@ -92,18 +116,16 @@ def _version(module: str, dist: str) -> str:
     Where no such folder sits beside the library (a vendored or source copy) its
     ``__init__`` file's size and mtime stand in for the version.
     """
-    import importlib.util
-
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None:
+    origin = _origin(module)
+    if origin is None:
         return "absent"
-    site = os.path.dirname(os.path.dirname(spec.origin))
+    site = os.path.dirname(os.path.dirname(origin))
     prefix = dist.lower() + "-"
     for entry in os.listdir(site):
         low = entry.lower()
         if low.startswith(prefix) and low.endswith(".dist-info"):
             return entry[len(prefix) : -len(".dist-info")]
-    st = os.stat(spec.origin)
+    st = os.stat(origin)
     return f"file {st.st_size} {st.st_mtime_ns}"
 
 
@@ -174,9 +196,11 @@ def write(file: Path, result: Any) -> None:
 
 def load_cached(name_or_path: str, *, allow_absolute: bool = False) -> Any:
     """The fast path of ``loader.load``: a cache hit, or None (then call ``loader.load``)."""
-    try:
-        path = resolve(name_or_path)
-        raw = path.read_bytes()
-    except (LoadError, OSError):
+    path = _locate(name_or_path)
+    if path is None:
         return None  # ``loader.load`` reports it properly
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
     return read(cache_file(path, raw, allow_absolute))

@@ -15,10 +15,10 @@ import binascii
 import hashlib
 import hmac
 import json
-import re
 from typing import Any
 
 from . import protocol as p
+from .lazyre import LazyPattern
 
 
 class StateError(ValueError):
@@ -68,7 +68,7 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
-_CANONICAL_PART = re.compile(r"[A-Za-z0-9_-]*")
+_CANONICAL_PART = LazyPattern(r"[A-Za-z0-9_-]*")  # (rarely needed: compiled on first use, not at every spawn)
 
 
 def _unb64(text: str) -> bytes:
@@ -79,7 +79,7 @@ def _unb64(text: str) -> bytes:
     the same bytes). A state is an opaque token echoed byte for byte, so a
     client that alters it must be told, whatever the bytes decode to.
     """
-    if not _CANONICAL_PART.fullmatch(text):
+    if not _CANONICAL_PART.get().fullmatch(text):
         raise StateError("malformed (not unpadded base64url)")
     try:
         data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))

@@ -18,7 +18,6 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     # then freeze them so later collections never rescan a large scenario.
     gc.disable()
     from .loadcache import load_cached
-    from .problems import LoadError
 
     # A cache hit skips yaml and cattrs entirely (they are only imported on a miss).
     hit = None if args.no_cache else load_cached(args.scenario, allow_absolute=args.allow_absolute_paths)
@@ -26,6 +25,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
         scenario, warnings = hit
     else:
         from .loader import load
+        from .problems import LoadError
 
         try:
             scenario, warnings = load(args.scenario, allow_absolute=args.allow_absolute_paths, use_cache=not args.no_cache)

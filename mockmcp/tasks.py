@@ -81,7 +81,7 @@ class TaskRecord:
 
     def __init__(self, id: str, spec: int, params: dict[str, Any], meta: dict[str, Any], now: float) -> None:
         self.id = id
-        self.spec = spec  # index in task_specs(scenario)
+        self.spec = spec  # index in scenario_facts(scenario)[0]
         self.params = params  # the tools/call params (name, arguments): the outcome's templates read them
         self.meta = meta
         self.created = now

@@ -24,7 +24,6 @@ from __future__ import annotations
 import binascii
 import json
 import math
-import re
 from typing import Any, Callable
 
 from .lazyre import LazyPattern
@@ -37,7 +36,7 @@ _MAX_INT_BITS = math.floor(MAX_INT_DIGITS * math.log2(10))  # below 10**4300: at
 _TOKEN = LazyPattern(
     r"\s*(?:(?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)|(?P<str>'[^']*'|\"[^\"]*\")|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[.,()\[\]]))"
 )
-_INDEX = re.compile(r"-?[0-9]{1,9}")
+_INDEX = LazyPattern(r"-?[0-9]{1,9}")  # (rarely needed: compiled on first use, not at every spawn)
 _NUMBER = LazyPattern(r"-?(?:0|[1-9][0-9]*)(?P<frac>\.[0-9]+)?(?P<exp>[eE][-+]?[0-9]+)?")
 
 
@@ -259,7 +258,7 @@ def _parse_path(toks: _Tokens, i: int, src: str) -> tuple[Expr, int]:
             if i + 2 >= len(toks) or toks[i + 2][1] != "]" or toks[i + 1][0] not in ("num", "str"):
                 raise TemplateError(f"expected [index] in {_clip(src.strip())}")
             kind, k = toks[i + 1]
-            if kind == "num" and not _INDEX.fullmatch(k):
+            if kind == "num" and not _INDEX.get().fullmatch(k):
                 raise TemplateError(f"an index must be an integer of at most 9 digits, not {_clip(k)}")
             parts.append(int(k) if kind == "num" else k[1:-1])
             i += 3
@@ -270,19 +269,8 @@ def evaluate(expr: Expr, ctx: dict[str, Any]) -> Any:
     kind = expr[0]
     if kind == "lit":
         return expr[1]
-    if kind == "path":  # the common case, walked here (a call less per template)
-        cur: Any = ctx
-        for part in expr[1]:
-            if isinstance(cur, dict):
-                cur = cur.get(part if isinstance(part, str) else str(part))
-            elif isinstance(cur, list):
-                index = part if type(part) is int else _index(part)
-                if index is None or not -len(cur) <= index < len(cur):
-                    return None
-                cur = cur[index]
-            else:
-                return None
-        return cur
+    if kind == "path":
+        return walk(ctx, expr[1])
     name = expr[1]
     args = [evaluate(a, ctx) for a in expr[2]]
     try:
@@ -300,6 +288,24 @@ def evaluate(expr: Expr, ctx: dict[str, Any]) -> Any:
     except OverflowError:  # an integer too large for a float: add(1.5, 10**400), div(10**400, 3)
         raise TemplateError(f"{name}(): the result is beyond a double's range") from None
     return _checked(name, result)
+
+
+def walk(cur: Any, parts: list[Any]) -> Any:
+    """Follow a path's parts from ``cur`` (object keys, list indexes); ``None`` where it leads nowhere.
+
+    Evaluating a path is this walk from the scope; a compiled reply starts it one
+    step in, from the value the path's first name reads on the context."""
+    for part in parts:
+        if isinstance(cur, dict):
+            cur = cur.get(part if isinstance(part, str) else str(part))
+        elif isinstance(cur, list):
+            index = part if type(part) is int else _index(part)
+            if index is None or not -len(cur) <= index < len(cur):
+                return None
+            cur = cur[index]
+        else:
+            return None
+    return cur
 
 
 def _checked(name: str, result: Any) -> Any:
@@ -321,7 +327,7 @@ def _checked(name: str, result: Any) -> Any:
 
 def _index(part: str) -> int | None:
     """``list.0``: a name part that reads as an index."""
-    return int(part) if _INDEX.fullmatch(part) else None
+    return int(part) if _INDEX.get().fullmatch(part) else None
 
 
 def _scan(src: str) -> list[str]:

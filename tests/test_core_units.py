@@ -435,3 +435,74 @@ def test_compiled_replies_give_the_same_send_as_the_general_path() -> None:
         written.append(plan.actions[0].data)
         assert (expanded.replies is not None and expanded.replies.compiled() == 1) is compiled
     assert written[0] == written[1]
+
+
+# ---------------------------------------------------------------- definitions.scenario_facts
+
+
+def _every_step(steps: Any) -> Any:
+    """Every step, loops opened, depth first in file order (the plain walk the tight one is checked against)."""
+    for step in steps:
+        yield step
+        if isinstance(step, model.LoopStep):
+            yield from _every_step(step.loop.steps)
+
+
+def _loop(*steps: Any) -> model.LoopStep:
+    return model.LoopStep(model.LoopSpec(times=2, steps=list(steps)))
+
+
+def test_scenario_facts_finds_task_steps_in_order_and_logs_anywhere() -> None:
+    from mockmcp.definitions import scenario_facts
+    from mockmcp.loader import bundled_names, load
+
+    task_a, task_b, task_c = (model.TaskSpec(ttlMs=n) for n in (1, 2, 3))  # told apart by ==
+    log = model.LogStep(model.LogSpec(level="info", data="x"))
+    rules = [
+        model.Rule(steps=[model.TaskStep(task_a)]),
+        model.Rule(sequence=[[_loop(model.TextStep("t"), model.TaskStep(task_b))], [model.TaskStep(task_c)]]),
+    ]
+    tools = [model.Tool(name="t", replies=rules)]
+    assert scenario_facts(model.Scenario(mockmcp=1, tools=tools)) == ([task_a, task_b, task_c], False)
+    in_loop = [model.Tool(name="l", replies=[model.Rule(steps=[_loop(log)])])]
+    assert scenario_facts(model.Scenario(mockmcp=1, tools=in_loop))[1] is True
+    on_timeline = model.Subscriptions(timeline=[log])
+    assert scenario_facts(model.Scenario(mockmcp=1, subscriptions=on_timeline)) == ([], True)
+    for name in bundled_names():  # and what a plain walk finds, over every bundled scenario
+        scenario, _ = load(name, use_cache=False)
+        owners = [*scenario.tools, *scenario.prompts, *scenario.resources, *scenario.resourceTemplates, *scenario.methods]
+        lists = [steps for o in owners for r in o.replies for steps in [r.steps or [], *(r.sequence or [])]]
+        steps = [s for lst in lists for s in _every_step(lst)]
+        specs = [s.task for s in steps if isinstance(s, model.TaskStep)]
+        logs = any(isinstance(s, model.LogStep) for s in [*steps, *_every_step(scenario.subscriptions.timeline)])
+        assert scenario_facts(scenario) == (specs, logs), name
+
+
+# ---------------------------------------------------------------- context.ROOTS
+
+
+def test_each_root_reads_what_the_scope_holds_under_its_name() -> None:
+    """Compiled replies read a path's first name from the context (``ROOTS``), templates
+    from ``scope()``: the same object, however handling changed the context."""
+    from mockmcp.context import ROOTS, Reask
+
+    def contexts() -> Any:
+        yield context()
+        yield context(7, "resources/read", "s2", {"m": 1}, uri="file:///x", name=3, arguments=[1])
+        ctx = context("a", "prompts/get", name="greet", arguments={"who": "me"})
+        ctx.scope()  # built first, then kept in step by the setters
+        ctx.set_vars({"v": 1})
+        ctx.set_rounds(2, {"k": {"action": "accept"}}, missing=["k"], request_state="st", reask=Reask(1, None, {}, {}))
+        ctx.set_state("later")
+        ctx.set_index(4)
+        ctx.set_response("r", {"ok": True})
+        yield ctx
+        fresh = context("b", arguments={"x": [1, 2]})
+        fresh.set_state("unbuilt")  # set before any scope exists
+        fresh.set_vars({"w": 2})
+        yield fresh
+
+    for ctx in contexts():
+        scope = ctx.scope()
+        for name, read in ROOTS.items():
+            assert read(ctx) is scope[name], name

@@ -546,10 +546,6 @@ KNOWN_BEHAVIOURS = [
     " `notifications/cancelled` (the revision defines that notification for stdio only): the `stdio-*`"
     " scenarios whose expectations count `notifications/cancelled` fail in the HTTP columns by design,"
     " and the timeout notes count the closed streams instead.",
-    "Over Streamable HTTP the legacy era's requests to the client (`everything-legacy`: sampling,"
-    " elicitation, roots, ping) are written on the request's SSE stream, but the client's POSTed answer"
-    " is not routed back to them yet: those calls time out in the HTTP columns (a mockmcp limitation,"
-    " not client behaviour; on stdio they complete).",
     "Neither client sets `io.modelcontextprotocol/logLevel` unless asked, so scenarios that log send no"
     " `notifications/message` in this generic session (as the revision requires).",
 ]
