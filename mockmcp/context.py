@@ -10,7 +10,8 @@ templates and ``when`` matching read) in step. Sans-I/O.
 
 from __future__ import annotations
 
-from typing import Any
+from operator import attrgetter
+from typing import Any, Callable
 
 from . import jsonrpc
 from .templates import EFFECTS
@@ -170,3 +171,18 @@ class RequestContext:
                 scope["missingInputs"] = self.missing_inputs
                 scope["requestState"] = self.request_state
         return scope
+
+
+def _param(key: str) -> Callable[[RequestContext], Any]:
+    return lambda ctx: ctx.params.get(key)
+
+
+ROOTS: dict[str, Callable[[RequestContext], Any]] = {
+    "id": attrgetter("id"), "method": attrgetter("method"), "params": attrgetter("params"), "meta": attrgetter("meta"),
+    "arguments": attrgetter("arguments"), "name": _param("name"), "uri": _param("uri"), "vars": attrgetter("vars"),
+    "round": attrgetter("round"), "inputResponses": attrgetter("input_responses"), "state": attrgetter("state"),
+}
+"""What the first name of a template path reads, taken from the context itself: what
+``scope()`` holds under that name, without building the scope (a compiled reply's
+holes read them per request; ``tests/test_core_units.py`` checks both agree). The
+names ``scope()`` adds only sometimes (``index``, ``responses``, ...) are not here."""

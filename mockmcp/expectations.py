@@ -75,24 +75,45 @@ def request_matches(e: model.Expectation, method: str, params: dict[str, Any], h
     return True
 
 
+KEPT_IDS = 50  # the first matches of each expectation kept (a verdict shows their ids and the first's place)
+
+
 class ExpectationTracker:
+    """Counts, per expectation, the requests that match it; keeps the first ``KEPT_IDS`` of them.
+
+    What it keeps is bounded and plain JSON (``export``/``restore``), so a
+    session's verdict can be carried on from where the last one stopped
+    instead of judging the whole journal again."""
+
     def __init__(self, expectations: list[model.Expectation]) -> None:
         self.expectations = list(expectations)
         self.seen: list[list[tuple[int, Any]]] = [[] for _ in self.expectations]  # (sequence number, request id)
+        self.counts = [0] * len(self.expectations)
         self.sequence = 0
 
     def observe(self, rid: Any, method: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self.sequence += 1
         for i, e in enumerate(self.expectations):
             if request_matches(e, method, params, headers):
-                self.seen[i].append((self.sequence, rid))
+                self.counts[i] += 1
+                if len(self.seen[i]) < KEPT_IDS:
+                    self.seen[i].append((self.sequence, rid))
+
+    def export(self) -> dict[str, Any]:
+        return {"sequence": self.sequence, "counts": list(self.counts), "seen": [[list(x) for x in s] for s in self.seen]}
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """The state ``export`` gave, for the same expectations (the caller checks that)."""
+        self.sequence = data["sequence"]
+        self.counts = list(data["counts"])
+        self.seen = [[(n, rid) for n, rid in s] for s in data["seen"]]
 
     def verdicts(self) -> list[dict[str, Any]]:
         by_id = {e.id: i for i, e in enumerate(self.expectations) if e.id is not None}
         out = []
         for i, e in enumerate(self.expectations):
             seen = self.seen[i]
-            n = len(seen)
+            n = self.counts[i]
             why: list[str] = []
             if e.never and n:
                 why.append(f"seen {_times(n)}, expected never")
@@ -121,7 +142,7 @@ class ExpectationTracker:
                 "request": describe(e),
                 "wanted": wanted(e),
                 "count": n,
-                "ids": [rid for _, rid in seen[:50]],
+                "ids": [rid for _, rid in seen[:KEPT_IDS]],
                 "verdict": "failed" if why else "passed",
             }
             if e.before is not None:

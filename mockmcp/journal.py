@@ -34,6 +34,11 @@ class JournalWriter:
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         self.pid = os.getpid()
         self.broken = False
+        # A session directory bounds its journal: every ``check_every`` bytes this writer sets
+        # ``due`` and the session (under its lock) looks whether to rotate; then ``reopen``.
+        self.check_every: int | None = None
+        self.due = False
+        self._since_check = 0
 
     def write(self, dir: str, **fields: Any) -> None:
         if self.broken:
@@ -47,6 +52,21 @@ class JournalWriter:
                 written += os.write(self.fd, data[written:])
         except OSError:
             self.broken = True  # a journal failure must not take the protocol down
+        if self.check_every is not None:
+            self._since_check += len(data)
+            if self._since_check >= self.check_every:
+                self._since_check = 0
+                self.due = True
+
+    def reopen(self) -> None:
+        """The file at ``path`` was rotated away: write to the new one from now on."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError:
+            self.broken = True
+            return
+        os.close(self.fd)
+        self.fd = fd
 
     def close(self) -> None:
         try:

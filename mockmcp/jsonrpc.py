@@ -216,17 +216,18 @@ def classify(obj: Any) -> Message:
         if type(obj) is list:
             raise errors.InvalidRequest("Invalid Request: batch arrays are not supported")
         raise errors.InvalidRequest("Invalid Request: a message must be a JSON object")
-    has_id = "id" in obj
-    rid = obj.get("id")
-    id_ok = has_id and valid_id(rid)
+    # (one lookup per member, and valid_id written out: this runs for every line)
+    rid = obj.get("id", _ABSENT)
+    has_id = rid is not _ABSENT
+    id_ok = type(rid) is str or type(rid) is int  # valid_id; the sentinel is neither
     answer_to = rid if id_ok else errors.ABSENT  # the id an error can be answered with
     if obj.get("jsonrpc") != p.JSONRPC_VERSION:
         raise errors.InvalidRequest('Invalid Request: "jsonrpc" must be "2.0"', request_id=answer_to)
-    if "method" not in obj:
+    method = obj.get("method", _ABSENT)
+    if method is _ABSENT:
         if "result" in obj or "error" in obj:
-            return ClientResponse(rid, obj)
+            return ClientResponse(None if rid is _ABSENT else rid, obj)
         raise errors.InvalidRequest('Invalid Request: missing "method"', request_id=answer_to)
-    method = obj["method"]
     if type(method) is not str:
         raise errors.InvalidRequest('Invalid Request: "method" must be a string', request_id=answer_to)
     if has_id and not id_ok:
@@ -243,6 +244,7 @@ def classify(obj: Any) -> Message:
 
 
 _EMPTY: dict[str, Any] = {}
+_ABSENT: Any = object()  # a member the message does not have
 
 # check_circular=False: messages are trees built from parsed JSON and the scenario.
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)

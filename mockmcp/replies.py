@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from . import jsonrpc, model, templates
 from .actions import Send
-from .context import RequestContext
+from .context import ROOTS, RequestContext
 from .envelope import Envelope
 
 # A private-use code point around a counter: written unescaped by the encoder, and
@@ -37,8 +37,9 @@ _ENVELOPE_KEYS = ("_meta", "resultType", "ttlMs", "cacheScope")
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring
 _encode_any: Callable[[Any], str] = jsonrpc.encode_text  # the very encoder of the general path
 
-# What fills a hole, evaluated per request.
-_ID, _URI, _VALUE, _TEXT = range(4)
+# What fills a hole, evaluated per request: the id, the uri, a template's value (as
+# text, or as JSON), or a template that is one path read from the context (ROOTS).
+_ID, _URI, _VALUE, _TEXT, _PATH_VALUE, _PATH_TEXT = range(6)
 
 
 class CompiledReply:
@@ -59,6 +60,12 @@ class CompiledReply:
             value: Any
             if kind == _ID:
                 value = ctx.id
+            elif kind == _PATH_TEXT:
+                value = templates.walk(tpl[0](ctx), tpl[1])
+                if type(value) is not str:
+                    value = templates.to_text(value)
+            elif kind == _PATH_VALUE:
+                value = templates.walk(tpl[0](ctx), tpl[1])
             elif kind == _URI:
                 value = ctx.uri
             elif kind == _TEXT:
@@ -115,6 +122,10 @@ def compile_reply(envelope: Envelope, method: str, step: model.Step) -> Compiled
     holes: list[tuple[int, Any]] = []  # hole n is written as _MARK.format(n)
 
     def hole(kind: int, tpl: Any) -> str:
+        whole = None if tpl is None else tpl.whole
+        if whole is not None and whole[0] == "path" and whole[1][0] in ROOTS:
+            # one path from a name the context holds: walked from it, no scope() built
+            kind, tpl = (_PATH_TEXT if kind == _TEXT else _PATH_VALUE), (ROOTS[whole[1][0]], whole[1][1:])
         holes.append((kind, tpl))
         return _MARK.format(len(holes) - 1)
 

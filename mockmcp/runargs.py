@@ -40,24 +40,22 @@ def non_negative_float(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
+def _whole_number(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise BadValue(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise BadValue(f"expected a whole number >= 1, got {text!r}")
+    if value < low:
+        raise BadValue(f"expected a whole number >= {low}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _whole_number(text, 1)
 
 
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise BadValue(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise BadValue(f"expected a whole number >= 0, got {text!r}")
-    return value
+    return _whole_number(text, 0)
 
 
 def whole_number(text: str) -> int:

@@ -6,22 +6,48 @@ all share the tasks, the named state, the rule counters and the journal.
 
 What is in ``DIR``:
 
-- ``VERSION``: ``mockmcp session 1``. Another text (another mockmcp's format)
+- ``VERSION``: ``mockmcp session 2``. Another text (another mockmcp's format)
   is refused at start-up, and nothing in the directory is touched.
 - ``session.json``: the scenario the session belongs to (another scenario is
   refused: stored tasks name their script by its place in the file).
 - ``state.log``: the shared state, one line per change, appended: ``T ID JSON``
-  (a task record), ``E JSON`` (named state, counters, the task serial), ``F ID``
+  (a task record), ``D ID JSON`` (the record of an ended task: completed, failed
+  or cancelled), ``E JSON`` (named state, counters, the task serial), ``F ID``
   (a task forgotten past the bound). A process reads what others appended
   since it last looked, so no process ever rewrites what it has not read.
-  When the log grows past one and a half times what is live in it (and 1 MiB), it is
-  compacted to the live lines: written aside, then renamed over, so a reader
-  sees the old file or the new one (it notices the new one by its inode).
+  When the log grows past one and a half times what it must keep (and
+  ``COMPACT_MIN``), it is compacted: the ended tasks' latest lines (and the
+  ``F`` lines) are appended to ``ended.log``, then the rest is written aside and
+  renamed over, so a reader sees the old file or the new one (it notices the
+  new one by its inode). So the log a process reads at start-up holds the
+  tasks still going and the recent changes, not every task the session ever had.
+- ``ended.log``: the archive of ended tasks, ``mockmcp ended 2 BASE`` then
+  ``T``/``D``/``F`` lines, appended only under the lock; a later line for an
+  id wins, and the log wins over it (whatever it holds was moved from an
+  older log). It is read only when a request asks for a task the log does not
+  know (the index of ids to offsets is built then, once, and followed as it
+  grows; a record is read with one ``pread`` and parsed when asked for). When
+  it grows past twice ``BASE`` (its size when last rewritten) it is rewritten
+  with each id's latest line, at most ``tasks.MAX_RECORDS`` of them (the
+  oldest ended tasks are forgotten), written aside and renamed over. A torn
+  last line (a process killed while appending) is cut off before the next
+  append: its content is still in the log, which was not yet replaced.
 - ``lock``: every input chunk is handled under ``fcntl.flock`` on it: read the
   log's new lines, handle, append the changes, unlock. So no update is lost
   whatever the number of processes.
 - ``journal.jsonl``: the journal of every process (``mockmcp report DIR``
-  judges the session from it).
+  judges the session from it). Bounded: every ``JOURNAL_CHECK`` bytes a
+  process wrote, it looks (under the lock) whether the file is past
+  ``JOURNAL_ROTATE`` (or ``JOURNAL_JUDGE`` of it not yet judged: then the
+  verdict is carried on, so a rotation reads little); then the verdict so far is saved (``judged.json``: the
+  aggregates a verdict needs and how far each file was read), the file is
+  renamed ``journal.1.jsonl`` (the one before is dropped: the saved verdict
+  has counted it) and a ``J N`` line in the state log tells every process
+  to reopen ``journal.jsonl`` when it next reads the log (records written
+  before that land in ``journal.1.jsonl``, which the next verdict reads too).
+
+- ``judged.json``: the session's verdict so far (``sessionreport``), saved at
+  every process's exit, every ``JOURNAL_JUDGE`` bytes of journal and before a rotation.
 
 A process with a listen stream watching tasks also looks at the log's
 ``stat`` every ``WATCH_INTERVAL`` and, when another process wrote it, reads
@@ -41,12 +67,20 @@ import json
 import os
 from typing import Any, Callable, Iterator
 
+from .tasks import MAX_RECORDS, TERMINAL, CorruptRecord
+
 MARKER = "VERSION"
-MARKER_TEXT = "mockmcp session 1\n"
+MARKER_TEXT = "mockmcp session 2\n"
 META = "session.json"
 LOG = "state.log"
+ARCHIVE = "ended.log"
+ARCHIVE_HEAD = "mockmcp ended 2 "  # then BASE (its size when it was last written whole) and a newline
 LOCK = "lock"
 JOURNAL = "journal.jsonl"
+OLDER_JOURNAL = "journal.1.jsonl"
+JOURNAL_ROTATE = 32 << 20  # bytes of journal.jsonl past which it is rotated (so at most about twice this is kept)
+JOURNAL_CHECK = 1 << 20  # bytes a process writes to the journal between two looks at its size
+JOURNAL_JUDGE = 4 << 20  # bytes of journal not yet judged past which the verdict is carried on (and saved)
 COMPACT_MIN = 1 << 20  # bytes of log before compaction is considered
 # How often a process with a listen stream watching tasks looks (one stat) for other processes' changes.
 WATCH_INTERVAL = 0.05
@@ -70,6 +104,17 @@ class SessionStore:
         self._offset = 0
         self._live: dict[str, str] = {}  # task id (or "E") -> its latest line, for compaction
         self._live_bytes = 0
+        self._ended_bytes = 0  # of those, the ``D`` lines (compaction moves them to the archive)
+        self._gone: set[str] = set()  # ids forgotten (``F``) in this generation of the log
+        # The archive of ended tasks, indexed only when a lookup first needs it.
+        self._arch_fd: int | None = None
+        self._arch_inode: int | None = None
+        self._arch_offset = 0  # how far the index has read
+        self._arch_index: dict[str, tuple[int, int]] = {}  # task id -> (offset, length) of its record
+        self._arch_bad = 0  # unreadable lines in it
+        self.journal_gen = 0  # bumped (a ``J`` line) each time the journal is rotated
+        self._written_gen = 0
+        self.on_journal_rotated: Callable[[], None] | None = None
         self._last_state: str | None = None
         self._seen: tuple[int, int, int] | None = None  # the log's (inode, size, mtime) when last read or written
         self.corrupt_lines = 0
@@ -79,11 +124,11 @@ class SessionStore:
     def _path(self, name: str) -> str:
         return os.path.join(self.dir, name)
 
-    def _open(self, name: str, flags: int) -> int:
+    def _open(self, name: str, flags: int, what: str = "open") -> int:
         try:
             return os.open(self._path(name), flags | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
-            raise SessionError(f"{self._path(name)}: cannot open: {exc.strerror}") from None
+            raise SessionError(f"{self._path(name)}: cannot {what}: {exc.strerror}") from None
 
     def _open_dir(self) -> None:
         try:
@@ -170,20 +215,26 @@ class SessionStore:
         except OSError as exc:
             raise SessionError(f"{self._path(LOG)}: cannot read: {exc.strerror}") from None
         self._seen = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if st.st_ino != self._inode:  # first look, or compacted by another process: read it all
+        # The log is held open, so its inode cannot be reused while this process knows it by that
+        # number: another inode means another file (compacted by another process).
+        if self._log_fd is None or st.st_ino != self._inode:  # first look, or compacted: read it all
+            if self._inode is not None and engine.tasks is not None:
+                self._new_generation(engine.tasks)
+            if self._log_fd is not None:
+                os.close(self._log_fd)
+                self._log_fd = None
+            self._log_fd = self._open(LOG, os.O_RDWR | os.O_APPEND, "read")
+            st = os.fstat(self._log_fd)
             self._inode = st.st_ino
             self._offset = 0
             self._live.clear()
             self._live_bytes = 0
-            if self._log_fd is not None:
-                os.close(self._log_fd)
-                self._log_fd = None
+            self._ended_bytes = 0
+            self._gone.clear()
         if st.st_size <= self._offset:
             return
         try:
-            with open(self._path(LOG), "rb") as fh:
-                fh.seek(self._offset)
-                data = fh.read(st.st_size - self._offset)
+            data = os.pread(self._log_fd, st.st_size - self._offset, self._offset)
         except OSError as exc:
             raise SessionError(f"{self._path(LOG)}: cannot read: {exc.strerror}") from None
         end = data.rfind(b"\n") + 1  # a line still being written is read next time
@@ -204,7 +255,7 @@ class SessionStore:
         # session of 10,000 ended tasks starts without parsing one of them).
         for line in text.split("\n")[:-1]:
             kind = line[:2]
-            if kind == "T " and raw is not None:
+            if (kind == "T " or kind == "D ") and raw is not None:
                 tid, _, body = line[2:].partition(" ")
                 if not (body.startswith("{") and body.endswith("}")):  # (the record is parsed when looked at)
                     self.corrupt_lines += 1
@@ -213,15 +264,23 @@ class SessionStore:
                 raw[tid] = body
                 if tid in watchers:
                     watched_changed = True
-                old = live.get(tid)
-                self._live_bytes += len(line) + 1 - (len(old) + 1 if old is not None else 0)
-                live[tid] = line
+                self._remember(tid, line)
             elif kind == "E ":
                 if not (line.startswith("E {") and line.endswith("}")):
                     self.corrupt_lines += 1
                     continue
                 state = line[2:]
                 self._remember("E", line)
+            elif kind == "J ":
+                if not line[2:].isdigit():
+                    self.corrupt_lines += 1
+                    continue
+                self._remember("J", line)
+                gen = self._written_gen = int(line[2:])
+                if gen != self.journal_gen:
+                    self.journal_gen = gen
+                    if self.on_journal_rotated is not None:
+                        self.on_journal_rotated()
             elif kind == "F ":
                 tid = line[2:]
                 records.pop(tid, None)
@@ -230,6 +289,7 @@ class SessionStore:
                 if raw is not None:
                     raw.pop(tid, None)
                 self._forget(tid)
+                self._gone.add(tid)
             else:
                 self.corrupt_lines += 1
         if watched_changed:
@@ -241,12 +301,151 @@ class SessionStore:
             except ValueError:  # a state record that does not fit (json's errors are ValueErrors too)
                 self.corrupt_lines += 1
 
+    def _new_generation(self, tasks: Any) -> None:
+        """Another process compacted the log: what this one read of the old one may be stale (an
+        ended task's latest change may now be in the archive only), so it is read again when asked."""
+        tasks.raw.clear()
+        dirty = tasks.dirty
+        for tid in [t for t in tasks.records if t not in dirty]:
+            del tasks.records[tid]
+        if tasks.watchers:  # a watched task may have changed and moved to the archive: streams look again
+            tasks.changed = True
+
     def check(self, engine: Any) -> None:
-        """At start-up: read the whole log, so a corrupt directory is refused before serving."""
+        """At start-up: read the whole log, so a corrupt directory is refused before serving (the
+        archive's head is checked; its records are read, and checked, when a request asks for one)."""
         with self.locked():
             self.pull(engine)
+            self._check_archive()
         if self.corrupt_lines:
             raise SessionError(f"{self._path(LOG)}: corrupt ({self.corrupt_lines} unreadable lines); nothing was changed")
+
+    # ------------------------------------------------------------ the archive of ended tasks
+
+    def _check_archive(self) -> None:
+        try:
+            with open(self._path(ARCHIVE), "rb") as fh:
+                head = fh.read(64)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise SessionError(f"{self._path(ARCHIVE)}: cannot read: {exc.strerror}") from None
+        if _archive_base(head) is None:
+            raise SessionError(f"{self._path(ARCHIVE)}: corrupt (no {ARCHIVE_HEAD.strip()!r} head line); nothing was changed")
+
+    def archived(self, task_id: str) -> str | None:
+        """The archived record of ``task_id`` as JSON text, or ``None`` (the task table's lookup
+        when neither its records nor the log know the id). ``CorruptRecord`` when the archive
+        has unreadable lines and the id is not found: it may be among them."""
+        if task_id in self._gone:
+            return None
+        self._index_archive()
+        where = self._arch_index.get(task_id)
+        if where is None:
+            if self._arch_bad:
+                raise CorruptRecord(f"not found, and the archive of ended tasks has {self._arch_bad} unreadable lines")
+            return None
+        assert self._arch_fd is not None
+        try:
+            return os.pread(self._arch_fd, where[1], where[0]).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CorruptRecord(f"unreadable in the archive ({exc})") from None
+
+    def _index_archive(self) -> None:
+        """Bring the index of the archive up to date: from scratch when it is new (or was
+        rewritten), else the lines appended since (complete lines only)."""
+        try:
+            st = os.stat(self._path(ARCHIVE))
+        except OSError:
+            return  # none yet (or replaced this instant: the next look tells)
+        if st.st_ino != self._arch_inode:
+            if self._arch_fd is not None:
+                os.close(self._arch_fd)
+            try:
+                self._arch_fd = os.open(self._path(ARCHIVE), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                self._arch_fd = None
+                return
+            self._arch_inode = os.fstat(self._arch_fd).st_ino
+            self._arch_offset = 0
+            self._arch_index.clear()
+            self._arch_bad = 0
+        fd = self._arch_fd
+        assert fd is not None
+        size = os.fstat(fd).st_size
+        if size <= self._arch_offset:
+            return
+        data = os.pread(fd, size - self._arch_offset, self._arch_offset)
+        base = self._arch_offset
+        end = data.rfind(b"\n") + 1
+        pos = 0
+        if base == 0 and end:
+            pos = data.find(b"\n") + 1
+            if _archive_base(data[:pos]) is None:
+                self._arch_bad += 1
+        self._arch_offset = base + end
+        index = self._arch_index
+        while pos < end:
+            nl = data.index(b"\n", pos)
+            kind = data[pos : pos + 2]
+            sp = data.find(b" ", pos + 2, nl)
+            if (kind == b"T " or kind == b"D ") and sp > 0 and data[sp + 1 : sp + 2] == b"{" and data[nl - 1 : nl] == b"}":
+                index[data[pos + 2 : sp].decode("utf-8", "replace")] = (base + sp + 1, nl - sp - 1)
+            elif kind == b"F " and sp < 0:
+                index.pop(data[pos + 2 : nl].decode("utf-8", "replace"), None)
+            else:
+                self._arch_bad += 1
+            pos = nl + 1
+
+    def _archive(self, lines: list[str]) -> None:
+        """Append ``lines`` to the archive (the lock is held), making it if missing, cutting off a
+        torn last line first, and rewriting it once it has grown past twice its base."""
+        path = self._path(ARCHIVE)
+        if not os.path.exists(path):
+            self._write_archive([])
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+        try:
+            size = os.fstat(fd).st_size
+            keep = _last_newline(fd, size)
+            if keep != size:
+                os.ftruncate(fd, keep)  # a torn append (its lines are still in the log that was kept)
+            _write_all(fd, ("\n".join(lines) + "\n").encode("utf-8"))
+            st = os.fstat(fd)
+            head = os.pread(fd, 64, 0)
+        finally:
+            os.close(fd)
+        base = _archive_base(head) or 0
+        if st.st_size > 2 * base + COMPACT_MIN:
+            self._rewrite_archive()
+
+    def _rewrite_archive(self) -> None:
+        """The archive with each id's latest line only, at most ``MAX_RECORDS`` (the newest); as
+        bytes, so a line it cannot read is kept exactly as it was."""
+        with open(self._path(ARCHIVE), "rb") as fh:
+            data = fh.read()
+        latest: dict[bytes, bytes] = {}
+        unreadable = 0
+        for line in data.split(b"\n")[1:-1]:
+            kind = line[:2]
+            tid = line[2:].partition(b" ")[0]
+            if kind == b"F ":
+                latest.pop(tid, None)
+            elif kind == b"T " or kind == b"D ":
+                latest.pop(tid, None)  # (moved to the end: the oldest are forgotten first)
+                latest[tid] = line
+            else:
+                unreadable += 1
+                latest[b"\n%d" % unreadable] = line  # (a key no id can be)
+        lines = list(latest.values())
+        self._write_archive(lines[-MAX_RECORDS:] if len(lines) > MAX_RECORDS else lines)
+
+    def _write_archive(self, lines: list[bytes]) -> None:
+        body = b"\n".join(lines) + b"\n" if lines else b""
+        head = f"{ARCHIVE_HEAD}{len(body)}\n".encode()
+        tmp = self._path(f".{ARCHIVE}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(head + body)
+        os.replace(tmp, self._path(ARCHIVE))
 
     # ------------------------------------------------------------ writing this process's changes
 
@@ -256,13 +455,19 @@ class SessionStore:
         tasks = engine.tasks
         if tasks is not None:
             for rec in tasks.take_dirty():
-                line = f"T {rec.id} {_encode(rec.to_json())}"
+                line = f"{'D' if rec.status in TERMINAL else 'T'} {rec.id} {_encode(rec.to_json())}"
                 lines.append(line)
                 self._remember(rec.id, line)
             for tid in tasks.forgotten:
                 lines.append(f"F {tid}")
                 self._forget(tid)
+                self._gone.add(tid)
             tasks.forgotten.clear()
+        if self.journal_gen != self._written_gen:
+            self._written_gen = self.journal_gen
+            line = f"J {self.journal_gen}"
+            lines.append(line)
+            self._remember("J", line)
         state = _encode(engine.export_state())
         if state != self._last_state:
             self._last_state = state
@@ -273,23 +478,28 @@ class SessionStore:
             return
         data = ("\n".join(lines) + "\n").encode("utf-8")
         fd = self._log()
-        written = 0
-        while written < len(data):
-            written += os.write(fd, data[written:])
+        _write_all(fd, data)
         self._offset += len(data)
         st = os.fstat(fd)  # (the lock is held: nobody else wrote since the pull)
         self._seen = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if self._offset > COMPACT_MIN and self._offset > 1.5 * self._live_bytes:
+        if self._offset > COMPACT_MIN and self._offset > 1.5 * (self._live_bytes - self._ended_bytes):
             self._compact()
 
     def _log(self) -> int:
-        if self._log_fd is None:
-            self._log_fd = self._open(LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-            st = os.fstat(self._log_fd)
-            self._inode = st.st_ino
+        if self._log_fd is None:  # (no log yet: this process makes it)
+            self._log_fd = self._open(LOG, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+            self._inode = os.fstat(self._log_fd).st_ino
         return self._log_fd
 
     def _compact(self) -> None:
+        """The ended tasks' lines (and what was forgotten) to the archive first, then the log
+        without them: a crash in between leaves both copies, which agree (the log wins)."""
+        ended = [line for line in self._live.values() if line[0] == "D"]
+        if ended or self._gone:
+            self._archive(ended + [f"F {tid}" for tid in self._gone])
+            for line in ended:
+                self._forget(line[2:].partition(" ")[0])
+            self._gone.clear()
         tmp = self._path(f".{LOG}.{os.getpid()}.tmp")
         data = ("\n".join(self._live.values()) + "\n").encode("utf-8") if self._live else b""
         with open(tmp, "wb") as fh:
@@ -297,11 +507,32 @@ class SessionStore:
         os.replace(tmp, self._path(LOG))
         if self._log_fd is not None:
             os.close(self._log_fd)
-            self._log_fd = None
-        st = os.stat(self._path(LOG))
+        self._log_fd = self._open(LOG, os.O_RDWR | os.O_APPEND)
+        st = os.fstat(self._log_fd)
         self._inode = st.st_ino
         self._offset = len(data)
         self._seen = (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def keep_journal_bounded(self, expectations: list[Any]) -> None:
+        """Rotate the journal once it is past ``JOURNAL_ROTATE`` (the lock is held), and carry the
+        verdict on once ``JOURNAL_JUDGE`` bytes of it are not yet judged, so a rotation (which
+        saves the verdict first) never reads much at once in the middle of a request."""
+        try:
+            size = os.stat(self._path(JOURNAL)).st_size
+        except OSError:
+            return
+        from .sessionreport import carry_on, judged_offset, save_judged
+
+        if size <= JOURNAL_ROTATE and size - judged_offset(self.dir) <= JOURNAL_JUDGE:
+            return
+        _, state = carry_on(self.dir, expectations)  # the verdict so far (what a dropped file held is in it)
+        save_judged(self.dir, state)
+        if size <= JOURNAL_ROTATE:
+            return
+        os.replace(self._path(JOURNAL), self._path(OLDER_JOURNAL))
+        self.journal_gen += 1  # (written by the push that follows: every process then reopens)
+        if self.on_journal_rotated is not None:
+            self.on_journal_rotated()
 
     def changed_on_disk(self) -> bool:
         """Did another process write the log since this one last read or wrote it? (One ``stat``,
@@ -316,13 +547,19 @@ class SessionStore:
         old = self._live.get(key)
         if old is not None:
             self._live_bytes -= len(old) + 1
+            if old[0] == "D":
+                self._ended_bytes -= len(old) + 1
         self._live[key] = line
         self._live_bytes += len(line) + 1
+        if line[0] == "D":
+            self._ended_bytes += len(line) + 1
 
     def _forget(self, key: str) -> None:
         old = self._live.pop(key, None)
         if old is not None:
             self._live_bytes -= len(old) + 1
+            if old[0] == "D":
+                self._ended_bytes -= len(old) + 1
 
 
 class SessionConnection:
@@ -335,11 +572,28 @@ class SessionConnection:
         self._conn = conn
         self._store = store
         self.engine = conn.engine
+        if self.engine.tasks is not None:
+            self.engine.tasks.lookup = store.archived  # (a task the log does not know may be archived)
         self._listening: Any = None  # a trio.Event while ``watch`` waits for a stream to watch tasks
+        self._journal: Any = None
+        self._expectations: list[Any] = []
+
+    def attach_journal(self, writer: Any, expectations: list[Any]) -> None:
+        """The verifier's journal writer: kept bounded (``keep_journal_bounded``), reopened after a rotation."""
+        writer.check_every = JOURNAL_CHECK
+        self._journal = writer
+        self._expectations = expectations
+        self._store.on_journal_rotated = writer.reopen
+
+    def _journal_due(self) -> None:
+        if self._journal is not None and self._journal.due:
+            self._journal.due = False
+            self._store.keep_journal_bounded(self._expectations)
 
     def receive_data(self, data: bytes) -> Any:
         with self._store.locked():
             self._store.pull(self.engine)
+            self._journal_due()
             out = self._conn.receive_data(data)
             self._store.push(self.engine)
         self._streams_may_watch()
@@ -356,6 +610,7 @@ class SessionConnection:
         """One message (the HTTP shell's way in), under the lock like a chunk of stdin."""
         with self._store.locked():
             self._store.pull(self.engine)
+            self._journal_due()
             out = self._conn.handle_line(line, check)
             self._store.push(self.engine)
         self._streams_may_watch()
@@ -411,6 +666,34 @@ class SessionConnection:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    written = 0
+    while written < len(data):
+        written += os.write(fd, data[written:])
+
+
+def _archive_base(head: bytes) -> int | None:
+    """The archive's BASE from its head line, or ``None`` when the head is not one."""
+    first, nl, _ = head.partition(b"\n")
+    prefix = ARCHIVE_HEAD.encode()
+    if not nl or not first.startswith(prefix) or not first[len(prefix):].isdigit():
+        return None
+    return int(first[len(prefix):])
+
+
+def _last_newline(fd: int, size: int) -> int:
+    """The offset just past the file's last newline (its size when it ends with one)."""
+    pos = size
+    while pos > 0:
+        start = max(0, pos - 65536)
+        chunk = os.pread(fd, pos - start, start)
+        nl = chunk.rfind(b"\n")
+        if nl >= 0:
+            return start + nl + 1
+        pos = start
+    return 0
 
 
 def _made_by_us(name: str) -> bool:

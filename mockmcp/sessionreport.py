@@ -7,20 +7,32 @@ processes, in the order they arrived, and the client-check findings each
 process recorded are gathered. So a client that probes with one process and
 works in a second (the TypeScript client) is judged on what it did, not on
 what one of its processes saw. ``per_process=True`` gives each process's own
-verdict as well.
+verdict as well (from the journal still kept).
+
+A verdict is carried on from the last one, not judged from the whole journal
+again: ``DIR/judged.json`` holds the ``Aggregate`` (bounded: counts, the first
+matches and findings) and how far each journal file was read, so a process's
+exit costs what was journalled since the last verdict, not the session's
+history. It is trusted only for the same expectations (an edited scenario is
+judged from the journal again); the files are known by inode and first line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
-from typing import Any
+from typing import Any, Iterator
 
 from .checks import CHECKS
 from .expectations import ExpectationTracker
 from .journal import read_journal
 
 MAX_FINDINGS = 1000
+JOURNAL = "journal.jsonl"
+OLDER = "journal.1.jsonl"  # the journal before its last rotation (sessiondir rotates it)
+JUDGED = "judged.json"  # where the last verdict stopped: its aggregates and how far it read each file
 
 
 def session_scenario(directory: str) -> str:
@@ -28,61 +40,199 @@ def session_scenario(directory: str) -> str:
         return str(json.load(fh)["scenario"])
 
 
-def judge(records: list[dict[str, Any]], expectations: list[Any]) -> dict[str, Any]:
-    """A report (the shape ``mockmcp run --report`` writes) over these journal records."""
-    tracker = ExpectationTracker(expectations)
-    findings: list[dict[str, Any]] = []
-    by_check: dict[str, int] = {}
-    counts = {"requests": 0, "notifications": 0}
-    pids: dict[int, None] = {}
-    for rec in records:
-        pids[rec.get("pid", 0)] = None
+class Aggregate:
+    """What a session's verdict is made of, fed one journal record at a time, kept as plain JSON.
+
+    Bounded whatever the session's length (counts, the first ``MAX_FINDINGS``
+    findings, the tracker's counts and first ids), so the verdict at a
+    process's exit reads only what was journalled since the last one."""
+
+    def __init__(self, expectations: list[Any]) -> None:
+        self.tracker = ExpectationTracker(expectations)
+        self.findings: list[dict[str, Any]] = []
+        self.by_check: dict[str, int] = {}
+        self.counts = {"requests": 0, "notifications": 0}
+        self.pids: dict[int, None] = {}
+
+    def feed(self, rec: dict[str, Any]) -> None:
+        self.pids[rec.get("pid", 0)] = None
         kind = rec.get("dir")
         if kind == "in":
             msg = rec.get("message")
             if type(msg) is not dict or type(msg.get("method")) is not str:
-                continue
+                return
             raw = msg.get("params")
             params: dict[str, Any] = raw if type(raw) is dict else {}
             hdrs = rec.get("headers")  # an HTTP request's headers (``mockmcp run --http``)
             headers = hdrs if type(hdrs) is dict else None
             if "id" in msg:
-                counts["requests"] += 1
-                tracker.observe(msg["id"], msg["method"], params, headers)
+                self.counts["requests"] += 1
+                self.tracker.observe(msg["id"], msg["method"], params, headers)
             else:
-                counts["notifications"] += 1
-                tracker.observe(None, msg["method"], params, headers)
+                self.counts["notifications"] += 1
+                self.tracker.observe(None, msg["method"], params, headers)
         elif kind == "finding":
             finding = rec.get("finding") or {}
             check = finding.get("check", "?")
-            by_check[check] = by_check.get(check, 0) + 1
-            if len(findings) < MAX_FINDINGS:
-                findings.append({**finding, "pid": rec.get("pid")})
-    levels = {"error": 0, "warning": 0, "note": 0}
-    for check, n in by_check.items():
-        levels[CHECKS[check][0] if check in CHECKS else "error"] += n
-    verdicts = tracker.verdicts()
-    failed = sum(1 for v in verdicts if v["verdict"] == "failed")
-    return {
-        "mockmcp": 1,
-        "processes": list(pids),
-        "ok": failed == 0 and levels["error"] == 0,
-        "counts": {
-            **counts,
-            "findings": levels,
-            "byCheck": dict(sorted(by_check.items())),
-            "expectations": {"passed": len(verdicts) - failed, "failed": failed},
-        },
-        "expectations": verdicts,
-        "findings": findings,
-    }
+            self.by_check[check] = self.by_check.get(check, 0) + 1
+            if len(self.findings) < MAX_FINDINGS:
+                self.findings.append({**finding, "pid": rec.get("pid")})
+
+    def export(self) -> dict[str, Any]:
+        return {"tracker": self.tracker.export(), "findings": self.findings, "byCheck": self.by_check,
+                "counts": self.counts, "pids": list(self.pids)}
+
+    def restore(self, data: dict[str, Any]) -> None:
+        self.tracker.restore(data["tracker"])
+        self.findings = list(data["findings"])
+        self.by_check = dict(data["byCheck"])
+        self.counts = dict(data["counts"])
+        self.pids = dict.fromkeys(data["pids"])
+
+    def report(self) -> dict[str, Any]:
+        """A report (the shape ``mockmcp run --report`` writes) over what was fed."""
+        levels = {"error": 0, "warning": 0, "note": 0}
+        for check, n in self.by_check.items():
+            levels[CHECKS[check][0] if check in CHECKS else "error"] += n
+        verdicts = self.tracker.verdicts()
+        failed = sum(1 for v in verdicts if v["verdict"] == "failed")
+        return {
+            "mockmcp": 1,
+            "processes": list(self.pids),
+            "ok": failed == 0 and levels["error"] == 0,
+            "counts": {
+                **self.counts,
+                "findings": levels,
+                "byCheck": dict(sorted(self.by_check.items())),
+                "expectations": {"passed": len(verdicts) - failed, "failed": failed},
+            },
+            "expectations": verdicts,
+            "findings": list(self.findings),
+        }
 
 
-def session_report(directory: str, expectations: list[Any], *, per_process: bool = False) -> dict[str, Any]:
-    journal = os.path.join(directory, "journal.jsonl")
-    records = read_journal(journal) if os.path.exists(journal) else []
-    report = {"session": os.path.abspath(directory), **judge(records, expectations)}
+def judge(records: list[dict[str, Any]], expectations: list[Any]) -> dict[str, Any]:
+    """A report (the shape ``mockmcp run --report`` writes) over these journal records."""
+    agg = Aggregate(expectations)
+    for rec in records:
+        agg.feed(rec)
+    return agg.report()
+
+
+def _fingerprint(expectations: list[Any]) -> str:
+    """Which expectations a saved aggregate was judged with (an edited scenario is judged again)."""
+    return hashlib.sha256(repr(list(expectations)).encode("utf-8")).hexdigest()
+
+
+def _files(directory: str) -> list[str]:
+    return [os.path.join(directory, name) for name in (OLDER, JOURNAL)]
+
+
+def _identity(fd: int) -> str:
+    """A journal file's identity: its inode and first line's start (an inode number alone can be
+    reused once the file it named is gone)."""
+    head = os.pread(fd, 160, 0).split(b"\n", 1)[0]
+    return f"{os.fstat(fd).st_ino}:{head.decode('latin-1')}"
+
+
+def _read_from(path: str, offsets: dict[str, int], agg: Aggregate) -> tuple[str, int] | None:
+    """Feed ``agg`` the records of ``path`` past where ``offsets`` says the last verdict stopped;
+    (identity, the offset now) or ``None`` when there is no such file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    try:
+        ident = _identity(fd)
+        start = offsets.get(ident, 0)
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, size - start, start) if size > start else b""
+    finally:
+        os.close(fd)
+    end = data.rfind(b"\n") + 1  # (a line still being written is read by the next verdict)
+    for line in data[:end].splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # torn by a killed writer
+        if type(rec) is dict and type(rec.get("dir")) is str:
+            agg.feed(rec)
+    return ident, start + end
+
+
+def judged_offset(directory: str) -> int:
+    """How far into the current ``journal.jsonl`` the saved verdict has read (0 if not at all)."""
+    try:
+        with open(os.path.join(directory, JUDGED), encoding="utf-8") as fh:
+            offsets = json.load(fh)["offsets"]
+        fd = os.open(os.path.join(directory, JOURNAL), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+    try:
+        got = offsets.get(_identity(fd), 0) if type(offsets) is dict else 0
+    finally:
+        os.close(fd)
+    return got if type(got) is int else 0
+
+
+def carry_on(directory: str, expectations: list[Any]) -> tuple[Aggregate, dict[str, Any]]:
+    """The session's aggregate: the saved one (when judged with these expectations) fed what was
+    journalled since; and the state to save (aggregate and offsets)."""
+    agg = Aggregate(expectations)
+    fingerprint = _fingerprint(expectations)
+    offsets: dict[str, int] = {}
+    try:
+        with open(os.path.join(directory, JUDGED), encoding="utf-8") as fh:
+            saved = json.load(fh)
+        if type(saved) is dict and saved.get("expectations") == fingerprint:
+            agg.restore(saved["aggregate"])
+            offsets = dict(saved["offsets"])
+    except (OSError, ValueError, KeyError, TypeError):
+        agg, offsets = Aggregate(expectations), {}  # none yet, or unusable: judge what the journal holds
+    now: dict[str, int] = {}
+    for path in _files(directory):
+        got = _read_from(path, offsets, agg)
+        if got is not None:
+            now[got[0]] = got[1]
+    return agg, {"mockmcp": 1, "expectations": fingerprint, "offsets": now, "aggregate": agg.export()}
+
+
+@contextlib.contextmanager
+def _locked(directory: str) -> Iterator[None]:
+    import fcntl
+
+    fd = os.open(os.path.join(directory, "lock"), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (closing releases the lock)
+
+
+def save_judged(directory: str, state: dict[str, Any]) -> None:
+    """Write where the verdict stopped (the session's lock is held), aside then renamed over."""
+    tmp = os.path.join(directory, f".{JUDGED}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(state, fh, ensure_ascii=False, separators=(",", ":"))
+    os.replace(tmp, os.path.join(directory, JUDGED))
+
+
+def session_report(directory: str, expectations: list[Any], *, per_process: bool = False, save: bool = False) -> dict[str, Any]:
+    """The session's verdict. Carried on from the last one (so its cost is what was journalled
+    since, not the session's history); ``save`` (a process's exit, under the session's lock)
+    records where it stopped. ``per_process`` judges each process from the journal it kept."""
+    if save:
+        with _locked(directory):  # (two processes ending at once: each carries on from the other's)
+            agg, state = carry_on(directory, expectations)
+            save_judged(directory, state)
+    else:
+        agg, _ = carry_on(directory, expectations)
+    report = {"session": os.path.abspath(directory), **agg.report()}
     if per_process:
+        records: list[dict[str, Any]] = []
+        for path in _files(directory):
+            if os.path.exists(path):
+                records.extend(read_journal(path))
         report["perProcess"] = {
             str(pid): judge([r for r in records if r.get("pid") == pid], expectations) for pid in report["processes"]
         }

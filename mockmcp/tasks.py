@@ -162,6 +162,9 @@ class TaskTable:
         # Records another process wrote, as the JSON text the session store read: parsed when
         # first looked at (a session of 10,000 ended tasks starts without parsing them).
         self.raw: dict[str, str] = {}
+        # Where a record neither kept nor read as text is looked for last (the session store's
+        # archive of ended tasks, read only when asked): the id -> its JSON text, or None.
+        self.lookup: Callable[[str], str | None] | None = None
         self.dirty: dict[str, None] = {}  # ids changed since the store last took them
         self.forgotten: dict[str, None] = {}  # ids pruned (the store compacts them away)
         self.serial = 0
@@ -498,13 +501,15 @@ class TaskTable:
         rec = self.records.get(task_id)
         if rec is None:
             text = self.raw.get(task_id)
+            if text is None and self.lookup is not None:
+                text = self.lookup(task_id)
             if text is not None:
                 try:
                     data = json.loads(text)
                 except ValueError as exc:
                     raise CorruptRecord(f"not JSON ({exc})") from None
                 rec = self.records[task_id] = TaskRecord.from_json(data, task_id, len(self.specs))
-                del self.raw[task_id]
+                self.raw.pop(task_id, None)
                 # Another process wrote it: its version may equal the one this process encoded last
                 # (a timed change each made on its own, an outcome rendered by each), so no cached text.
                 self._texts.pop(task_id, None)

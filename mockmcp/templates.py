@@ -269,19 +269,8 @@ def evaluate(expr: Expr, ctx: dict[str, Any]) -> Any:
     kind = expr[0]
     if kind == "lit":
         return expr[1]
-    if kind == "path":  # the common case, walked here (a call less per template)
-        cur: Any = ctx
-        for part in expr[1]:
-            if isinstance(cur, dict):
-                cur = cur.get(part if isinstance(part, str) else str(part))
-            elif isinstance(cur, list):
-                index = part if type(part) is int else _index(part)
-                if index is None or not -len(cur) <= index < len(cur):
-                    return None
-                cur = cur[index]
-            else:
-                return None
-        return cur
+    if kind == "path":
+        return walk(ctx, expr[1])
     name = expr[1]
     args = [evaluate(a, ctx) for a in expr[2]]
     try:
@@ -299,6 +288,24 @@ def evaluate(expr: Expr, ctx: dict[str, Any]) -> Any:
     except OverflowError:  # an integer too large for a float: add(1.5, 10**400), div(10**400, 3)
         raise TemplateError(f"{name}(): the result is beyond a double's range") from None
     return _checked(name, result)
+
+
+def walk(cur: Any, parts: list[Any]) -> Any:
+    """Follow a path's parts from ``cur`` (object keys, list indexes); ``None`` where it leads nowhere.
+
+    Evaluating a path is this walk from the scope; a compiled reply starts it one
+    step in, from the value the path's first name reads on the context."""
+    for part in parts:
+        if isinstance(cur, dict):
+            cur = cur.get(part if isinstance(part, str) else str(part))
+        elif isinstance(cur, list):
+            index = part if type(part) is int else _index(part)
+            if index is None or not -len(cur) <= index < len(cur):
+                return None
+            cur = cur[index]
+        else:
+            return None
+    return cur
 
 
 def _checked(name: str, result: Any) -> Any:

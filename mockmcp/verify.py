@@ -196,7 +196,7 @@ class Verifier:
             from .sessionreport import session_report
 
             own = report
-            report = session_report(self.session, self.engine.scenario.expectations)
+            report = session_report(self.session, self.engine.scenario.expectations, save=True)
             report["pid"] = own["pid"]
             report["counts"] = {**own["counts"], **report["counts"]}
         if self.report_path:
@@ -244,6 +244,9 @@ def attach(engine: Any, conn: Any, log: Any, *, journal: str | None = None, repo
     v = Verifier(engine, log, journal=journal, report=report, strict=strict, session=session)
     engine.services.track_unknown = True
     conn.observers.append(v.inbound)
+    keep_bounded = getattr(conn, "attach_journal", None)  # a session directory's connection bounds its journal
+    if keep_bounded is not None and v.journal is not None:
+        keep_bounded(v.journal, engine.scenario.expectations)
     plan_observers = getattr(conn, "plan_observers", None)
     if plan_observers is not None:
         plan_observers.append(v.plan)

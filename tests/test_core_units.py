@@ -476,3 +476,33 @@ def test_scenario_facts_finds_task_steps_in_order_and_logs_anywhere() -> None:
         specs = [s.task for s in steps if isinstance(s, model.TaskStep)]
         logs = any(isinstance(s, model.LogStep) for s in [*steps, *_every_step(scenario.subscriptions.timeline)])
         assert scenario_facts(scenario) == (specs, logs), name
+
+
+# ---------------------------------------------------------------- context.ROOTS
+
+
+def test_each_root_reads_what_the_scope_holds_under_its_name() -> None:
+    """Compiled replies read a path's first name from the context (``ROOTS``), templates
+    from ``scope()``: the same object, however handling changed the context."""
+    from mockmcp.context import ROOTS, Reask
+
+    def contexts() -> Any:
+        yield context()
+        yield context(7, "resources/read", "s2", {"m": 1}, uri="file:///x", name=3, arguments=[1])
+        ctx = context("a", "prompts/get", name="greet", arguments={"who": "me"})
+        ctx.scope()  # built first, then kept in step by the setters
+        ctx.set_vars({"v": 1})
+        ctx.set_rounds(2, {"k": {"action": "accept"}}, missing=["k"], request_state="st", reask=Reask(1, None, {}, {}))
+        ctx.set_state("later")
+        ctx.set_index(4)
+        ctx.set_response("r", {"ok": True})
+        yield ctx
+        fresh = context("b", arguments={"x": [1, 2]})
+        fresh.set_state("unbuilt")  # set before any scope exists
+        fresh.set_vars({"w": 2})
+        yield fresh
+
+    for ctx in contexts():
+        scope = ctx.scope()
+        for name, read in ROOTS.items():
+            assert read(ctx) is scope[name], name
