@@ -586,7 +586,7 @@ class Control:
                 request_id=rid,
             ) from None
         if rec is None:
-            known = [*table.records, *table.raw][-10:]
+            known = table.known_ids()[-10:]
             raise NotFound(
                 f"no task {task_id!r}{did_you_mean(task_id, known)} (newest: {', '.join(known) or 'none'})",
                 data={"taskId": task_id},
@@ -600,7 +600,7 @@ class Control:
 
     def _list_tasks(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
         table = self.engine.tasks
-        ids = [*table.records, *table.raw]
+        ids = table.known_ids()  # (archived ended tasks of a session included)
         out = []
         for tid in ids[-MAX_TASK_LIST:]:
             rec = table.peek(tid)  # (a corrupt record is left out)

@@ -351,6 +351,11 @@ class SessionStore:
         except (OSError, UnicodeDecodeError) as exc:
             raise CorruptRecord(f"unreadable in the archive ({exc})") from None
 
+    def archived_ids(self) -> list[str]:
+        """The ids the archive of ended tasks holds, oldest first (the control channel's task list)."""
+        self._index_archive()
+        return [tid for tid in self._arch_index if tid not in self._gone]
+
     def _index_archive(self) -> None:
         """Bring the index of the archive up to date: from scratch when it is new (or was
         rewritten), else the lines appended since (complete lines only)."""
@@ -574,6 +579,7 @@ class SessionConnection:
         self.engine = conn.engine
         if self.engine.tasks is not None:
             self.engine.tasks.lookup = store.archived  # (a task the log does not know may be archived)
+            self.engine.tasks.archived_ids = store.archived_ids
         self._listening: Any = None  # a trio.Event while ``watch`` waits for a stream to watch tasks
         self._journal: Any = None
         self._expectations: list[Any] = []

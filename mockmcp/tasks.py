@@ -165,6 +165,7 @@ class TaskTable:
         # Where a record neither kept nor read as text is looked for last (the session store's
         # archive of ended tasks, read only when asked): the id -> its JSON text, or None.
         self.lookup: Callable[[str], str | None] | None = None
+        self.archived_ids: Callable[[], list[str]] | None = None  # what ``lookup`` can find (a session's archive)
         self.dirty: dict[str, None] = {}  # ids changed since the store last took them
         self.forgotten: dict[str, None] = {}  # ids pruned (the store compacts them away)
         self.serial = 0
@@ -514,6 +515,15 @@ class TaskTable:
                 # (a timed change each made on its own, an outcome rendered by each), so no cached text.
                 self._texts.pop(task_id, None)
         return rec
+
+    def known_ids(self) -> list[str]:
+        """Every task id this table can answer for, oldest first: the archived ones (a session's
+        ended tasks, read only when asked for), then those in memory and in the log."""
+        here = [*self.records, *self.raw]
+        if self.archived_ids is None:
+            return here
+        present = set(here)
+        return [tid for tid in self.archived_ids() if tid not in present] + here
 
     def peek(self, task_id: str) -> TaskRecord | None:
         """``get``, with a corrupt record taken as absent (streams and pruning skip it; a request for

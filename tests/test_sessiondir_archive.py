@@ -162,3 +162,28 @@ def test_a_watched_task_that_ends_and_is_archived_by_another_process_is_still_an
     assert here.conn.refresh() and here.engine.take_task_changes()
     (note,) = _notes(here.engine.task_notifications())
     assert note["status"] == "cancelled" and note["taskId"] == tid
+
+
+def test_the_control_channel_lists_and_names_archived_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process started after compaction lists the session's archived ended tasks (they are
+    read only when asked), and an unknown id's hint names the newest of all of them."""
+    from mockmcp import fragments
+    from mockmcp.control import Control
+
+    monkeypatch.setattr(sessiondir, "COMPACT_MIN", 4000)
+    _, ids = _ended_session(tmp_path, 30)
+    log = (tmp_path / "state.log").read_text()
+    assert [tid for tid in ids if tid not in log]  # some are in the archive only
+    fresh = Process(tmp_path)
+    control = Control(fresh.engine, fragments)
+
+    def ctl(method: str, **params: Any) -> dict[str, Any]:
+        out = control.handle_line(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode())
+        assert out.response is not None
+        return out.response
+
+    listed = ctl("listTasks")["result"]
+    assert listed["total"] == len(ids)
+    assert sorted(t["taskId"] for t in listed["tasks"]) == sorted(ids)
+    assert all(t["status"] == "completed" for t in listed["tasks"])
+    assert ids[-1] in ctl("getTask", taskId="no-such-task")["error"]["message"]
