@@ -25,9 +25,9 @@ import json
 import os
 from typing import Any, Iterator
 
-from .checks import CHECKS
 from .expectations import ExpectationTracker
 from .journal import read_journal
+from .verify import report_of
 
 MAX_FINDINGS = 1000
 JOURNAL = "journal.jsonl"
@@ -91,24 +91,7 @@ class Aggregate:
 
     def report(self) -> dict[str, Any]:
         """A report (the shape ``mockmcp run --report`` writes) over what was fed."""
-        levels = {"error": 0, "warning": 0, "note": 0}
-        for check, n in self.by_check.items():
-            levels[CHECKS[check][0] if check in CHECKS else "error"] += n
-        verdicts = self.tracker.verdicts()
-        failed = sum(1 for v in verdicts if v["verdict"] == "failed")
-        return {
-            "mockmcp": 1,
-            "processes": list(self.pids),
-            "ok": failed == 0 and levels["error"] == 0,
-            "counts": {
-                **self.counts,
-                "findings": levels,
-                "byCheck": dict(sorted(self.by_check.items())),
-                "expectations": {"passed": len(verdicts) - failed, "failed": failed},
-            },
-            "expectations": verdicts,
-            "findings": list(self.findings),
-        }
+        return report_of({"processes": list(self.pids)}, self.counts, self.by_check, self.tracker.verdicts(), list(self.findings))
 
 
 def judge(records: list[dict[str, Any]], expectations: list[Any]) -> dict[str, Any]:

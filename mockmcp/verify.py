@@ -171,24 +171,8 @@ class Verifier:
     def report(self) -> dict[str, Any]:
         self._drain_unmatched()
         verdicts = self.tracker.verdicts()
-        levels = {"error": 0, "warning": 0, "note": 0}
-        for check, n in self.per_check.items():
-            levels[CHECKS[check][0]] += n
         findings = [f.to_json() for f in self.findings]
-        failed = sum(1 for v in verdicts if v["verdict"] == "failed")
-        return {
-            "mockmcp": 1,
-            "pid": os.getpid(),
-            "ok": failed == 0 and levels["error"] == 0,
-            "counts": {
-                **self.counts,
-                "findings": levels,
-                "byCheck": dict(sorted(self.per_check.items())),
-                "expectations": {"passed": len(verdicts) - failed, "failed": failed},
-            },
-            "expectations": verdicts,
-            "findings": findings,
-        }
+        return report_of({"pid": os.getpid()}, self.counts, self.per_check, verdicts, findings)
 
     def finish(self, status: int) -> int:
         report = self.report()
@@ -252,3 +236,26 @@ def attach(engine: Any, conn: Any, log: Any, *, journal: str | None = None, repo
         plan_observers.append(v.plan)
     return {"output": v.output, "event": v.event, "finish": v.finish, "verifier": v,
             "httpRequest": v.http_request, "httpFinding": v.http_finding}
+
+
+def report_of(who: dict[str, Any], counts: dict[str, Any], by_check: dict[str, int],
+              verdicts: list[dict[str, Any]], findings: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report ``--report`` writes, of one process (``who``: its pid) or of a whole session
+    (``sessionreport``: its processes): the one place its shape is written."""
+    levels = {"error": 0, "warning": 0, "note": 0}
+    for check, n in by_check.items():
+        levels[CHECKS[check][0] if check in CHECKS else "error"] += n  # (a check from another version: an error)
+    failed = sum(1 for v in verdicts if v["verdict"] == "failed")
+    return {
+        "mockmcp": 1,
+        **who,
+        "ok": failed == 0 and levels["error"] == 0,
+        "counts": {
+            **counts,
+            "findings": levels,
+            "byCheck": dict(sorted(by_check.items())),
+            "expectations": {"passed": len(verdicts) - failed, "failed": failed},
+        },
+        "expectations": verdicts,
+        "findings": findings,
+    }
