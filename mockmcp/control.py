@@ -577,14 +577,7 @@ class Control:
         """The task ``params.taskId`` names, brought up to date with its script (NotFound if none)."""
         table: tasks.TaskTable = self.engine.tasks
         task_id = _str(params, "taskId", rid)
-        try:
-            rec = table.get(task_id)
-        except tasks.CorruptRecord as exc:
-            raise errors.ClientError(
-                f"task {task_id!r}: its record in the session directory is corrupt ({exc}); it was left as it is",
-                data={"taskId": task_id},
-                request_id=rid,
-            ) from None
+        rec = table.stored(task_id, rid)
         if rec is None:
             known = table.known_ids()[-10:]
             raise NotFound(
@@ -592,8 +585,7 @@ class Control:
                 data={"taskId": task_id},
                 request_id=rid,
             )
-        spec = table.spec_of(rec)
-        if spec.ttlMs is not None and table.clock() >= table.expires(rec, spec):
+        if table.expired(rec):
             raise NotFound(f"task {task_id!r} has expired (its ttlMs passed)", data={"taskId": task_id}, request_id=rid)
         table.advance(rec)  # (if its script moved it, the caller's notifications carry that too)
         return rec

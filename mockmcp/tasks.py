@@ -322,24 +322,33 @@ class TaskTable:
 
     # ------------------------------------------------------------ the three methods
 
-    def find(self, task_id: Any, request_id: Any) -> TaskRecord:
-        """The task ``task_id`` brought up to date; -32602 when missing, unknown or expired."""
-        if task_id is None:
-            raise errors.InvalidParams("Invalid params: 'taskId' missing", request_id=request_id)
-        if type(task_id) is not str:
-            raise errors.InvalidParams("Invalid params: 'taskId' must be a string", request_id=request_id)
+    def stored(self, task_id: str, request_id: Any) -> TaskRecord | None:
+        """``get``, a corrupt stored record answered as the internal error it is (and left as it is):
+        what both ``tasks/*`` and the control channel's task operations look a task up with."""
         try:
-            rec = self.get(task_id)
+            return self.get(task_id)
         except CorruptRecord as exc:
             raise errors.ClientError(
                 f"Internal error: the session directory's record of task {task_id} is corrupt ({exc}); it was left as it is",
                 data={"taskId": task_id},
                 request_id=request_id,
             ) from None
+
+    def expired(self, rec: TaskRecord) -> bool:
+        """Has the task's ``ttlMs`` passed (it is then unknown to every request)?"""
+        spec = self.spec_of(rec)
+        return spec.ttlMs is not None and self.clock() >= self.expires(rec, spec)
+
+    def find(self, task_id: Any, request_id: Any) -> TaskRecord:
+        """The task ``task_id`` brought up to date; -32602 when missing, unknown or expired."""
+        if task_id is None:
+            raise errors.InvalidParams("Invalid params: 'taskId' missing", request_id=request_id)
+        if type(task_id) is not str:
+            raise errors.InvalidParams("Invalid params: 'taskId' must be a string", request_id=request_id)
+        rec = self.stored(task_id, request_id)
         if rec is None:
             raise errors.InvalidParams("Failed to retrieve task: Task not found", data={"taskId": task_id}, request_id=request_id)
-        spec = self.spec_of(rec)
-        if spec.ttlMs is not None and self.clock() >= self.expires(rec, spec):
+        if self.expired(rec):
             raise errors.InvalidParams("Failed to retrieve task: Task has expired", data={"taskId": task_id}, request_id=request_id)
         if self.advance(rec):
             self._saved(rec)

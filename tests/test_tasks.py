@@ -259,17 +259,7 @@ def test_an_expired_task_is_invalid_params(method: str) -> None:
 
 
 def test_state_scripted_phase_waits_for_the_named_state() -> None:
-    yaml = """mockmcp: 1
-state: {initial: idle, states: [idle, released]}
-tools:
-  - name: release
-    replies: [{steps: [{setState: released}, {text: ok}]}]
-  - name: gated
-    replies:
-      - steps:
-          - task: {phases: [{state: released}], outcome: [{text: "released"}]}
-"""
-    core = Core(yaml)
+    core = Core(GATED)
     tid = core.start("gated")
     assert core.get(tid)["result"]["status"] == "working"
     core.call("release")
