@@ -82,3 +82,19 @@ def test_a_spawn_does_not_import_argparse() -> None:
     imported = {line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines() if line.startswith("import time:")}
     assert "mockmcp.runargs" in imported
     assert "argparse" not in imported
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["run", "a", "--time-scale", "nan"], "argument --time-scale: expected a finite number >= 0, got 'nan'"),
+    (["run", "a", "--max-line-bytes", "0"], "argument --max-line-bytes: expected a whole number >= 1, got '0'"),
+    (["run", "a", "--seed", "x"], "argument --seed: invalid int value: 'x'"),
+    (["run", "a", "--http", "host:99999"], "expected [HOST:]PORT with PORT 0..65535"),
+])
+def test_a_declined_bad_value_gets_its_converters_words_from_argparse(argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from mockmcp.cli import main
+
+    assert quick_parse(argv) is None
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert said in capsys.readouterr().err
