@@ -37,6 +37,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
 
     from .connection import Connection
     from .framing import DEFAULT_MAX_LINE
+    from .pipes import PipeReceiveStream, PipeSendStream
     from .server import Shell, StderrLog
 
     log = StderrLog(args.log_level)
@@ -74,8 +75,8 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
         return finish(status) if finish is not None else status
 
     async def main() -> int:
-        stdin = trio.lowlevel.FdStream(os.dup(0))
-        stdout = trio.lowlevel.FdStream(os.dup(1))
+        stdin = PipeReceiveStream(os.dup(0))
+        stdout = PipeSendStream(os.dup(1))
         shell = Shell(
             conn,
             stdin,

@@ -1,0 +1,134 @@
+"""stdin and stdout as trio streams that take one loop turn per round trip, not three.
+
+``trio.lowlevel.FdStream`` yields to the scheduler at the start of every
+``receive_some`` and every ``send_all``, whether or not the pipe is ready. For
+a request/response client (one line written, its answer awaited) each of those
+yields is a whole run-loop turn with an ``epoll_wait`` of its own: the answer to
+one request cost three turns, a third of a ping-pong round trip's instructions.
+
+These streams do the I/O first and yield only when they must:
+
+- ``receive_some`` reads at once; only a pipe with nothing to read parks the task
+  (``wait_readable``: the one turn a round trip needs). A read that found data
+  without waiting still yields once, shielded from cancellation, so a client
+  that writes without pause cannot starve the other tasks (timers, the writer,
+  the control socket), and the chunk it took is always returned, never lost to a
+  cancel (the shell's pause and stop rely on that).
+- ``send_all`` writes at once and waits only while the pipe is full. It does not
+  yield otherwise: its callers (the writer task, the reader's immediate answers)
+  each yield in their own loop, in the memory channel or in ``receive_some``.
+
+Both check for cancellation before they touch the pipe, as every trio
+checkpoint does. The shell writes stdout from one task at a time (the writer's
+lock), so these streams keep no conflict detector of their own.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import trio
+
+
+class _Fd:
+    """A file descriptor in non-blocking mode, restored and closed once (``fd`` is -1 after)."""
+
+    __slots__ = ("fd", "_was_blocking")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._was_blocking = os.get_blocking(fd)
+        os.set_blocking(fd, False)
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd < 0:
+            return
+        trio.lowlevel.notify_closing(fd)
+        try:
+            os.set_blocking(fd, self._was_blocking)
+        finally:
+            os.close(fd)
+
+
+class PipeReceiveStream(trio.abc.ReceiveStream):
+    """Reads a pipe (stdin): at once when it has data, waiting only when it has none."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = _Fd(fd)
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        fd = self._fd.fd
+        if fd < 0:
+            raise trio.ClosedResourceError("file was already closed")
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            data = os.read(fd, max_bytes or 65536)
+        except BlockingIOError:
+            pass
+        except OSError as exc:
+            raise _broken(exc) from exc
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()  # fairness; the chunk is kept
+            return data
+        while True:
+            await trio.lowlevel.wait_readable(fd)
+            try:
+                return os.read(fd, max_bytes or 65536)
+            except BlockingIOError:
+                continue  # (woken without data: another reader of the same pipe took it)
+            except OSError as exc:
+                raise _broken(exc) from exc
+
+    async def aclose(self) -> None:
+        self._fd.close()
+        await trio.lowlevel.checkpoint()
+
+
+class PipeSendStream(trio.abc.SendStream):
+    """Writes a pipe (stdout): at once, waiting only while the pipe is full."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = _Fd(fd)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        fd = self._fd.fd
+        if fd < 0:
+            raise trio.ClosedResourceError("file was already closed")
+        await trio.lowlevel.checkpoint_if_cancelled()
+        length = len(data)
+        try:
+            sent = os.write(fd, data)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            raise _broken(exc) from exc
+        if sent == length:
+            return
+        with memoryview(data) as view:
+            while sent < length:
+                await trio.lowlevel.wait_writable(fd)
+                try:
+                    sent += os.write(fd, view[sent:])
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    raise _broken(exc) from exc
+
+    async def wait_send_all_might_not_block(self) -> None:
+        fd = self._fd.fd
+        if fd < 0:
+            raise trio.ClosedResourceError("file was already closed")
+        await trio.lowlevel.wait_writable(fd)
+
+    async def aclose(self) -> None:
+        self._fd.close()
+        await trio.lowlevel.checkpoint()
+
+
+def _broken(exc: OSError) -> trio.ClosedResourceError | trio.BrokenResourceError:
+    """What trio's own fd streams raise: closed under us (EBADF), or the pipe broke."""
+    if exc.errno == errno.EBADF:
+        return trio.ClosedResourceError("file was already closed")
+    return trio.BrokenResourceError(str(exc))
