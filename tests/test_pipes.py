@@ -162,6 +162,41 @@ async def test_a_send_cancelled_on_a_full_pipe_raises_cancelled_with_only_a_pref
         await stdout.aclose()
 
 
+async def test_wait_send_all_might_not_block_waits_only_while_the_pipe_is_full():
+    with pipe() as (r, w):
+        stdout = PipeSendStream(w)
+        with trio.fail_after(5):
+            await stdout.wait_send_all_might_not_block()  # empty pipe: returns at once
+            with trio.move_on_after(0.05) as scope:
+                await stdout.send_all(pattern(MiB))  # fills the pipe, then cancelled
+            assert scope.cancelled_caught
+            with trio.move_on_after(0.05) as scope:
+                await stdout.wait_send_all_might_not_block()
+            assert scope.cancelled_caught  # full: it waits
+            pending(r)
+            await stdout.wait_send_all_might_not_block()  # drained: returns
+        await stdout.aclose()
+
+
+async def test_a_reader_woken_for_bytes_another_reader_took_keeps_waiting():
+    """Two streams on one pipe (dups) both wake for one byte; the loser waits again, not a false EOF."""
+    with pipe() as (r, w):
+        first, second = PipeReceiveStream(os.dup(r)), PipeReceiveStream(os.dup(r))
+        got: list[bytes] = []
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(lambda: _append(got, first.receive_some()))
+                nursery.start_soon(lambda: _append(got, second.receive_some()))
+                await trio.testing.wait_all_tasks_blocked()
+                os.write(w, b"1")
+                await trio.testing.wait_all_tasks_blocked()
+                assert got == [b"1"]  # one took it; the other is parked again
+                os.write(w, b"2")
+        assert got == [b"1", b"2"]
+        await first.aclose()
+        await second.aclose()
+
+
 # ---------------------------------------------------------------- 3. fairness
 
 
