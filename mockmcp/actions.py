@@ -281,6 +281,26 @@ class Plan:
             yield from self.rest
 
 
+def answered(request_id: Any, send: Send, method: str | None, rule: str | None) -> Plan:
+    """``Plan(request_id, [send], method, rule, immediate=True)``: an answer written at once.
+
+    Most requests end here, and calling a class with a keyword argument makes a
+    dictionary for it on every call; this builds the same plan without one.
+    """
+    plan = _new_plan(Plan)
+    plan.request_id = request_id
+    plan.actions = [send]
+    plan.method = method
+    plan.rule = rule
+    plan.immediate = True
+    plan.has_id = True
+    plan.rest = None
+    return plan
+
+
+_new_plan = object.__new__
+
+
 class Cancel(_Value):
     """Stop the in-flight request ``request_id`` (a client cancellation)."""
 

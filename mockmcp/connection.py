@@ -56,12 +56,13 @@ class Connection:
                 )
             if line[:1] != b"{" and not line.strip():
                 return None  # a blank line
-            msg = jsonrpc.decode(line)
+            msg = jsonrpc.classify(jsonrpc.parse(line))  # (decode(), without its frame)
             if self.observers:
                 self._observe(line, msg, None)
             if check is not None:
                 check(msg)
-            result = self.engine.handle(msg)
+            # (a request, most lines, straight to its entry point: Engine.handle's first test)
+            result = self.engine.handle_request(msg) if type(msg) is jsonrpc.Request else self.engine.handle(msg)
             if self.plan_observers and isinstance(result, Plan):
                 for see in self.plan_observers:
                     see(result)

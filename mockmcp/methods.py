@@ -15,7 +15,7 @@ import json
 from typing import Any, Callable
 
 from . import errors, jsonrpc, matching, model, protocol as p, tasks, templates
-from .actions import Action, Emit, Park, Plan, Send, Sleep
+from .actions import Action, answered, Emit, Park, Plan, Send, Sleep
 from .context import RequestContext
 from .definitions import drop_none, prompt_definition, resource_definition, template_definition, tool_definition
 from .services import Services
@@ -99,7 +99,9 @@ def _require_str(ctx: RequestContext, key: str) -> str:
 
 
 def _tools_call(svc: Services, ctx: RequestContext) -> Plan:
-    name = _require_str(ctx, "name")
+    name = ctx.params.get("name")
+    if type(name) is not str:
+        name = _require_str(ctx, "name")  # (raises)
     tool = svc.tools.get(name)
     if tool is None or (tool.states is not None and not svc.visible(tool)):
         svc.note_unknown(ctx, "tool", name, [t.name for t in svc.scenario.tools if svc.visible(t)])
@@ -320,7 +322,7 @@ def _task_response(svc: Services, ctx: RequestContext, result_text: str) -> Plan
         data = ('{"jsonrpc":"2.0","id":' + rid_text + ',"result":' + result_text + "}\n").encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate the client sent: the general path escapes it
         return svc.final(ctx, json.loads(result_text))
-    return Plan(ctx.id, [Send(None, data, True)], ctx.method, None, immediate=True)
+    return answered(ctx.id, Send(None, data, True), ctx.method, None)
 
 
 def _faulty_status(table: tasks.TaskTable, rec: tasks.TaskRecord, body: dict[str, Any], faults: model.TaskFaults) -> dict[str, Any]:

@@ -37,57 +37,118 @@ _ENVELOPE_KEYS = ("_meta", "resultType", "ttlMs", "cacheScope")
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring
 _encode_any: Callable[[Any], str] = jsonrpc.encode_text  # the very encoder of the general path
 
-# What fills a hole, evaluated per request: the id, the uri, a template's value (as
-# text, or as JSON), or a template that is one path read from the context (ROOTS).
-_ID, _URI, _VALUE, _TEXT, _PATH_VALUE, _PATH_TEXT = range(6)
+# What a hole holds: the request id, the uri, a template's value (as JSON) or its text.
+_ID, _URI, _VALUE, _TEXT = range(4)
+
+
+def _fill(kind: int, tpl: Any) -> "Fill | None":
+    """The fill of one hole, decided once (``None``: the request id, which the renderer
+    writes itself). A template that is one path read from a name the context holds
+    (``ROOTS``) is walked from it, without building the template scope."""
+    if kind == _ID:
+        return None
+    if kind == _URI:
+        return _fill_uri
+    whole = tpl.whole
+    if whole is not None and whole[0] == "path" and whole[1][0] in ROOTS:
+        return _fill_path(whole[1][0], tuple(whole[1][1:]), kind == _TEXT)
+    return _fill_template(tpl, kind == _TEXT)
+
+
+Fill = Callable[[RequestContext], str]
+"""What fills one hole after the id: the hole's value for this request, encoded as JSON text."""
+
+Render = Callable[[RequestContext], str]
+"""A compiled reply: the whole encoded response line for one request."""
 
 
 class CompiledReply:
-    """Fragments of one encoded response and the holes between them."""
+    """Fragments of one encoded response and what fills each hole between them.
 
-    __slots__ = ("fragments", "holes")
+    ``render`` is made once per reply for its number of holes: answering is one
+    call per template hole and one join, with no dispatch on the hole's kind per
+    request (decided when its fill was made). The request id, in every reply, is
+    written inline (ids are strings or integers).
+    """
 
-    def __init__(self, fragments: list[str], holes: list[tuple[int, Any]]) -> None:
-        self.fragments = fragments  # len(holes) + 1 pieces of encoded JSON
-        self.holes = holes  # (kind, template or None)
+    __slots__ = ("render",)
+
+    def __init__(self, fragments: list[str], fills: list[Fill | None]) -> None:
+        self.render = _renderer(fragments, fills)  # len(fills) + 1 fragments
 
     def send(self, ctx: RequestContext) -> Send | None:
         """The response for this request (``None``: a value needs the general path)."""
-        frags = self.fragments
-        parts = [frags[0]]
-        i = 1
-        for kind, tpl in self.holes:
-            value: Any
-            if kind == _ID:
-                value = ctx.id
-            elif kind == _PATH_TEXT:
-                value = templates.walk(tpl[0](ctx), tpl[1])
-                if type(value) is not str:
-                    value = templates.to_text(value)
-            elif kind == _PATH_VALUE:
-                value = templates.walk(tpl[0](ctx), tpl[1])
-            elif kind == _URI:
-                value = ctx.uri
-            elif kind == _TEXT:
-                value = tpl.render(ctx.scope())
-                if type(value) is not str:
-                    value = templates.to_text(value)
-            else:
-                value = tpl.render(ctx.scope())
-            t = type(value)
-            if t is str:
-                parts.append(_encode_str(value))
-            elif t is int:
-                parts.append(int.__repr__(value))
-            else:
-                parts.append(_encode_any(value))
-            parts.append(frags[i])
-            i += 1
         try:
-            data = "".join(parts).encode("utf-8")
+            return Send(None, self.render(ctx).encode("utf-8"), True)
         except UnicodeEncodeError:  # a lone surrogate from the request: the general path escapes it
             return None
-        return Send(None, data, True)
+
+
+def _renderer(fragments: list[str], fills: list[Fill | None]) -> Render:
+    """The fragments joined with the holes filled for one request, written out for the common
+    shapes: the id first (``None`` in ``fills``), then up to two more holes."""
+    rest = [f for f in fills[1:] if f is not None]
+    if fills[:1] != [None] or len(rest) != len(fills) - 1:  # (compile_reply puts the id first, once)
+        every = [_fill_id if f is None else f for f in fills]
+        first, pairs = fragments[0], list(zip(every, fragments[1:]))
+        return lambda ctx: first + "".join([fill(ctx) + frag for fill, frag in pairs])
+    match rest, fragments:
+        case [], [f0, f1]:
+            return lambda ctx: "".join((f0, str(ctx.id) if type(ctx.id) is int else _encoded(ctx.id), f1))
+        case [a], [f0, f1, f2]:
+            return lambda ctx: "".join((f0, str(ctx.id) if type(ctx.id) is int else _encoded(ctx.id), f1, a(ctx), f2))
+        case [a, b], [f0, f1, f2, f3]:
+            return lambda ctx: "".join(
+                (f0, str(ctx.id) if type(ctx.id) is int else _encoded(ctx.id), f1, a(ctx), f2, b(ctx), f3))
+    return _renderer(fragments, [_fill_id, *rest])  # (the general shape above)
+
+
+def _encoded(value: Any) -> str:
+    """``value`` as JSON text, by the general path's encoder (strings and integers without its frames)."""
+    t = type(value)
+    if t is str:
+        return _encode_str(value)
+    if t is int:
+        return int.__repr__(value)
+    return _encode_any(value)
+
+
+def _as_text(value: Any) -> str:
+    """``value`` as it reads inside text (``templates.to_text``), encoded as a JSON string."""
+    return _encode_str(value if type(value) is str else templates.to_text(value))
+
+
+def _fill_id(ctx: RequestContext) -> str:
+    return _encoded(ctx.id)
+
+
+def _fill_uri(ctx: RequestContext) -> str:
+    return _encoded(ctx.uri)
+
+
+def _fill_path(root: str, path: tuple[Any, ...], text: bool) -> Fill:
+    """The fill of a template that is one path from a name the context holds (``ROOTS``)."""
+    read = ROOTS[root]
+    rest = list(path)
+    if len(rest) == 1 and type(rest[0]) is str:  # `arguments.text`: one get, as walk() would
+        key = rest[0]
+        if text:
+
+            def one_key_text(ctx: RequestContext) -> str:
+                cur = read(ctx)
+                value = cur.get(key) if type(cur) is dict else templates.walk(cur, rest)
+                return _encode_str(value) if type(value) is str else _as_text(value)
+
+            return one_key_text
+        return lambda ctx: _encoded(cur.get(key) if type(cur := read(ctx)) is dict else templates.walk(cur, rest))
+    convert = _as_text if text else _encoded
+    return lambda ctx: convert(templates.walk(read(ctx), rest))
+
+
+def _fill_template(tpl: Any, text: bool) -> Fill:
+    """The fill of any other template: rendered from the whole scope."""
+    convert = _as_text if text else _encoded
+    return lambda ctx: convert(tpl.render(ctx.scope()))
 
 
 class ReplyCache:
@@ -101,16 +162,22 @@ class ReplyCache:
 
     def __init__(self, envelope: Envelope) -> None:
         self.envelope = envelope
-        self._compiled: dict[int, tuple[model.Step, str, CompiledReply | None]] = {}
+        self._compiled: dict[int, tuple[model.Step, str, Render | None]] = {}
 
     def send(self, step: model.Step, ctx: RequestContext) -> Send | None:
         """The response ``step`` gives to this request, or ``None``: take the general path."""
         entry = self._compiled.get(id(step))
         if entry is None or entry[1] != ctx.method:
-            entry = (step, ctx.method, compile_reply(self.envelope, ctx.method, step))
+            compiled = compile_reply(self.envelope, ctx.method, step)
+            entry = (step, ctx.method, None if compiled is None else compiled.render)
             self._compiled[id(step)] = entry
-        compiled = entry[2]
-        return None if compiled is None else compiled.send(ctx)
+        render = entry[2]
+        if render is None:
+            return None
+        try:  # (CompiledReply.send written out: this runs for every compiled answer)
+            return Send(None, render(ctx).encode("utf-8"), True)
+        except UnicodeEncodeError:
+            return None
 
     def compiled(self) -> int:
         """How many steps have a compiled form (tests check the compiled path ran)."""
@@ -119,14 +186,10 @@ class ReplyCache:
 
 def compile_reply(envelope: Envelope, method: str, step: model.Step) -> CompiledReply | None:
     """Compile ``step`` as answered to ``method``, or ``None`` if it takes the general path."""
-    holes: list[tuple[int, Any]] = []  # hole n is written as _MARK.format(n)
+    holes: list[Fill | None] = []  # hole n is written as _MARK.format(n)
 
     def hole(kind: int, tpl: Any) -> str:
-        whole = None if tpl is None else tpl.whole
-        if whole is not None and whole[0] == "path" and whole[1][0] in ROOTS:
-            # one path from a name the context holds: walked from it, no scope() built
-            kind, tpl = (_PATH_TEXT if kind == _TEXT else _PATH_VALUE), (ROOTS[whole[1][0]], whole[1][1:])
-        holes.append((kind, tpl))
+        holes.append(_fill(kind, tpl))
         return _MARK.format(len(holes) - 1)
 
     rid = hole(_ID, None)
@@ -159,7 +222,7 @@ def compile_reply(envelope: Envelope, method: str, step: model.Step) -> Compiled
         cuts.append((at, len(quoted), h))
     cuts.sort(key=lambda c: c[0])
     fragments: list[str] = []
-    used: list[tuple[int, Any]] = []
+    used: list[Fill | None] = []
     pos = 0
     for at, length, h in cuts:
         fragments.append(text[pos:at])

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import errors, model, mrtr, protocol as p, templates
-from .actions import Plan, Send
+from .actions import Plan, Send, answered
 from .context import Reask, RequestContext
 from .envelope import Envelope
 
@@ -85,7 +85,7 @@ class Rounds:
 
     def reask(self, ctx: RequestContext, reask: Reask) -> Plan:
         send = self.ask(ctx, reask.requests, True, reask.user_state, reask.round, reask.answers)
-        return Plan(ctx.id, [send], ctx.method, "mockmcp: ask again for missing inputResponses", immediate=True)
+        return answered(ctx.id, send, ctx.method, "mockmcp: ask again for missing inputResponses")
 
     def ask(
         self,

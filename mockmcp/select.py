@@ -45,45 +45,71 @@ class Chosen:
         self.steps = steps
 
 
+class _Gate:
+    """What selection needs of one rule, read from its ``when`` once: does it look at the
+    request, does it target occurrences, and its answer when that is always the same."""
+
+    __slots__ = ("rule", "conditional", "targeted", "fixed")
+
+    def __init__(self, rule: model.Rule) -> None:
+        when = rule.when
+        self.rule = rule  # (held: the gate is found by the rule's id)
+        # A `when` with no condition on the request matches all of them.
+        self.conditional = not (
+            when.arguments is None
+            and when.round is None
+            and when.state is None
+            and when.inputResponses is None
+            and when.vars is None
+            and when.params is None
+            and when.meta is None
+        )
+        self.targeted = not (
+            when.nth is None and when.every is None and when.first is None and when.after is None and when.probability is None
+        )
+        self.fixed = Chosen(rule, rule.steps or NO_STEPS) if rule.sequence is None else None
+
+
 class Selector:
-    __slots__ = ("session", "rng")
+    __slots__ = ("session", "rng", "_gates")
 
     def __init__(self, session: Session, rng: Random) -> None:
         self.session = session
         self.rng = rng
+        self._gates: dict[int, _Gate] = {}  # by id(rule); each gate holds its rule
 
     def select(self, rules: list[model.Rule], ctx: RequestContext) -> Chosen | None:
         """The first rule that answers this request (counting it), or ``None``."""
+        gates = self._gates
         for rule in rules:
-            when = rule.when
-            conditional = not (  # a `when` with no condition on the request matches all of them
-                when.arguments is None
-                and when.round is None
-                and when.state is None
-                and when.inputResponses is None
-                and when.vars is None
-                and when.params is None
-                and when.meta is None
-            )
-            if conditional and not matches(when, ctx.scope()):
+            gate = gates.get(id(rule))
+            if gate is None:
+                gate = gates[id(rule)] = _Gate(rule)
+            if gate.conditional and not matches(rule.when, ctx.scope()):
                 continue
             count = self.session.count_match(rule)
-            if when.nth is not None and count != when.nth:
+            if gate.targeted and not self._lets_through(rule.when, count):
                 continue
-            if when.every is not None and count % when.every:
-                continue
-            if when.first is not None and count > when.first:
-                continue
-            if when.after is not None and count <= when.after:
-                continue
-            if when.probability is not None and self.rng.random() >= when.probability:
-                continue
-            if rule.sequence is not None:
-                used = self.session.take_sequence(rule)
-                n = len(rule.sequence)
-                return Chosen(rule, rule.sequence[used % n if rule.cycle else min(used, n - 1)])
-            return Chosen(rule, rule.steps or NO_STEPS)
+            if gate.fixed is not None:
+                return gate.fixed
+            sequence = rule.sequence
+            assert sequence is not None  # (a gate without a fixed answer is a sequence's)
+            used = self.session.take_sequence(rule)
+            n = len(sequence)
+            return Chosen(rule, sequence[used % n if rule.cycle else min(used, n - 1)])
         return None
+
+    def _lets_through(self, when: model.Match, count: int) -> bool:
+        """Does the rule's targeting let its ``count``-th match answer?"""
+        if when.nth is not None and count != when.nth:
+            return False
+        if when.every is not None and count % when.every:
+            return False
+        if when.first is not None and count > when.first:
+            return False
+        if when.after is not None and count <= when.after:
+            return False
+        return when.probability is None or self.rng.random() < when.probability
 
     def require(self, rules: list[model.Rule], ctx: RequestContext, what: str) -> Chosen:
         """The rule that answers, or ``NoRuleMatched`` with the near miss (recorded for the verifier)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence, TypeVar
 
 from . import model
-from .actions import Plan
+from .actions import Plan, answered
 from .context import RequestContext
 from .definitions import compile_uri_template, validates_input
 from .envelope import NO_HINTS, CacheHints, Envelope
@@ -77,7 +77,8 @@ class Services:
         chosen = self.selector.select(rules, ctx)
         if chosen is None:
             raise self.selector.no_match(rules, ctx, what)
-        return self.steps.expand(ctx, chosen.steps, self.rule_label(chosen.rule))
+        rule = chosen.rule
+        return self.steps.expand(ctx, chosen.steps, rule.name if rule.name is not None else self.rule_label(rule))
 
     def expand(self, ctx: RequestContext, steps: list[model.Step], rule: model.Rule | None, mode: Mode = Mode.REQUEST) -> Plan:
         return self.steps.expand(ctx, steps, None if rule is None else self.rule_label(rule), mode)
@@ -85,7 +86,7 @@ class Services:
     def final(self, ctx: RequestContext, result: dict[str, Any], hints: CacheHints = NO_HINTS) -> Plan:
         """A plan that answers at once with a complete result."""
         env = self.envelope
-        return Plan(ctx.id, [env.final(ctx.id, env.complete(ctx.method, result, hints))], ctx.method, None, immediate=True)
+        return answered(ctx.id, env.final(ctx.id, env.complete(ctx.method, result, hints)), ctx.method, None)
 
     # ------------------------------------------------------------ primitives
 

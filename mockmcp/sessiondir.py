@@ -245,7 +245,6 @@ class SessionStore:
             self.corrupt_lines += 1
             return
         tasks = engine.tasks
-        live = self._live
         raw = tasks.raw if tasks is not None else None
         records = tasks.records if tasks is not None else {}
         watchers = tasks.watchers if tasks is not None else {}

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator
 
 from . import errors, jsonrpc, model, protocol as p, tasks as task_rules, templates
 from . import serverrequests
-from .actions import Action, Ask, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
+from .actions import Action, answered, Ask, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
 from .context import RequestContext
 from .definitions import drop_none
 from .envelope import Envelope
@@ -69,7 +69,7 @@ class StepExpander:
         if replies is not None and len(steps) == 1 and mode is Mode.REQUEST:
             send = replies.send(steps[0], ctx)
             if send is not None:
-                return Plan(ctx.id, [send], ctx.method, rule, immediate=True)
+                return answered(ctx.id, send, ctx.method, rule)
         produced = self._actions(ctx, steps, mode)
         actions: list[Action] = []
         rest: Iterator[Action | None] | None = None

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 from . import errors, jsonrpc, model, mrtr, protocol as p, templates
 from .actions import Action, Send, WaitTasks

@@ -81,10 +81,18 @@ class StdoutWriter:
         self._send, self._receive = trio.open_memory_channel[Job](16)
         self._out = SafeOut(stdout, log)
         self._lock = trio.Lock()  # held by whoever writes stdout: the writer task, or flush()
+        # Jobs queued and not yet written out by the writer task: 0 means it holds nothing
+        # (parked in receive, or about to be), so flush() may write ahead of nobody.
+        self._pending = 0
 
     async def send(self, job: Job) -> None:
         """Queue bytes or a job behind everything queued before (blocks while the channel is full)."""
-        await self._send.send(job)
+        self._pending += 1
+        try:
+            await self._send.send(job)
+        except BaseException:
+            self._pending -= 1  # (not queued after all: cancelled while the channel was full)
+            raise
 
     async def aclose(self) -> None:
         await self._send.aclose()
@@ -116,6 +124,7 @@ class StdoutWriter:
                 if pending:
                     await self._write(b"".join(pending))
                 self._lock.release()
+                self._pending -= len(batch)
 
     async def _run_job(self, job: DribbleJob | ExitJob | CloseJob, stdout: SafeOut) -> None:
         match job:
@@ -138,10 +147,9 @@ class StdoutWriter:
     async def flush(self, data: bytes) -> None:
         """Write the reader's immediate answers: straight to stdout when nothing is queued or
         being written (one task switch less per round trip), else through the writer (order)."""
-        stats = self._receive.statistics()
-        # The writer must be parked in receive() with nothing buffered: an item handed to a
-        # waiting writer leaves the buffer empty too, and must still go out first.
-        if stats.current_buffer_used == 0 and stats.tasks_waiting_receive:
+        # The writer must hold nothing: an item handed straight to a waiting writer leaves the
+        # channel's buffer empty too, and must still go out first (so: a count, not the buffer).
+        if not self._pending:
             try:
                 self._lock.acquire_nowait()
             except trio.WouldBlock:
