@@ -42,14 +42,26 @@ class _Fd:
         os.set_blocking(fd, False)
 
     def close(self) -> None:
+        """Close inside trio: tasks waiting on the fd are woken first (with ClosedResourceError)."""
+        if self.fd >= 0:
+            trio.lowlevel.notify_closing(self.fd)
+        self.release()
+
+    def release(self) -> None:
+        """Give the fd back as it was and close it. O_NONBLOCK is a flag of the open file
+        description, shared with whoever else holds it (the parent's end of the pipe, a
+        terminal): leaving it set would make their reads and writes fail with EAGAIN."""
         fd, self.fd = self.fd, -1
         if fd < 0:
             return
-        trio.lowlevel.notify_closing(fd)
         try:
             os.set_blocking(fd, self._was_blocking)
         finally:
             os.close(fd)
+
+    def __del__(self) -> None:
+        # A stream dropped without aclose (the end of `trio.run`): what trio's own fd holder does.
+        self.release()
 
 
 class PipeReceiveStream(trio.abc.ReceiveStream):
@@ -63,8 +75,12 @@ class PipeReceiveStream(trio.abc.ReceiveStream):
         if fd < 0:
             raise trio.ClosedResourceError("file was already closed")
         await trio.lowlevel.checkpoint_if_cancelled()
+        if max_bytes is None:
+            max_bytes = 65536
+        elif max_bytes < 1:
+            raise ValueError("max_bytes must be an integer >= 1")
         try:
-            data = os.read(fd, max_bytes or 65536)
+            data = os.read(fd, max_bytes)
         except BlockingIOError:
             pass
         except OSError as exc:
@@ -75,7 +91,7 @@ class PipeReceiveStream(trio.abc.ReceiveStream):
         while True:
             await trio.lowlevel.wait_readable(fd)
             try:
-                return os.read(fd, max_bytes or 65536)
+                return os.read(fd, max_bytes)
             except BlockingIOError:
                 continue  # (woken without data: another reader of the same pipe took it)
             except OSError as exc:

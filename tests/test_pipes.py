@@ -484,3 +484,34 @@ def _lines(stream: Any) -> Iterator[bytes]:
         buf += chunk
         *complete, buf = buf.split(b"\n")
         yield from complete
+
+
+async def test_a_stream_dropped_without_aclose_gives_the_descriptor_back_as_it_was():
+    """What the end of ``trio.run`` does to the shell's streams: their fds are restored and closed."""
+    import gc
+
+    with pipe() as (r, w):
+        stdout = PipeSendStream(os.dup(w))
+        assert not os.get_blocking(w)
+        del stdout
+        gc.collect()
+        assert os.get_blocking(w)
+
+
+def test_the_process_leaves_its_callers_pipes_blocking_after_it_exits():
+    """O_NONBLOCK is shared with the caller's ends of the pipes (and a terminal): a mock that left
+    it set would make the caller's own reads and writes fail with EAGAIN after it exited."""
+    r, w = os.pipe()
+    r2, w2 = os.pipe()
+    try:
+        proc = subprocess.Popen(mockmcp_cmd("run", "default"), stdin=r, stdout=w2, stderr=subprocess.DEVNULL)
+        os.write(w, line(call(1, "echo", text="once")))
+        os.close(w)
+        w = -1
+        assert proc.wait(30) == 0
+        assert b'"once"' in os.read(r2, 65536)
+        assert os.get_blocking(r) and os.get_blocking(w2)
+    finally:
+        for fd in (r, w, r2, w2):
+            if fd >= 0:
+                os.close(fd)
