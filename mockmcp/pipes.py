@@ -9,11 +9,12 @@ one request cost three turns, a third of a ping-pong round trip's instructions.
 These streams do the I/O first and yield only when they must:
 
 - ``receive_some`` reads at once; only a pipe with nothing to read parks the task
-  (``wait_readable``: the one turn a round trip needs). A read that found data
-  without waiting still yields once, shielded from cancellation, so a client
-  that writes without pause cannot starve the other tasks (timers, the writer,
-  the control socket), and the chunk it took is always returned, never lost to a
-  cancel (the shell's pause and stop rely on that).
+  (``wait_readable``: the one turn a round trip needs). Reads that found data
+  without waiting yield once they add up to ``YIELD_EVERY`` bytes, shielded from
+  cancellation, so a client that writes without pause cannot starve the other
+  tasks (timers, the writer, the control socket) for longer than one full read
+  already does, and the chunk taken is always returned, never lost to a cancel
+  (the shell's pause and stop rely on that).
 - ``send_all`` writes at once and waits only while the pipe is full. It does not
   yield otherwise: its callers (the writer task, the reader's immediate answers)
   each yield in their own loop, in the memory channel or in ``receive_some``.
@@ -61,14 +62,30 @@ class _Fd:
 
     def __del__(self) -> None:
         # A stream dropped without aclose (the end of `trio.run`): what trio's own fd holder does.
-        self.release()
+        try:
+            self.release()
+        except OSError:
+            pass  # closed behind our back already: nothing left to give back
+
+
+YIELD_EVERY = 16384
+"""Bytes a reader may take without waiting before it yields to the other tasks.
+
+The shell handles one read's chunk without yielding (up to 64 KiB of input), so
+other tasks already wait that long behind a flooding client; small reads that
+find data may add up to a quarter of that (about 60 requests) before the reader
+yields. A request/response client whose next line is already there when the
+mock reads (the mock is the slower side, the usual case) then costs no run-loop
+turn per line: a turn is about 17,000 instructions, a tenth of a round trip."""
 
 
 class PipeReceiveStream(trio.abc.ReceiveStream):
     """Reads a pipe (stdin): at once when it has data, waiting only when it has none."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, *, yield_every: int = YIELD_EVERY) -> None:
         self._fd = _Fd(fd)
+        self._yield_every = yield_every
+        self._unyielded = 0  # bytes read without waiting since this reader last yielded
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         fd = self._fd.fd
@@ -86,8 +103,12 @@ class PipeReceiveStream(trio.abc.ReceiveStream):
         except OSError as exc:
             raise _broken(exc) from exc
         else:
-            await trio.lowlevel.cancel_shielded_checkpoint()  # fairness; the chunk is kept
+            self._unyielded += len(data)
+            if self._unyielded >= self._yield_every:
+                self._unyielded = 0
+                await trio.lowlevel.cancel_shielded_checkpoint()  # fairness; the chunk is kept
             return data
+        self._unyielded = 0  # (waiting below lets every other task run)
         while True:
             await trio.lowlevel.wait_readable(fd)
             try:

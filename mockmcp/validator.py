@@ -467,7 +467,9 @@ class Validator:
             high = s["maxProperties"]
             objs.append(lambda v: len(v) <= high)
         required = frozenset(s.get("required", ()))
-        if required:
+        # (merged into `declared` below when that runs: one call fewer for the common schema)
+        merge_required = bool(required) and bool(s.get("properties")) and not s.get("patternProperties") and "additionalProperties" not in s
+        if required and not merge_required:
             objs.append(lambda v: v.keys() >= required)
         dep = s.get("dependentRequired")
         if dep:
@@ -503,12 +505,21 @@ class Validator:
 
             objs.append(members)
         elif props:
-            items = tuple(props.items())
+            # A property whose schema is only a type is checked inline, without calling its check.
+            items = tuple((k, f, _CHECKED_TYPE.get(f)) for k, f in props.items())
+            needed = required if merge_required else frozenset()
 
             def declared(v: dict[str, Any]) -> bool:
-                for k, f in items:
+                if needed and not v.keys() >= needed:
+                    return False
+                for k, f, t in items:
                     x = v.get(k, _MISSING)
-                    if x is not _MISSING and not f(x):
+                    if x is _MISSING:
+                        continue
+                    if t is not None:
+                        if type(x) is not t:
+                            return False
+                    elif not f(x):
                         return False
                 return True
 
@@ -858,6 +869,16 @@ def _no(v: Any) -> bool:
 _EXACT: dict[str, type] = {"string": str, "object": dict, "array": list, "boolean": bool}
 
 
+def _type_check(t: type) -> Callable[[Any], bool]:
+    return lambda v: type(v) is t
+
+
+# The check of a schema that is only an exact type, one function per type, and the type each
+# one checks (an object's `declared` members test such a property inline).
+_TYPE_CHECKS: dict[type, Callable[[Any], bool]] = {t: _type_check(t) for t in _EXACT.values()}
+_CHECKED_TYPE: dict[Callable[[Any], bool], type] = {f: t for t, f in _TYPE_CHECKS.items()}
+
+
 # Is ``v`` within the bound ``b`` of minimum, maximum, exclusiveMinimum, exclusiveMaximum?
 def _lt(v: Any, b: Any) -> bool:
     return bool(v >= b)
@@ -904,7 +925,7 @@ def _combine(
     if exact is not None and not general:
         own = by_type.get(exact, ())
         if not own:
-            return lambda v: type(v) is exact
+            return _TYPE_CHECKS[exact]
         if len(own) == 1:
             only = own[0]
             return lambda v: type(v) is exact and only(v)

@@ -80,7 +80,9 @@ class StdoutWriter:
         # the reader when the client does not read (back-pressure, bounded memory).
         self._send, self._receive = trio.open_memory_channel[Job](16)
         self._out = SafeOut(stdout, log)
-        self._lock = trio.Lock()  # held by whoever writes stdout: the writer task, or flush()
+        # flush() is writing stdout right now (the writer task waits for _flushed before its batch).
+        self._flushing = False
+        self._flushed: trio.Event | None = None
         # Jobs queued and not yet written out by the writer task: 0 means it holds nothing
         # (parked in receive, or about to be), so flush() may write ahead of nobody.
         self._pending = 0
@@ -108,10 +110,10 @@ class StdoutWriter:
                         batch.append(self._receive.receive_nowait())
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
-                try:  # no checkpoint between taking the batch and holding the lock
-                    self._lock.acquire_nowait()
-                except trio.WouldBlock:
-                    await self._lock.acquire()  # the reader is writing newer output: it waits
+                while self._flushing:  # the reader is writing older output straight to stdout
+                    if self._flushed is None:
+                        self._flushed = trio.Event()
+                    await self._flushed.wait()
                 pending: list[bytes] = []
                 for job in batch:
                     if isinstance(job, bytes):
@@ -123,7 +125,6 @@ class StdoutWriter:
                     await self._run_job(job, stdout)
                 if pending:
                     await self._write(b"".join(pending))
-                self._lock.release()
                 self._pending -= len(batch)
 
     async def _run_job(self, job: DribbleJob | ExitJob | CloseJob, stdout: SafeOut) -> None:
@@ -145,22 +146,26 @@ class StdoutWriter:
                     self.close_stdout()
 
     async def flush(self, data: bytes) -> None:
-        """Write the reader's immediate answers: straight to stdout when nothing is queued or
-        being written (one task switch less per round trip), else through the writer (order)."""
+        """Write the reader's immediate answers: straight to stdout when the writer task holds
+        nothing (one task switch less per round trip), else through the writer (order)."""
         # The writer must hold nothing: an item handed straight to a waiting writer leaves the
         # channel's buffer empty too, and must still go out first (so: a count, not the buffer).
-        if not self._pending:
-            try:
-                self._lock.acquire_nowait()
-            except trio.WouldBlock:
-                pass
+        # Nothing queued also means the writer is not writing; while this writes, a batch the
+        # writer takes meanwhile waits for it (_flushing), so lines never interleave.
+        if self._pending or self._flushing:
+            await self.send(data)
+            return
+        self._flushing = True
+        try:
+            if self.exit_after is None:
+                await self._out.send_all(data)
             else:
-                try:
-                    await self._write(data)
-                finally:
-                    self._lock.release()
-                return
-        await self._send.send(data)
+                await self._write(data)
+        finally:
+            self._flushing = False
+            if self._flushed is not None:
+                self._flushed.set()
+                self._flushed = None
 
     async def _write(self, data: bytes) -> None:
         """Write, counting lines when ``protocol.exitAfter`` is set (then die right after the Nth)."""

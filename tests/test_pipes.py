@@ -201,11 +201,12 @@ async def test_a_reader_woken_for_bytes_another_reader_took_keeps_waiting():
 
 
 async def test_a_reader_that_always_finds_data_still_lets_other_tasks_run():
-    """Every immediate read yields once: a ticker advances with the reader, not after it."""
-    n = 2000
+    """Reads that never wait yield once per ``yield_every`` bytes: a ticker advances with the
+    reader (not only after it), and small reads below the budget cost no turn each."""
+    n, budget = 2000, 100
     with pipe() as (r, w):
         os.write(w, b"x" * n)  # always data: receive_some never has to wait
-        stdin = PipeReceiveStream(r)
+        stdin = PipeReceiveStream(r, yield_every=budget)
         ticks = 0
         ticks_when_done = -1
 
@@ -225,9 +226,41 @@ async def test_a_reader_that_always_finds_data_still_lets_other_tasks_run():
             nursery.start_soon(ticker)
             await reader()
             nursery.cancel_scope.cancel()
-        # One tick per read, give or take the start: without the yield the ticker would see none.
-        assert ticks_when_done >= n - 10, ticks_when_done
+        # One tick per budget of bytes, give or take the start: without the yield the ticker
+        # would see none; with a yield per read it would see one per read.
+        assert n // budget - 2 <= ticks_when_done <= n // budget + 2, ticks_when_done
         await stdin.aclose()
+
+
+async def test_a_reader_that_waited_starts_a_new_budget():
+    """Waiting for data lets every other task run, so the count of unyielded bytes starts again."""
+    with pipe() as (r, w):
+        stdin = PipeReceiveStream(r, yield_every=10)
+        turns = 0
+
+        async def ticker() -> None:
+            nonlocal turns
+            while True:
+                await trio.lowlevel.checkpoint()
+                turns += 1
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ticker)
+            os.write(w, b"123456789")
+            assert await stdin.receive_some() == b"123456789"  # 9 bytes: under the budget, no yield
+            nursery.start_soon(_write_later, w, b"ab")
+            assert await stdin.receive_some() == b"ab"  # waited: the budget restarts at 0
+            before = turns
+            os.write(w, b"cdefghij")
+            assert await stdin.receive_some() == b"cdefghij"  # 8 more: still under 10, no yield
+            assert turns == before
+            nursery.cancel_scope.cancel()
+        await stdin.aclose()
+
+
+async def _write_later(fd: int, data: bytes) -> None:
+    await trio.sleep(0.01)
+    os.write(fd, data)
 
 
 # ---------------------------------------------------------------- 4. cancellation never loses a chunk
