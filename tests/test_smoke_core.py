@@ -34,7 +34,7 @@ def test_a_bug_below_the_link_is_raised_by_send_not_hidden():
     def broken(message):
         raise RuntimeError("bug in the core")
 
-    link.engine.handle = broken
+    link.engine.handle_request = broken  # (the connection's entry point for requests)
     with pytest.raises(RuntimeError, match="bug in the core"):
         link.send(request(1, "tools/list"))
     link.close()
