@@ -19,7 +19,7 @@ from typing import Any, Callable
 import trio
 
 from . import jsonrpc
-from .actions import Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Output, Park, Plan, Send, StopReading
+from .actions import Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Output, Park, Plan, Send, StopReading, WriteRaw
 from .connection import Connection
 from .interpret import no_real_server, perform
 from .log import StderrLog
@@ -352,12 +352,18 @@ class Shell:
                             immediate.append(action.data)
                     self.parked[out.request_id] = out
                 case Plan():
-                    # Leading sends keep their place in the output, and a leading stopReading
-                    # holds the very next read: the reader performs both before it moves on.
+                    # Leading sends and raw bytes keep their place in the output (in input
+                    # order, whatever order the tasks then run in: a later request's scripted
+                    # exit cannot overtake them), and a leading stopReading holds the very next
+                    # read: the reader performs all three before it moves on.
                     first = 0
                     for action in out.actions:
                         if isinstance(action, Send):
                             self._emitted(action)
+                            immediate.append(action.data)
+                        elif isinstance(action, WriteRaw):
+                            if self.on_output is not None:
+                                self.on_output(None, action.data)
                             immediate.append(action.data)
                         elif isinstance(action, StopReading):
                             self._stop_reading(action, out.request_id)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SCENARIOS, line, mockmcp_cmd, request
+from conftest import SCENARIOS, line, mockmcp_cmd, request, run_mock
 
 
 def call(rid: Any, name: str, **args: Any) -> dict[str, Any]:
@@ -451,3 +451,17 @@ def test_discover_silent_and_exit_process(mocks, tmp_path):
     m = mocks(write(tmp_path, "mockmcp: 1\nprotocol: {discover: exit}\n"))
     m.send(request(1, "server/discover"))
     assert m.wait() == 1 and m.rest() == b""
+
+
+def test_instant_output_keeps_input_order_before_a_later_requests_exit() -> None:
+    """``garbage`` (raw bytes, then its result) and ``crash`` (exit) sent in one chunk: garbage's
+    whole answer is written before the exit, every time. Its steps take no time, so the reader
+    writes them in input order; run by two tasks, trio's randomised scheduling let the exit
+    overtake the result about one time in four."""
+    lines = b"".join(line(request(i, "tools/call", {"name": name})) for i, name in ((2, "garbage"), (3, "crash")))
+    for _ in range(10):
+        res = run_mock("run", "faults", input=lines)
+        assert res.returncode == 3
+        out = res.stdout.split(b"\n")
+        assert out[0] == b"this is not JSON"
+        assert json.loads(out[1])["result"]["content"][0]["text"] == "garbage survived"
