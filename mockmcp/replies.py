@@ -41,7 +41,36 @@ _encode_any: Callable[[Any], str] = jsonrpc.encode_text  # the very encoder of t
 _ID, _URI, _VALUE, _TEXT = range(4)
 
 
-def _fill(kind: int, tpl: Any) -> "Fill | None":
+Fill = Callable[[RequestContext], str]
+"""What fills one hole after the id: the hole's value for this request, encoded as JSON text."""
+
+Render = Callable[[RequestContext], str]
+"""A compiled reply: the whole encoded response line for one request."""
+
+
+def _renderer(fragments: list[str], fills: list[Fill | None]) -> Render:
+    """The response line for one request: ``fragments`` joined with each hole filled.
+
+    Written out for the common shapes, so answering is one call per template hole and
+    one join, with no dispatch on a hole's kind per request (decided when its fill was
+    made). The request id (``None`` in ``fills``) is always the first hole, since the
+    envelope starts with it; ids are strings or integers, written inline.
+    """
+    assert fills[:1] == [None] and None not in fills[1:]  # (compile_reply: the id first, once)
+    rest = [f for f in fills[1:] if f is not None]  # (the same list, typed without None)
+    match rest, fragments:
+        case [], [f0, f1]:
+            return lambda ctx: "".join((f0, str(ctx.id) if type(ctx.id) is int else _encoded(ctx.id), f1))
+        case [a], [f0, f1, f2]:
+            return lambda ctx: "".join((f0, str(ctx.id) if type(ctx.id) is int else _encoded(ctx.id), f1, a(ctx), f2))
+        case [a, b], [f0, f1, f2, f3]:
+            return lambda ctx: "".join(
+                (f0, str(ctx.id) if type(ctx.id) is int else _encoded(ctx.id), f1, a(ctx), f2, b(ctx), f3))
+    first, pairs = fragments[0], list(zip([_fill_id, *rest], fragments[1:]))
+    return lambda ctx: first + "".join([fill(ctx) + frag for fill, frag in pairs])
+
+
+def _fill(kind: int, tpl: Any) -> Fill | None:
     """The fill of one hole, decided once (``None``: the request id, which the renderer
     writes itself). A template that is one path read from a name the context holds
     (``ROOTS``) is walked from it, without building the template scope."""
@@ -53,54 +82,6 @@ def _fill(kind: int, tpl: Any) -> "Fill | None":
     if whole is not None and whole[0] == "path" and whole[1][0] in ROOTS:
         return _fill_path(whole[1][0], tuple(whole[1][1:]), kind == _TEXT)
     return _fill_template(tpl, kind == _TEXT)
-
-
-Fill = Callable[[RequestContext], str]
-"""What fills one hole after the id: the hole's value for this request, encoded as JSON text."""
-
-Render = Callable[[RequestContext], str]
-"""A compiled reply: the whole encoded response line for one request."""
-
-
-class CompiledReply:
-    """Fragments of one encoded response and what fills each hole between them.
-
-    ``render`` is made once per reply for its number of holes: answering is one
-    call per template hole and one join, with no dispatch on the hole's kind per
-    request (decided when its fill was made). The request id, in every reply, is
-    written inline (ids are strings or integers).
-    """
-
-    __slots__ = ("render",)
-
-    def __init__(self, fragments: list[str], fills: list[Fill | None]) -> None:
-        self.render = _renderer(fragments, fills)  # len(fills) + 1 fragments
-
-    def send(self, ctx: RequestContext) -> Send | None:
-        """The response for this request (``None``: a value needs the general path)."""
-        try:
-            return Send(None, self.render(ctx).encode("utf-8"), True)
-        except UnicodeEncodeError:  # a lone surrogate from the request: the general path escapes it
-            return None
-
-
-def _renderer(fragments: list[str], fills: list[Fill | None]) -> Render:
-    """The fragments joined with the holes filled for one request, written out for the common
-    shapes: the id first (``None`` in ``fills``), then up to two more holes."""
-    rest = [f for f in fills[1:] if f is not None]
-    if fills[:1] != [None] or len(rest) != len(fills) - 1:  # (compile_reply puts the id first, once)
-        every = [_fill_id if f is None else f for f in fills]
-        first, pairs = fragments[0], list(zip(every, fragments[1:]))
-        return lambda ctx: first + "".join([fill(ctx) + frag for fill, frag in pairs])
-    match rest, fragments:
-        case [], [f0, f1]:
-            return lambda ctx: "".join((f0, str(ctx.id) if type(ctx.id) is int else _encoded(ctx.id), f1))
-        case [a], [f0, f1, f2]:
-            return lambda ctx: "".join((f0, str(ctx.id) if type(ctx.id) is int else _encoded(ctx.id), f1, a(ctx), f2))
-        case [a, b], [f0, f1, f2, f3]:
-            return lambda ctx: "".join(
-                (f0, str(ctx.id) if type(ctx.id) is int else _encoded(ctx.id), f1, a(ctx), f2, b(ctx), f3))
-    return _renderer(fragments, [_fill_id, *rest])  # (the general shape above)
 
 
 def _encoded(value: Any) -> str:
@@ -168,15 +149,14 @@ class ReplyCache:
         """The response ``step`` gives to this request, or ``None``: take the general path."""
         entry = self._compiled.get(id(step))
         if entry is None or entry[1] != ctx.method:
-            compiled = compile_reply(self.envelope, ctx.method, step)
-            entry = (step, ctx.method, None if compiled is None else compiled.render)
+            entry = (step, ctx.method, compile_reply(self.envelope, ctx.method, step))
             self._compiled[id(step)] = entry
         render = entry[2]
         if render is None:
             return None
-        try:  # (CompiledReply.send written out: this runs for every compiled answer)
+        try:
             return Send(None, render(ctx).encode("utf-8"), True)
-        except UnicodeEncodeError:
+        except UnicodeEncodeError:  # a lone surrogate from the request: the general path escapes it
             return None
 
     def compiled(self) -> int:
@@ -184,7 +164,7 @@ class ReplyCache:
         return sum(1 for _, _, reply in self._compiled.values() if reply is not None)
 
 
-def compile_reply(envelope: Envelope, method: str, step: model.Step) -> CompiledReply | None:
+def compile_reply(envelope: Envelope, method: str, step: model.Step) -> Render | None:
     """Compile ``step`` as answered to ``method``, or ``None`` if it takes the general path."""
     holes: list[Fill | None] = []  # hole n is written as _MARK.format(n)
 
@@ -231,7 +211,7 @@ def compile_reply(envelope: Envelope, method: str, step: model.Step) -> Compiled
     fragments.append(text[pos:])
     if any(_MARK_PREFIX in f for f in fragments):
         return None  # a placeholder survived in another form: do not guess
-    return CompiledReply(fragments, used)
+    return _renderer(fragments, used)
 
 
 class _NotCompilable(Exception):
