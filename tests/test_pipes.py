@@ -98,6 +98,43 @@ async def test_receive_returns_what_was_written_at_once_or_after_parking_and_eof
         await stdin.aclose()
 
 
+async def test_an_empty_pipe_gets_one_loop_turn_and_a_second_read_before_the_reader_parks(monkeypatch):
+    """A line that lands just after the reader found the pipe empty is read without parking (no
+    epoll registration, no blocking wait): the ping-pong client's usual timing. Nothing by the
+    second read: the reader parks, once."""
+    parks = 0
+    real_wait_readable = trio.lowlevel.wait_readable
+
+    async def counting_wait_readable(fd: int) -> None:
+        nonlocal parks
+        parks += 1
+        await real_wait_readable(fd)
+
+    monkeypatch.setattr(trio.lowlevel, "wait_readable", counting_wait_readable)
+    with pipe() as (r, w):
+        real_read = os.read
+        arriving: list[bytes] = []
+
+        def read_then_the_client_writes(fd: int, n: int) -> bytes:
+            try:
+                return real_read(fd, n)
+            except BlockingIOError:
+                if fd == r and arriving:
+                    os.write(w, arriving.pop())  # the client's next line, just too late for this read
+                raise
+
+        monkeypatch.setattr(os, "read", read_then_the_client_writes)
+        stdin = PipeReceiveStream(r)
+        arriving.append(b"soon")
+        assert await stdin.receive_some() == b"soon"
+        assert parks == 0
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_write_later, w, b"late")
+            assert await stdin.receive_some() == b"late"
+        assert parks == 1
+        await stdin.aclose()
+
+
 async def _append(into: list[bytes], coro: Any) -> None:
     into.append(await coro)
 
