@@ -116,20 +116,14 @@ class PipeReceiveStream(trio.abc.ReceiveStream):
         # about 50,000 instructions, on three round trips of four (ping-pong, measured).
         self._unyielded = 0  # (the turn lets every other task run)
         await trio.lowlevel.checkpoint()  # (a cancel here takes nothing)
-        try:
-            return os.read(fd, max_bytes)
-        except BlockingIOError:
-            pass
-        except OSError as exc:
-            raise _broken(exc) from exc
         while True:
-            await trio.lowlevel.wait_readable(fd)
             try:
                 return os.read(fd, max_bytes)
             except BlockingIOError:
-                continue  # (woken without data: another reader of the same pipe took it)
+                pass  # (still empty; or woken, but another reader of the same pipe took the data)
             except OSError as exc:
                 raise _broken(exc) from exc
+            await trio.lowlevel.wait_readable(fd)
 
     async def aclose(self) -> None:
         self._fd.close()

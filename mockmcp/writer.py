@@ -157,7 +157,7 @@ class StdoutWriter:
             return
         self._flushing = True
         try:
-            if self.exit_after is None:
+            if self.exit_after is None:  # (_write's own first case, inlined: once per round trip)
                 await self._out.send_all(data)
             else:
                 await self._write(data)
