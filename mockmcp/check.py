@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import attrs
 
 from . import matching, model, protocol as p, templates
-from .definitions import compile_uri_template, validates_input
+from .definitions import compile_uri_template, iter_rules, validates_input
 
 # The most steps one reply may run once its loops are unrolled, counting loops with
 # a literal ``times`` (a template-given count is capped when the reply runs).
@@ -38,25 +38,6 @@ class Found:
     path: Path_
     message: str
     level: str = "error"
-
-
-def iter_rules(s: model.Scenario) -> Iterator[tuple[Path_, str, model.Rule]]:
-    """Every rule with its path and the method it answers."""
-    for i, t in enumerate(s.tools):
-        for j, r in enumerate(t.replies):
-            yield ("tools", i, "replies", j), p.TOOLS_CALL, r
-    for i, pr in enumerate(s.prompts):
-        for j, r in enumerate(pr.replies):
-            yield ("prompts", i, "replies", j), p.PROMPTS_GET, r
-    for i, res in enumerate(s.resources):
-        for j, r in enumerate(res.replies):
-            yield ("resources", i, "replies", j), p.RESOURCES_READ, r
-    for i, tm in enumerate(s.resourceTemplates):
-        for j, r in enumerate(tm.replies):
-            yield ("resourceTemplates", i, "replies", j), p.RESOURCES_READ, r
-    for i, o in enumerate(s.methods):
-        for j, r in enumerate(o.replies):
-            yield ("methods", i, "replies", j), o.method, r
 
 
 def iter_step_lists(s: model.Scenario) -> Iterator[tuple[Path_, str, list[model.Step]]]:

@@ -8,9 +8,32 @@ compiled for matching. Pure functions of the model (sans-I/O).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from . import model, protocol as p
+
+
+def iter_rules(s: model.Scenario) -> Iterator[tuple[tuple[Any, ...], str, model.Rule]]:
+    """Every rule with its path and the method it answers (here rather than in ``check``:
+    the journal's rule labels and the counters need it at run time, and ``check`` is
+    for loading)."""
+    for i, t in enumerate(s.tools):
+        for j, r in enumerate(t.replies):
+            yield ("tools", i, "replies", j), p.TOOLS_CALL, r
+    for i, pr in enumerate(s.prompts):
+        for j, r in enumerate(pr.replies):
+            yield ("prompts", i, "replies", j), p.PROMPTS_GET, r
+    for i, res in enumerate(s.resources):
+        for j, r in enumerate(res.replies):
+            yield ("resources", i, "replies", j), p.RESOURCES_READ, r
+    for i, tm in enumerate(s.resourceTemplates):
+        for j, r in enumerate(tm.replies):
+            yield ("resourceTemplates", i, "replies", j), p.RESOURCES_READ, r
+    for i, o in enumerate(s.methods):
+        for j, r in enumerate(o.replies):
+            yield ("methods", i, "replies", j), o.method, r
+
 
 def _walk(steps: list[Any], specs: list[model.TaskSpec]) -> bool:
     """Append the ``task:`` steps of ``steps`` (loops included) to ``specs``; do any of them log?"""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import errors, jsonrpc, model, mrtr, protocol as p, templates
 from .actions import Answer, Cancel, Emit, Exit, Output, Park, Plan, Send
 from .context import RequestContext
-from .definitions import derive_capabilities, scenario_facts
+from .definitions import derive_capabilities, iter_rules, scenario_facts
 from .effects import Effects
 from .envelope import Envelope
 from .methods import CAPABILITY_FOR, HANDLERS
@@ -162,8 +162,6 @@ class Engine:
     def _rule_order(self) -> list[object]:
         """Every rule in file order: counters are kept by place, since objects do not outlive a process."""
         if self._rules_in_order is None:
-            from .check import iter_rules
-
             self._rules_in_order = [rule for _, _, rule in iter_rules(self.scenario)]
         return self._rules_in_order
 

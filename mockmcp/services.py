@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from . import model
 from .actions import Plan, answered
 from .context import RequestContext
-from .definitions import compile_uri_template, validates_input
+from .definitions import compile_uri_template, iter_rules, validates_input
 from .envelope import NO_HINTS, CacheHints, Envelope
 from .rounds import Rounds
 from .select import Selector
@@ -138,7 +138,6 @@ class Services:
             return rule.name
         labels = self._rule_labels
         if labels is None:
-            from .check import iter_rules
             from .problems import format_path
 
             labels = self._rule_labels = {id(r): (r, format_path(path)) for path, _, r in iter_rules(self.scenario)}
