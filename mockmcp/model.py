@@ -13,7 +13,7 @@ loader tells them apart.
 from __future__ import annotations
 
 import threading
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from attrs import field, frozen
@@ -31,14 +31,16 @@ def _names(cls: type) -> tuple[str, ...]:
     return names
 
 
-class _Model:
-    """The base of every model class: one ``__repr__``, ``__eq__`` and ``__hash__``
+class Model:
+    """The base of every model class (``FINAL``: is it a step after which nothing more
+    of its list runs? the steps that answer, and ``endSubscription``), and one ``__repr__``, ``__eq__`` and ``__hash__``
     for all of them, doing what attrs generates for a frozen class (the same text,
     the same comparisons field by field), instead of attrs generating and compiling
     them for each of the 52 classes: that was half of this module's import time,
     and every spawn imports it (``tests/test_model.py`` compares them with attrs')."""
 
     __slots__ = ()
+    FINAL = False  # (no annotation: type hints of the classes stay their fields)
 
     def __repr__(self) -> str:
         try:
@@ -70,7 +72,7 @@ def _meta_field() -> Any:
 
 
 @frozen(repr=False, eq=False)
-class Duration(_Model):
+class Duration(Model):
     """A time span written as ``250ms``, ``1.5s`` or ``2m``; in ``sleep`` also a template
     such as ``"{{ arguments.ms }}ms"`` (then ``template`` holds it, rendered per request)."""
 
@@ -79,7 +81,7 @@ class Duration(_Model):
 
 
 @frozen(repr=False, eq=False)
-class RandomDelay(_Model):
+class RandomDelay(Model):
     """A random delay drawn uniformly from [min, max] (seeded by ``--seed``)."""
 
     min: Duration
@@ -90,14 +92,14 @@ class RandomDelay(_Model):
 
 
 @frozen(repr=False, eq=False)
-class ErrorSpec(_Model):
+class ErrorSpec(Model):
     code: int
     message: str | None = None  # omitted or null: the standard message for the code (a real null needs a raw step)
     data: JSON = None
 
 
 @frozen(repr=False, eq=False)
-class InputRequiredSpec(_Model):
+class InputRequiredSpec(Model):
     """An ``input_required`` result: input requests keyed by name, and/or state.
 
     ``requestState: true`` (default) lets mockmcp issue its own HMAC-protected
@@ -110,7 +112,7 @@ class InputRequiredSpec(_Model):
 
 
 @frozen(repr=False, eq=False)
-class ProgressSpec(_Model):
+class ProgressSpec(Model):
     """A progress notification; ``progress``/``total`` may be templates (``"{{ index }}"``)."""
 
     progress: float | str
@@ -121,64 +123,72 @@ class ProgressSpec(_Model):
 
 
 @frozen(repr=False, eq=False)
-class LogSpec(_Model):
+class LogSpec(Model):
     level: Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
     data: JSON
     logger: str | None = None
 
 
 @frozen(repr=False, eq=False)
-class EmitSpec(_Model):
+class EmitSpec(Model):
     event: Literal["tools/list_changed", "prompts/list_changed", "resources/list_changed", "resources/updated"]
     uri: str | None = None
 
 
 @frozen(repr=False, eq=False)
-class ResultStep(_Model):
+class ResultStep(Model):
     """A complete result; ``resultType`` and serverInfo are filled in."""
+
+    FINAL = True
 
     result: dict[str, JSON]
 
 
 @frozen(repr=False, eq=False)
-class TextStep(_Model):
+class TextStep(Model):
     """Shorthand for a complete result holding one text (tool, prompt or resource)."""
+
+    FINAL = True
 
     text: str
 
 
 @frozen(repr=False, eq=False)
-class ErrorStep(_Model):
+class ErrorStep(Model):
+    FINAL = True
+
     error: ErrorSpec
 
 
 @frozen(repr=False, eq=False)
-class InputRequiredStep(_Model):
+class InputRequiredStep(Model):
+    FINAL = True
+
     inputRequired: InputRequiredSpec
 
 
 @frozen(repr=False, eq=False)
-class SleepStep(_Model):
+class SleepStep(Model):
     sleep: Duration | RandomDelay
 
 
 @frozen(repr=False, eq=False)
-class ProgressStep(_Model):
+class ProgressStep(Model):
     progress: ProgressSpec
 
 
 @frozen(repr=False, eq=False)
-class LogStep(_Model):
+class LogStep(Model):
     log: LogSpec
 
 
 @frozen(repr=False, eq=False)
-class EmitStep(_Model):
+class EmitStep(Model):
     emit: EmitSpec
 
 
 @frozen(repr=False, eq=False)
-class LoopSpec(_Model):
+class LoopSpec(Model):
     """Run ``steps`` ``times`` times (a number or a template such as
     ``"{{ default(arguments.steps, 3) }}"``); ``{{ index }}`` counts from 1."""
 
@@ -187,146 +197,14 @@ class LoopSpec(_Model):
 
 
 @frozen(repr=False, eq=False)
-class LoopStep(_Model):
+class LoopStep(Model):
     """Repeat non-final steps (progress, log, sleep, emit...) a number of times."""
 
     loop: LoopSpec
 
 
 @frozen(repr=False, eq=False)
-class SetStateStep(_Model):
-    """Move the scenario's state machine (per process) to another state."""
-
-    setState: str
-
-
-@frozen(repr=False, eq=False)
-class EndSubscriptionSpec(_Model):
-    how: Literal["result", "cancelled"] = "result"
-
-
-@frozen(repr=False, eq=False)
-class EndSubscriptionStep(_Model):
-    """In a subscription timeline: end the stream gracefully or by cancellation."""
-
-    endSubscription: EndSubscriptionSpec
-
-
-@frozen(repr=False, eq=False)
-class RawStep(_Model):
-    """Write exactly this JSON value as one line (no checks, no filling in)."""
-
-    raw: JSON
-
-
-@frozen(repr=False, eq=False)
-class RawBytesStep(_Model):
-    """Write exactly these bytes (a string; ``\\n`` etc. as YAML escapes)."""
-
-    rawBytes: str
-
-
-@frozen(repr=False, eq=False)
-class HangStep(_Model):
-    """Never answer this request (other requests are still served)."""
-
-    hang: Literal[True]
-
-
-@frozen(repr=False, eq=False)
-class ExitSpec(_Model):
-    status: int = 1
-    # where to die: now, or after writing only the first `partialBytes` of the next message
-    partialBytes: int | None = None
-
-
-@frozen(repr=False, eq=False)
-class ExitStep(_Model):
-    exit: ExitSpec
-
-
-@frozen(repr=False, eq=False)
-class DribbleSpec(_Model):
-    chunkBytes: int = 1
-    pause: Duration = Duration(0.01)
-
-
-@frozen(repr=False, eq=False)
-class DribbleStep(_Model):
-    """Write every following message of this reply in small chunks with pauses."""
-
-    dribble: DribbleSpec
-
-
-@frozen(repr=False, eq=False)
-class StderrStep(_Model):
-    """Write text to stderr, ``repeat`` times (a flood of logs)."""
-
-    stderr: str
-    repeat: int = 1
-
-
-@frozen(repr=False, eq=False)
-class StopReadingStep(_Model):
-    """Stop reading stdin (back-pressure) for a while, or ``forever``.
-
-    The reader stops after the input it is handling; the client's writes then
-    block once the pipe buffer (about 64 KiB on Linux) is full. With
-    ``forever`` EOF is never seen either, so only a signal ends the process.
-    """
-
-    stopReading: Literal["forever"] | Duration
-
-
-@frozen(repr=False, eq=False)
-class CloseStdoutStep(_Model):
-    """Close stdout (the client sees EOF) but keep running and reading stdin."""
-
-    closeStdout: Literal[True]
-
-
-@frozen(repr=False, eq=False)
-class RequestSpec(_Model):
-    """A request the server sends the client, in a legacy-era session (2025-11-25 has them).
-
-    ``params`` may hold templates. The client's response is kept under
-    ``responses[name]`` for the later steps' templates: ``{result: ...}``, ``{error: ...}``,
-    or ``{timedOut: true}`` when none came within ``timeout`` (then the server cancels it).
-    """
-
-    method: Literal["sampling/createMessage", "elicitation/create", "roots/list", "ping"]
-    params: dict[str, JSON] = attrs.Factory(dict)
-    name: str | None = None  # default: the method's first part (sampling, elicitation, roots, ping)
-    timeout: Duration = Duration(10.0)
-    # What the client's response must match (like `when` values: {result: {...}} or {error: {...}}),
-    # a cassette's recorded answer; a different one is a finding with the near miss (the reply goes on).
-    expect: JSON = None
-
-
-@frozen(repr=False, eq=False)
-class RequestStep(_Model):
-    """Send the client a request and wait for its answer (legacy era: sampling, elicitation, roots)."""
-
-    request: RequestSpec
-
-
-@frozen(repr=False, eq=False)
-class HugeSpec(_Model):
-    """A complete text result whose text is ``bytes`` copies of ``char``."""
-
-    bytes: int
-    char: str = "x"
-
-
-@frozen(repr=False, eq=False)
-class HugeStep(_Model):
-    """A huge (but valid) result, sized in the scenario."""
-
-    huge: HugeSpec
-
-
-@frozen(repr=False, eq=False)
-class TaskPhase(_Model):
+class TaskPhase(Model):
     """One stretch of a task's life, ended by time (``after``), by polls
     (``polls``: this many ``tasks/get`` answered in it), by named state
     (``state``), or, for ``input_required``, by every input request answered.
@@ -342,7 +220,7 @@ class TaskPhase(_Model):
 
 
 @frozen(repr=False, eq=False)
-class TaskFaults(_Model):
+class TaskFaults(Model):
     """Deliberate violations of the Tasks extension (see docs/faults.md)."""
 
     vanishAfterPolls: int | None = None  # tasks/get answers "not found" once this many polls were answered
@@ -355,7 +233,7 @@ class TaskFaults(_Model):
 
 
 @frozen(repr=False, eq=False)
-class TaskSpec(_Model):
+class TaskSpec(Model):
     """Answer with a task handle (``resultType: task``) whose life is scripted.
 
     ``phases`` run in order; after the last one the task ends with ``outcome``
@@ -377,96 +255,19 @@ class TaskSpec(_Model):
 
 
 @frozen(repr=False, eq=False)
-class TaskStep(_Model):
+class TaskStep(Model):
     """Answer ``tools/call`` with a task the client polls (the Tasks extension)."""
 
+    FINAL = True
+
     task: TaskSpec
-
-
-@frozen(repr=False, eq=False)
-class HttpSpec(_Model):
-    """What the HTTP shell does wrong on demand (``mockmcp run --http``; ignored on stdio).
-
-    Head faults apply when the step comes before the reply's first message:
-    ``status`` answers the POST with that status, ``body`` and ``headers`` at
-    once (429/503 with ``Retry-After``, 500, a redirect with ``Location``), and
-    the rest of the reply is for stdio only; ``headers`` adds or replaces
-    response headers; ``contentType`` replaces the Content-Type (``""``: none);
-    ``delay`` holds the response head back (slow headers); ``respondAs``
-    answers with a JSON body or an SSE stream whatever the reply needs.
-    Body faults happen where the step stands: ``write`` puts these bytes in the
-    body unframed (malformed SSE), ``endStream`` ends the response before its
-    answer, ``reset`` drops the connection (mid-stream, or mid-body for JSON).
-    """
-
-    status: int | None = None
-    body: str = ""
-    headers: dict[str, str] = field(factory=dict)
-    contentType: str | None = None
-    delay: Duration | None = None
-    respondAs: Literal["json", "sse"] | None = None
-    write: str | None = None
-    endStream: bool = False
-    reset: bool = False
-
-
-@frozen(repr=False, eq=False)
-class HttpStep(_Model):
-    """An HTTP transport fault (a status, headers, a slow head, broken framing, a reset)."""
-
-    http: HttpSpec
-
-
-@frozen(repr=False, eq=False)
-class ForwardStep(_Model):
-    """``mockmcp proxy``: pass the request to the real server now; its answer is the final one.
-
-    ``pass`` delivers the answer (after the steps before, e.g. a sleep or a dribble);
-    ``drop`` swallows it; ``duplicate`` delivers it twice; ``wrong-id`` delivers it with
-    an id the client never used. Outside the proxy there is no real server: the request
-    gets an internal error saying so.
-    """
-
-    forward: Literal["pass", "drop", "duplicate", "wrong-id"]
-
-
-Step = Union[
-    ResultStep,
-    TextStep,
-    ErrorStep,
-    InputRequiredStep,
-    SleepStep,
-    ProgressStep,
-    LogStep,
-    EmitStep,
-    SetStateStep,
-    LoopStep,
-    EndSubscriptionStep,
-    RawStep,
-    RawBytesStep,
-    HangStep,
-    ExitStep,
-    DribbleStep,
-    StderrStep,
-    StopReadingStep,
-    CloseStdoutStep,
-    HugeStep,
-    TaskStep,
-    ForwardStep,
-    RequestStep,
-    HttpStep,
-]
-STEP_TYPES: tuple[type, ...] = Step.__args__  # type: ignore[attr-defined]
-# The key that identifies each step type (its first field).
-STEP_KEYS: dict[str, type] = {attrs.fields(t)[0].name: t for t in STEP_TYPES}
-TERMINAL_STEPS = (ResultStep, TextStep, ErrorStep, InputRequiredStep, HangStep, ExitStep, HugeStep, TaskStep, ForwardStep)
 
 
 # ---------------------------------------------------------------- rules
 
 
 @frozen(repr=False, eq=False)
-class Match(_Model):
+class Match(Model):
     """``when``: which requests a rule answers. Every given key must match.
 
     Mappings match as subsets (extra keys in the request are fine); lists and
@@ -491,7 +292,7 @@ class Match(_Model):
 
 
 @frozen(repr=False, eq=False)
-class Rule(_Model):
+class Rule(Model):
     """One scripted reply: if ``when`` matches, run ``steps``.
 
     ``sequence`` instead gives successive replies for successive matching calls
@@ -509,7 +310,7 @@ class Rule(_Model):
 
 
 @frozen(repr=False, eq=False)
-class Icon(_Model):
+class Icon(Model):
     src: str
     mimeType: str | None = None
     sizes: list[str] | None = None
@@ -517,7 +318,7 @@ class Icon(_Model):
 
 
 @frozen(repr=False, eq=False)
-class Tool(_Model):
+class Tool(Model):
     name: str
     replies: list[Rule] = attrs.Factory(list)
     title: str | None = None
@@ -533,7 +334,7 @@ class Tool(_Model):
 
 
 @frozen(repr=False, eq=False)
-class PromptArgument(_Model):
+class PromptArgument(Model):
     name: str
     title: str | None = None
     description: str | None = None
@@ -541,7 +342,7 @@ class PromptArgument(_Model):
 
 
 @frozen(repr=False, eq=False)
-class Prompt(_Model):
+class Prompt(Model):
     name: str
     replies: list[Rule] = attrs.Factory(list)
     title: str | None = None
@@ -553,7 +354,7 @@ class Prompt(_Model):
 
 
 @frozen(repr=False, eq=False)
-class Resource(_Model):
+class Resource(Model):
     uri: str
     name: str
     title: str | None = None
@@ -573,7 +374,7 @@ class Resource(_Model):
 
 
 @frozen(repr=False, eq=False)
-class ResourceTemplate(_Model):
+class ResourceTemplate(Model):
     uriTemplate: str
     name: str
     replies: list[Rule] = attrs.Factory(list)
@@ -589,7 +390,7 @@ class ResourceTemplate(_Model):
 
 
 @frozen(repr=False, eq=False)
-class Completion(_Model):
+class Completion(Model):
     """Completion values for one argument of a prompt or resource template."""
 
     argument: str
@@ -601,7 +402,7 @@ class Completion(_Model):
 
 
 @frozen(repr=False, eq=False)
-class MethodOverride(_Model):
+class MethodOverride(Model):
     """Rules for any method, consulted before the built-in behaviour.
 
     This is how a scenario scripts ``server/discover`` faults, answers an
@@ -613,7 +414,7 @@ class MethodOverride(_Model):
 
 
 @frozen(repr=False, eq=False)
-class Timer(_Model):
+class Timer(Model):
     """A timed event on every open subscription stream.
 
     ``count`` events, the first ``after`` the acknowledgement, then one every
@@ -627,7 +428,7 @@ class Timer(_Model):
 
 
 @frozen(repr=False, eq=False)
-class Subscriptions(_Model):
+class Subscriptions(Model):
     """What happens on every ``subscriptions/listen`` stream after the ack."""
 
     timeline: list[Step] = attrs.Factory(list)
@@ -638,7 +439,7 @@ class Subscriptions(_Model):
 
 
 @frozen(repr=False, eq=False)
-class Server(_Model):
+class Server(Model):
     name: str = "mockmcp"
     version: str = "0.1.0"
     title: str | None = None
@@ -649,13 +450,13 @@ class Server(_Model):
 
 
 @frozen(repr=False, eq=False)
-class CacheHints(_Model):
+class CacheHints(Model):
     ttlMs: int | None = None
     cacheScope: Literal["public", "private"] | None = None
 
 
 @frozen(repr=False, eq=False)
-class Cache(_Model):
+class Cache(Model):
     """Caching hints for cacheable results; per-method blocks override the defaults."""
 
     ttlMs: int = 60_000
@@ -669,7 +470,7 @@ class Cache(_Model):
 
 
 @frozen(repr=False, eq=False)
-class ExitAfter(_Model):
+class ExitAfter(Model):
     """Exit once ``messages`` lines have been written to stdout (counted per process)."""
 
     messages: int
@@ -677,7 +478,7 @@ class ExitAfter(_Model):
 
 
 @frozen(repr=False, eq=False)
-class Protocol(_Model):
+class Protocol(Model):
     """How the server speaks the protocol (the deliberate deviations live here too)."""
 
     versions: list[str] = attrs.Factory(lambda: ["2026-07-28"])
@@ -700,13 +501,13 @@ class Protocol(_Model):
 
 
 @frozen(repr=False, eq=False)
-class StateMachine(_Model):
+class StateMachine(Model):
     initial: str = "start"
     states: list[str] | None = None
 
 
 @frozen(repr=False, eq=False)
-class Expectation(_Model):
+class Expectation(Model):
     """What the client must do (checked at exit; see docs/verification.md).
 
     Which requests count: ``method``, and optionally the tool/prompt ``name``,
@@ -736,7 +537,7 @@ class Expectation(_Model):
 
 
 @frozen(repr=False, eq=False)
-class Scenario(_Model):
+class Scenario(Model):
     mockmcp: Literal[1]
     description: str = ""
     server: Server = Server()
@@ -752,3 +553,27 @@ class Scenario(_Model):
     subscriptions: Subscriptions = Subscriptions()
     methods: list[MethodOverride] = attrs.Factory(list)
     expectations: list[Expectation] = attrs.Factory(list)
+
+
+# The rarely used step classes, ``Step`` and the step tables live in ``extrasteps``
+# (see its docstring): imported on the first use of one of these names, and
+# adding them all to this module's namespace when it is.
+if TYPE_CHECKING:
+    from .extrasteps import *  # noqa: F403
+    from .extrasteps import STEP_KEYS, STEP_TYPES, TERMINAL_STEPS, Step
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name in _LATER:
+            from . import extrasteps  # noqa: F401  (it adds its names here)
+
+            return globals()[name]
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_LATER = frozenset({
+    "SetStateStep", "EndSubscriptionSpec", "EndSubscriptionStep", "RawStep", "RawBytesStep", "HangStep", "ExitSpec",
+    "ExitStep", "DribbleSpec", "DribbleStep", "StderrStep", "StopReadingStep", "CloseStdoutStep", "RequestSpec",
+    "RequestStep", "HugeSpec", "HugeStep", "HttpSpec", "HttpStep", "ForwardStep",
+    "Step", "STEP_TYPES", "STEP_KEYS", "TERMINAL_STEPS",
+})

@@ -32,6 +32,7 @@ from typing import Any, Literal, Union
 import attrs
 
 from . import model
+from . import extrasteps  # noqa: F401  (every step class: they join model's names)
 
 # ------------------------------------------------------------------ scalars
 

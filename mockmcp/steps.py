@@ -160,6 +160,11 @@ class StepExpander:
                 if mode is Mode.SUBSCRIPTION:
                     return Emit(step.emit.event, uri, ctx.id, has_only=True)
                 return Emit(step.emit.event, uri)
+            case model.TaskStep():
+                return self._task(ctx, step.task, mode)
+            # The cases below name ``extrasteps`` classes: reached only by a step of
+            # that module (the model's own steps all match above), they import nothing
+            # a scenario without them does not need.
             case model.SetStateStep():
                 self.session.set_state(step.setState)
                 ctx.set_state(step.setState)
@@ -215,14 +220,11 @@ class StepExpander:
                 h = step.huge
                 text = h.char * max(0, h.bytes // max(1, len(h.char.encode())))
                 return env.final(ctx.id, env.complete(ctx.method, env.text_result(ctx.method, ctx.uri, text)))
-            case model.TaskStep():
-                return self._task(ctx, step.task, mode)
             case model.ForwardStep():
                 return Forward(step.forward)
             case model.LoopStep():  # pragma: no cover - _unroll never yields a loop
                 raise AssertionError("loops are unrolled before this point")
         raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the model's steps are all above
-
 
     def _task(self, ctx: RequestContext, spec: model.TaskSpec, mode: Mode) -> Action | None:
         """A ``task:`` step: the ``CreateTaskResult``, or what a client without the extension gets."""
@@ -256,13 +258,11 @@ class StepExpander:
         return {"result": message.get("result", {"content": []})}
 
 
-# The steps that answer (the model's terminal steps) and the end of a subscription stream.
-_FINAL_STEPS = (*model.TERMINAL_STEPS, model.EndSubscriptionStep)
-
-
 def _ends(step: model.Step) -> bool:
-    """Steps after which nothing more of the list is run."""
-    return isinstance(step, _FINAL_STEPS)
+    """Steps after which nothing more of the list is run: the model's terminal steps and
+    the end of a subscription stream (a class attribute: a tuple of those classes would
+    need ``extrasteps`` imported by every process)."""
+    return step.FINAL
 
 
 def _unroll(ctx: RequestContext, steps: Iterable[model.Step]) -> Iterator[model.Step | None]:

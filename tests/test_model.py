@@ -1,6 +1,6 @@
 """The model's shared ``__repr__``/``__eq__``/``__hash__`` against what attrs generates.
 
-``model._Model`` replaces the three methods attrs would compile for each frozen
+``model.Model`` replaces the three methods attrs would compile for each frozen
 class (import time on every spawn); over every model class and generated field
 values (NaN, nested model objects, a cycle) it must give attrs' text and answers.
 """
@@ -15,9 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mockmcp import model
+from mockmcp import extrasteps, model
 
-CLASSES = sorted((c for c in vars(model).values() if isinstance(c, type) and attrs.has(c)), key=lambda c: c.__name__)
+CLASSES = sorted(
+    {c for m in (model, extrasteps) for c in vars(m).values() if isinstance(c, type) and attrs.has(c)}, key=lambda c: c.__name__
+)
 NAN = math.nan  # one object: equal to itself by identity only (tuples compare it so, attrs' eq does not)
 
 values = st.one_of(
@@ -38,8 +40,8 @@ TWINS = {cls: twin(cls) for cls in CLASSES}
 def test_every_model_class_uses_the_shared_methods():
     assert len(CLASSES) > 40
     for cls in CLASSES:
-        assert cls.__repr__ is model._Model.__repr__ and cls.__eq__ is model._Model.__eq__, cls
-        assert cls.__hash__ is model._Model.__hash__, cls
+        assert cls.__repr__ is model.Model.__repr__ and cls.__eq__ is model.Model.__eq__, cls
+        assert cls.__hash__ is model.Model.__hash__, cls
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
