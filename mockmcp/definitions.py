@@ -39,12 +39,12 @@ def _walk(steps: list[Any], specs: list[model.TaskSpec]) -> bool:
     """Append the ``task:`` steps of ``steps`` (loops included) to ``specs``; do any of them log?"""
     logs = False
     for step in steps:
-        t = type(step)
-        if t is model.TaskStep:
+        key = step.KEY
+        if key == "task":
             specs.append(step.task)
-        elif t is model.LogStep:
+        elif key == "log":
             logs = True
-        elif t is model.LoopStep:
+        elif key == "loop":
             logs = _walk(step.loop.steps, specs) or logs
     return logs
 
@@ -61,15 +61,15 @@ def scenario_facts(scenario: model.Scenario) -> tuple[list[model.TaskSpec], bool
     for items in (scenario.tools, scenario.prompts, scenario.resources, scenario.resourceTemplates, scenario.methods):
         for item in items:
             for rule in item.replies:
-                steps: Any = rule.steps  # (one type test per step below: mypy cannot narrow by type(step) is)
+                steps: Any = rule.steps  # (steps are told apart by KEY below, which mypy cannot narrow by)
                 if steps:
                     for step in steps:  # (the walk of _walk, inlined for the common one-step rule)
-                        t = type(step)
-                        if t is model.TaskStep:
+                        key = step.KEY  # (not the classes: naming one defines its part of the model)
+                        if key == "task":
                             specs.append(step.task)
-                        elif t is model.LogStep:
+                        elif key == "log":
                             logs = True
-                        elif t is model.LoopStep:
+                        elif key == "loop":
                             logs = _walk(step.loop.steps, specs) or logs
                 if rule.sequence is not None:
                     for alt in rule.sequence:

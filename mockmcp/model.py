@@ -7,11 +7,18 @@ whose YAML key cannot be a Python name carries ``metadata={"key": ...}``.
 
 Steps are single-key mappings (``{sleep: 20ms}``, ``{result: {...}}``); each
 step class has exactly one required field, named like its key, which is how the
-loader tells them apart.
+loader tells them apart (each step class also says it as ``KEY``).
+
+This module holds the scenario's structure and the four steps every scenario may use
+(``result``, ``text``, ``error``, ``sleep``); the other classes are in parts of their
+own (``model_*.py``, see ``PARTS`` at the end), defined only when a scenario uses
+one: creating an attrs class costs about 1.2 M instructions, and a warm spawn
+creates the model before anything else.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,15 +39,18 @@ def _names(cls: type) -> tuple[str, ...]:
 
 
 class Model:
-    """The base of every model class (``FINAL``: is it a step after which nothing more
-    of its list runs? the steps that answer, and ``endSubscription``), and one ``__repr__``, ``__eq__`` and ``__hash__``
+    """The base of every model class (for a step class, ``KEY``: its scenario key, and
+    ``FINAL``: is it a step after which nothing more of its list runs? the steps that
+    answer, and ``endSubscription``; class attributes, so that a walk over steps needs
+    no part of the model imported), and one ``__repr__``, ``__eq__`` and ``__hash__``
     for all of them, doing what attrs generates for a frozen class (the same text,
     the same comparisons field by field), instead of attrs generating and compiling
     them for each of the 52 classes: that was half of this module's import time,
     and every spawn imports it (``tests/test_model.py`` compares them with attrs')."""
 
     __slots__ = ()
-    FINAL = False  # (no annotation: type hints of the classes stay their fields)
+    KEY = ""  # (no annotations: the type hints of the classes stay their fields)
+    FINAL = False
 
     def __repr__(self) -> str:
         try:
@@ -80,14 +90,6 @@ class Duration(Model):
     template: str | None = None
 
 
-@frozen(repr=False, eq=False)
-class RandomDelay(Model):
-    """A random delay drawn uniformly from [min, max] (seeded by ``--seed``)."""
-
-    min: Duration
-    max: Duration
-
-
 # ---------------------------------------------------------------- steps
 
 
@@ -99,46 +101,10 @@ class ErrorSpec(Model):
 
 
 @frozen(repr=False, eq=False)
-class InputRequiredSpec(Model):
-    """An ``input_required`` result: input requests keyed by name, and/or state.
-
-    ``requestState: true`` (default) lets mockmcp issue its own HMAC-protected
-    state (carrying the round); a string is appended to it as scenario data;
-    ``false`` sends none (then at least one input request is needed).
-    """
-
-    inputRequests: dict[str, JSON] = attrs.Factory(dict)
-    requestState: bool | str = True
-
-
-@frozen(repr=False, eq=False)
-class ProgressSpec(Model):
-    """A progress notification; ``progress``/``total`` may be templates (``"{{ index }}"``)."""
-
-    progress: float | str
-    total: float | str | None = None
-    message: str | None = None
-    # a non-increasing value on purpose (``mockmcp check`` then does not warn)
-    deliberate: bool = False
-
-
-@frozen(repr=False, eq=False)
-class LogSpec(Model):
-    level: Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
-    data: JSON
-    logger: str | None = None
-
-
-@frozen(repr=False, eq=False)
-class EmitSpec(Model):
-    event: Literal["tools/list_changed", "prompts/list_changed", "resources/list_changed", "resources/updated"]
-    uri: str | None = None
-
-
-@frozen(repr=False, eq=False)
 class ResultStep(Model):
     """A complete result; ``resultType`` and serverInfo are filled in."""
 
+    KEY = "result"
     FINAL = True
 
     result: dict[str, JSON]
@@ -148,6 +114,7 @@ class ResultStep(Model):
 class TextStep(Model):
     """Shorthand for a complete result holding one text (tool, prompt or resource)."""
 
+    KEY = "text"
     FINAL = True
 
     text: str
@@ -155,112 +122,17 @@ class TextStep(Model):
 
 @frozen(repr=False, eq=False)
 class ErrorStep(Model):
+    KEY = "error"
     FINAL = True
 
     error: ErrorSpec
 
 
 @frozen(repr=False, eq=False)
-class InputRequiredStep(Model):
-    FINAL = True
-
-    inputRequired: InputRequiredSpec
-
-
-@frozen(repr=False, eq=False)
 class SleepStep(Model):
+    KEY = "sleep"
+
     sleep: Duration | RandomDelay
-
-
-@frozen(repr=False, eq=False)
-class ProgressStep(Model):
-    progress: ProgressSpec
-
-
-@frozen(repr=False, eq=False)
-class LogStep(Model):
-    log: LogSpec
-
-
-@frozen(repr=False, eq=False)
-class EmitStep(Model):
-    emit: EmitSpec
-
-
-@frozen(repr=False, eq=False)
-class LoopSpec(Model):
-    """Run ``steps`` ``times`` times (a number or a template such as
-    ``"{{ default(arguments.steps, 3) }}"``); ``{{ index }}`` counts from 1."""
-
-    times: int | str
-    steps: list["Step"]
-
-
-@frozen(repr=False, eq=False)
-class LoopStep(Model):
-    """Repeat non-final steps (progress, log, sleep, emit...) a number of times."""
-
-    loop: LoopSpec
-
-
-@frozen(repr=False, eq=False)
-class TaskPhase(Model):
-    """One stretch of a task's life, ended by time (``after``), by polls
-    (``polls``: this many ``tasks/get`` answered in it), by named state
-    (``state``), or, for ``input_required``, by every input request answered.
-    A ``working`` phase with none of them lasts until the task is cancelled."""
-
-    status: Literal["working", "input_required"] = "working"
-    statusMessage: str | None = None
-    after: Duration | None = None
-    polls: int | None = None
-    state: str | list[str] | None = None
-    inputRequests: dict[str, JSON] | None = None
-    pollIntervalMs: int | None = None
-
-
-@frozen(repr=False, eq=False)
-class TaskFaults(Model):
-    """Deliberate violations of the Tasks extension (see docs/faults.md)."""
-
-    vanishAfterPolls: int | None = None  # tasks/get answers "not found" once this many polls were answered
-    statusBackwards: bool = False  # after the first phase change, one poll reports the previous status again
-    terminalChanges: bool = False  # a terminal task reports a different status on the next poll
-    hangGetAfterPolls: int | None = None  # tasks/get never answers once this many polls were answered
-    reuseInputKey: bool = False  # every input_required phase asks under the first phase's first key
-    ignoreCapability: bool = False  # return the task even to a client without the extension capability
-    anyMethod: bool = False  # allow this task step on a request the extension does not augment (prompts/get...)
-
-
-@frozen(repr=False, eq=False)
-class TaskSpec(Model):
-    """Answer with a task handle (``resultType: task``) whose life is scripted.
-
-    ``phases`` run in order; after the last one the task ends with ``outcome``
-    (one text/result step: ``completed``; one error step: ``failed``; empty:
-    ``completed`` with no content). ``cancel: honour`` makes ``tasks/cancel``
-    end the task as ``cancelled``; ``ignore`` only acknowledges it.
-    ``withoutCapability`` says what a client without the extension gets: the
-    outcome at once (``answer``) or -32021 (``error``).
-    """
-
-    phases: list[TaskPhase] = attrs.Factory(list)
-    outcome: list["Step"] = attrs.Factory(list)
-    ttlMs: int | None = 3_600_000
-    pollIntervalMs: int = 1000
-    statusMessage: str | None = None
-    cancel: Literal["honour", "ignore"] = "honour"
-    withoutCapability: Literal["error", "answer"] = "error"
-    faults: TaskFaults | None = None
-
-
-@frozen(repr=False, eq=False)
-class TaskStep(Model):
-    """Answer ``tools/call`` with a task the client polls (the Tasks extension)."""
-
-    FINAL = True
-
-    task: TaskSpec
 
 
 # ---------------------------------------------------------------- rules
@@ -307,14 +179,6 @@ class Rule(Model):
 
 
 # ---------------------------------------------------------------- primitives
-
-
-@frozen(repr=False, eq=False)
-class Icon(Model):
-    src: str
-    mimeType: str | None = None
-    sizes: list[str] | None = None
-    theme: Literal["light", "dark"] | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -402,32 +266,6 @@ class Completion(Model):
 
 
 @frozen(repr=False, eq=False)
-class MethodOverride(Model):
-    """Rules for any method, consulted before the built-in behaviour.
-
-    This is how a scenario scripts ``server/discover`` faults, answers an
-    unknown method, or breaks a list result on purpose.
-    """
-
-    method: str
-    replies: list[Rule] = attrs.Factory(list)
-
-
-@frozen(repr=False, eq=False)
-class Timer(Model):
-    """A timed event on every open subscription stream.
-
-    ``count`` events, the first ``after`` the acknowledgement, then one every
-    ``every``; each goes to the stream only if it asked for that kind.
-    """
-
-    emit: EmitSpec
-    after: Duration = Duration(0.0)
-    every: Duration | None = None
-    count: int = 1
-
-
-@frozen(repr=False, eq=False)
 class Subscriptions(Model):
     """What happens on every ``subscriptions/listen`` stream after the ack."""
 
@@ -450,12 +288,6 @@ class Server(Model):
 
 
 @frozen(repr=False, eq=False)
-class CacheHints(Model):
-    ttlMs: int | None = None
-    cacheScope: Literal["public", "private"] | None = None
-
-
-@frozen(repr=False, eq=False)
 class Cache(Model):
     """Caching hints for cacheable results; per-method blocks override the defaults."""
 
@@ -467,14 +299,6 @@ class Cache(Model):
     resources: CacheHints | None = None
     resourceTemplates: CacheHints | None = None
     read: CacheHints | None = None
-
-
-@frozen(repr=False, eq=False)
-class ExitAfter(Model):
-    """Exit once ``messages`` lines have been written to stdout (counted per process)."""
-
-    messages: int
-    status: int = 1
 
 
 @frozen(repr=False, eq=False)
@@ -507,36 +331,6 @@ class StateMachine(Model):
 
 
 @frozen(repr=False, eq=False)
-class Expectation(Model):
-    """What the client must do (checked at exit; see docs/verification.md).
-
-    Which requests count: ``method``, and optionally the tool/prompt ``name``,
-    the resource ``uri``, ``arguments`` and ``params`` matchers (as in
-    ``when``). How often: ``atLeast``/``atMost`` (combinable), ``exactly`` or
-    ``never``; with none of them, at least once. Order: ``before``/``after``
-    name another expectation's ``id``. Retries after ``input_required`` count
-    only with ``retries: true`` (a multi-round call is one call by default).
-    ``headers`` matches the HTTP request's headers (``mockmcp run --http``;
-    names compared regardless of case, values with the same matchers).
-    """
-
-    method: str
-    name: str | None = None
-    uri: str | None = None
-    arguments: dict[str, JSON] | None = None
-    params: dict[str, JSON] | None = None
-    atLeast: int | None = None
-    atMost: int | None = None
-    exactly: int | None = None
-    never: bool = False
-    before: str | None = None  # the `id` of another expectation whose first request must come later
-    after: str | None = None  # the `id` of another expectation whose first request must come earlier
-    retries: bool = False
-    id: str | None = None
-    headers: dict[str, JSON] | None = None  # HTTP request headers (names in any case); none on stdio
-
-
-@frozen(repr=False, eq=False)
 class Scenario(Model):
     mockmcp: Literal[1]
     description: str = ""
@@ -555,25 +349,49 @@ class Scenario(Model):
     expectations: list[Expectation] = attrs.Factory(list)
 
 
-# The rarely used step classes, ``Step`` and the step tables live in ``extrasteps``
-# (see its docstring): imported on the first use of one of these names, and
-# adding them all to this module's namespace when it is.
+# ---------------------------------------------------------------- the other parts
+
+# The classes few scenarios need all of live in modules of their own, ``model_*.py``:
+# module -> the names it defines. A name is looked up here on first use (``__getattr__``
+# imports its module), and a part, once imported, adds all its names to this module
+# (``adopt``), so ``model.X`` and the type hints of the classes above (``list[Step]``)
+# are the same objects wherever the class lives.
+PARTS: dict[str, tuple[str, ...]] = {
+    "model_rounds": ("InputRequiredSpec", "InputRequiredStep"),
+    "model_notify": (
+        "RandomDelay", "ProgressSpec", "LogSpec", "EmitSpec", "ProgressStep", "LogStep", "EmitStep", "LoopSpec",
+        "LoopStep", "Timer",
+    ),
+    "model_tasks": ("TaskPhase", "TaskFaults", "TaskSpec", "TaskStep"),
+    "model_options": ("Icon", "MethodOverride", "CacheHints", "ExitAfter", "Expectation"),
+    "model_faults": (
+        "SetStateStep", "EndSubscriptionSpec", "EndSubscriptionStep", "RawStep", "RawBytesStep", "HangStep", "ExitSpec",
+        "ExitStep", "DribbleSpec", "DribbleStep", "StderrStep", "StopReadingStep", "CloseStdoutStep", "RequestSpec",
+        "RequestStep", "HugeSpec", "HugeStep", "HttpSpec", "HttpStep", "ForwardStep",
+    ),
+    "model_steps": ("Step", "STEP_TYPES", "STEP_KEYS", "TERMINAL_STEPS"),
+}
+_PART_OF = {name: module for module, names in PARTS.items() for name in names}
+
+
+def adopt(namespace: dict[str, Any]) -> None:
+    """Make the names a part of the model exports (its ``__all__``) names of this module too."""
+    globals().update({name: namespace[name] for name in namespace["__all__"]})
+
+
 if TYPE_CHECKING:
-    from .extrasteps import *  # noqa: F403
-    from .extrasteps import STEP_KEYS, STEP_TYPES, TERMINAL_STEPS, Step
+    from .model_faults import *  # noqa: F403
+    from .model_notify import *  # noqa: F403
+    from .model_options import *  # noqa: F403
+    from .model_rounds import *  # noqa: F403
+    from .model_steps import *  # noqa: F403
+    from .model_steps import STEP_KEYS, STEP_TYPES, TERMINAL_STEPS, Step
+    from .model_tasks import *  # noqa: F403
 else:
 
     def __getattr__(name: str) -> Any:
-        if name in _LATER:
-            from . import extrasteps  # noqa: F401  (it adds its names here)
-
-            return globals()[name]
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-_LATER = frozenset({
-    "SetStateStep", "EndSubscriptionSpec", "EndSubscriptionStep", "RawStep", "RawBytesStep", "HangStep", "ExitSpec",
-    "ExitStep", "DribbleSpec", "DribbleStep", "StderrStep", "StopReadingStep", "CloseStdoutStep", "RequestSpec",
-    "RequestStep", "HugeSpec", "HugeStep", "HttpSpec", "HttpStep", "ForwardStep",
-    "Step", "STEP_TYPES", "STEP_KEYS", "TERMINAL_STEPS",
-})
+        module = _PART_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        importlib.import_module(f"{__package__}.{module}")  # it adopts its names
+        return globals()[name]

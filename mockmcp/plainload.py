@@ -32,7 +32,7 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn, override
 
 from . import model
-from . import extrasteps  # noqa: F401  (every step class: they join model's names)
+from . import model_steps  # noqa: F401  (every part of the model: their names join model's)
 from .problems import LoadError, Problem, did_you_mean
 from .quickload import (
     CORE_SCHEMA,

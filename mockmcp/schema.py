@@ -31,7 +31,7 @@ from typing import Any, Literal, Union
 import attrs
 
 from . import model
-from . import extrasteps  # noqa: F401  (every step class: they join model's names)
+from . import model_steps  # noqa: F401  (every part of the model: their names join model's)
 
 SCHEMA_ID = "https://mockmcp.invalid/schema/scenario.json"
 DURATION_PATTERN = r"^[0-9]+(\.[0-9]+)?(ms|s|m)$|\{\{"  # or a template (in sleep)

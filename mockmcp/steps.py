@@ -126,10 +126,14 @@ class StepExpander:
                 message = None if e.message is None else templates.to_text(templates.render(e.message, scope))
                 data = errors.ABSENT if e.data is None else templates.render(e.data, scope)
                 return env.error(ctx.id, e.code, message, data)
-            case model.InputRequiredStep():
-                return self.rounds.ask_step(ctx, step.inputRequired)
             case model.SleepStep(sleep=model.Duration() as d):
                 return Sleep((d.seconds if d.template is None else _seconds(d, scope)) * self.time_scale)
+            # The cases from here on name classes of the model's parts (``model_*.py``),
+            # defined only for scenarios that use them: a step reaches a case only
+            # after the ones above it, so its first use may import the parts named
+            # before it, once a process. The parts most scenarios use come first.
+            case model.InputRequiredStep():
+                return self.rounds.ask_step(ctx, step.inputRequired)
             case model.SleepStep(sleep=model.RandomDelay() as r):
                 low, high = _seconds(r.min, scope), _seconds(r.max, scope)
                 return Sleep(self.rng.uniform(min(low, high), max(low, high)) * self.time_scale)
@@ -162,9 +166,6 @@ class StepExpander:
                 return Emit(step.emit.event, uri)
             case model.TaskStep():
                 return self._task(ctx, step.task, mode)
-            # The cases below name ``extrasteps`` classes: reached only by a step of
-            # that module (the model's own steps all match above), they import nothing
-            # a scenario without them does not need.
             case model.SetStateStep():
                 self.session.set_state(step.setState)
                 ctx.set_state(step.setState)
@@ -261,24 +262,25 @@ class StepExpander:
 def _ends(step: model.Step) -> bool:
     """Steps after which nothing more of the list is run: the model's terminal steps and
     the end of a subscription stream (a class attribute: a tuple of those classes would
-    need ``extrasteps`` imported by every process)."""
+    need every part of the model imported by every process)."""
     return step.FINAL
 
 
 def _unroll(ctx: RequestContext, steps: Iterable[model.Step]) -> Iterator[model.Step | None]:
     """The steps with every ``loop`` unrolled lazily; ``None`` marks a repetition of an empty body."""
     for step in steps:
-        if type(step) is not model.LoopStep:
+        if step.KEY != "loop":  # (not ``type(step) is LoopStep``: that would define the loop's part)
             yield step
             continue
-        times = _number(ctx, step.loop.times)
+        loop: model.LoopSpec = step.loop  # type: ignore[union-attr]  # (a loop step: its KEY says so)
+        times = _number(ctx, loop.times)
         if type(times) is not int and not (type(times) is float and times.is_integer()):
             raise errors.InvalidParams(f"Invalid params: loop count {times!r} is not a whole number", request_id=ctx.id)
         outer = ctx.index
         for i in range(min(int(times), MAX_REPEAT)):
             ctx.set_index(i + 1)
             yield None  # one evaluation, so even an empty body counts against the budget
-            yield from _unroll(ctx, step.loop.steps)
+            yield from _unroll(ctx, loop.steps)
         ctx.set_index(outer)
 
 

@@ -1,46 +1,24 @@
-"""The model classes of the less common steps, defined only when a scenario uses one.
+"""The model classes of the fault steps and of the other steps few scenarios use.
 
 Faults (``raw``, ``rawBytes``, ``hang``, ``exit``, ``dribble``, ``stderr``,
-``stopReading``, ``closeStdout``, ``huge``), HTTP faults, ``forward`` (the proxy),
-server requests (``request``) and the state and subscription controls
+``stopReading``, ``closeStdout``, ``huge``), HTTP faults (``http``), ``forward`` (the
+proxy), server requests (``request``) and the state and subscription controls
 (``setState``, ``endSubscription``).
 
-Why a module of their own: creating an attrs class costs about 1.2 M instructions
-(attrs' own processing and one ``compile`` of its ``__init__``), and a warm spawn
-imports the model before anything else. A scenario that uses none of these steps
-(its load cache names none of these classes) never imports this module, and its
-spawn skips twenty classes.
-
-They are still part of ``model``: importing this module adds its names to
-``model``'s namespace, so ``model.HangStep`` and the type hints of ``model``'s
-classes (``list[Step]``) resolve as before, and ``model``'s ``__getattr__``
-imports it on the first use of one of them. The loaders, the checks and the
-schema import it, since they need every class.
+A part of ``model`` (see its docstring): defined only when a scenario uses one of these
+classes, since each attrs class costs about 1.2 M instructions to create and a warm
+spawn creates the model first. Importing this module adds its names to ``model``'s.
 """
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 import attrs
 from attrs import field, frozen
 
 from . import model
-from .model import (
-    JSON,
-    Duration,
-    EmitStep,
-    ErrorStep,
-    InputRequiredStep,
-    LogStep,
-    LoopStep,
-    Model,
-    ProgressStep,
-    ResultStep,
-    SleepStep,
-    TaskStep,
-    TextStep,
-)
+from .model import JSON, Duration, Model
 
 __all__ = [
     "SetStateStep",
@@ -63,16 +41,14 @@ __all__ = [
     "HttpSpec",
     "HttpStep",
     "ForwardStep",
-    "Step",
-    "STEP_TYPES",
-    "STEP_KEYS",
-    "TERMINAL_STEPS",
 ]
 
 
 @frozen(repr=False, eq=False)
 class SetStateStep(Model):
     """Move the scenario's state machine (per process) to another state."""
+
+    KEY = "setState"
 
     setState: str
 
@@ -86,6 +62,7 @@ class EndSubscriptionSpec(Model):
 class EndSubscriptionStep(Model):
     """In a subscription timeline: end the stream gracefully or by cancellation."""
 
+    KEY = "endSubscription"
     FINAL = True
 
     endSubscription: EndSubscriptionSpec
@@ -95,12 +72,16 @@ class EndSubscriptionStep(Model):
 class RawStep(Model):
     """Write exactly this JSON value as one line (no checks, no filling in)."""
 
+    KEY = "raw"
+
     raw: JSON
 
 
 @frozen(repr=False, eq=False)
 class RawBytesStep(Model):
     """Write exactly these bytes (a string; ``\\n`` etc. as YAML escapes)."""
+
+    KEY = "rawBytes"
 
     rawBytes: str
 
@@ -109,6 +90,7 @@ class RawBytesStep(Model):
 class HangStep(Model):
     """Never answer this request (other requests are still served)."""
 
+    KEY = "hang"
     FINAL = True
 
     hang: Literal[True]
@@ -123,6 +105,7 @@ class ExitSpec(Model):
 
 @frozen(repr=False, eq=False)
 class ExitStep(Model):
+    KEY = "exit"
     FINAL = True
 
     exit: ExitSpec
@@ -138,12 +121,16 @@ class DribbleSpec(Model):
 class DribbleStep(Model):
     """Write every following message of this reply in small chunks with pauses."""
 
+    KEY = "dribble"
+
     dribble: DribbleSpec
 
 
 @frozen(repr=False, eq=False)
 class StderrStep(Model):
     """Write text to stderr, ``repeat`` times (a flood of logs)."""
+
+    KEY = "stderr"
 
     stderr: str
     repeat: int = 1
@@ -158,12 +145,16 @@ class StopReadingStep(Model):
     ``forever`` EOF is never seen either, so only a signal ends the process.
     """
 
+    KEY = "stopReading"
+
     stopReading: Literal["forever"] | Duration
 
 
 @frozen(repr=False, eq=False)
 class CloseStdoutStep(Model):
     """Close stdout (the client sees EOF) but keep running and reading stdin."""
+
+    KEY = "closeStdout"
 
     closeStdout: Literal[True]
 
@@ -190,6 +181,8 @@ class RequestSpec(Model):
 class RequestStep(Model):
     """Send the client a request and wait for its answer (legacy era: sampling, elicitation, roots)."""
 
+    KEY = "request"
+
     request: RequestSpec
 
 
@@ -205,6 +198,7 @@ class HugeSpec(Model):
 class HugeStep(Model):
     """A huge (but valid) result, sized in the scenario."""
 
+    KEY = "huge"
     FINAL = True
 
     huge: HugeSpec
@@ -241,6 +235,8 @@ class HttpSpec(Model):
 class HttpStep(Model):
     """An HTTP transport fault (a status, headers, a slow head, broken framing, a reset)."""
 
+    KEY = "http"
+
     http: HttpSpec
 
 
@@ -254,41 +250,10 @@ class ForwardStep(Model):
     gets an internal error saying so.
     """
 
+    KEY = "forward"
     FINAL = True
 
     forward: Literal["pass", "drop", "duplicate", "wrong-id"]
 
 
-Step = Union[
-    ResultStep,
-    TextStep,
-    ErrorStep,
-    InputRequiredStep,
-    SleepStep,
-    ProgressStep,
-    LogStep,
-    EmitStep,
-    SetStateStep,
-    LoopStep,
-    EndSubscriptionStep,
-    RawStep,
-    RawBytesStep,
-    HangStep,
-    ExitStep,
-    DribbleStep,
-    StderrStep,
-    StopReadingStep,
-    CloseStdoutStep,
-    HugeStep,
-    TaskStep,
-    ForwardStep,
-    RequestStep,
-    HttpStep,
-]
-STEP_TYPES: tuple[type, ...] = Step.__args__  # type: ignore[attr-defined]
-# The key that identifies each step type (its first field).
-STEP_KEYS: dict[str, type] = {attrs.fields(t)[0].name: t for t in STEP_TYPES}
-TERMINAL_STEPS = (ResultStep, TextStep, ErrorStep, InputRequiredStep, HangStep, ExitStep, HugeStep, TaskStep, ForwardStep)
-
-
-vars(model).update({name: globals()[name] for name in __all__})  # see the module's docstring
+model.adopt(globals())

@@ -1,0 +1,40 @@
+"""The model classes of ``input_required`` results (multi round-trip requests).
+
+A part of ``model`` (see its docstring): defined only when a scenario uses one of these
+classes, since each attrs class costs about 1.2 M instructions to create and a warm
+spawn creates the model first. Importing this module adds its names to ``model``'s.
+"""
+
+from __future__ import annotations
+
+import attrs
+from attrs import frozen
+
+from . import model
+from .model import JSON, Model
+
+__all__ = ["InputRequiredSpec", "InputRequiredStep"]
+
+
+@frozen(repr=False, eq=False)
+class InputRequiredSpec(Model):
+    """An ``input_required`` result: input requests keyed by name, and/or state.
+
+    ``requestState: true`` (default) lets mockmcp issue its own HMAC-protected
+    state (carrying the round); a string is appended to it as scenario data;
+    ``false`` sends none (then at least one input request is needed).
+    """
+
+    inputRequests: dict[str, JSON] = attrs.Factory(dict)
+    requestState: bool | str = True
+
+
+@frozen(repr=False, eq=False)
+class InputRequiredStep(Model):
+    KEY = "inputRequired"
+    FINAL = True
+
+    inputRequired: InputRequiredSpec
+
+
+model.adopt(globals())

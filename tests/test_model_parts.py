@@ -1,0 +1,120 @@
+"""The model's parts (``model_*.py``): each defined only for scenarios that use its classes.
+
+A warm spawn of a scenario whose classes are all in ``model`` itself (``default``) must
+import no part (that is their point: each attrs class costs about 1.2 M instructions to
+create), one that uses a class of a part must import that part, and in every case the
+names read as ``model.X`` and the type hints of ``model``'s classes are the same objects.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import typing
+
+import attrs
+from conftest import ROOT, line, request
+from helpers import call
+
+from mockmcp import model, model_steps  # noqa: F401  (every part of the model)
+
+PART_MODULES = {f"mockmcp.{name}" for name in model.PARTS}
+
+FAULTY = """\
+mockmcp: 1
+tools:
+  - name: stuck
+    replies:
+      - steps: [{hang: true}]
+  - name: flip
+    replies:
+      - steps: [{setState: two}, {text: flipped}]
+"""
+
+PROGRESSING = """\
+mockmcp: 1
+tools:
+  - name: count
+    replies:
+      - steps: [{loop: {times: 2, steps: [{progress: {progress: "{{ index }}", total: 2}}]}}, {text: counted}]
+"""
+
+
+def spawn(scenario: str, cache: str, *requests: dict[str, object]) -> tuple[list[dict[str, object]], set[str]]:
+    """Run ``mockmcp run SCENARIO`` on these requests; its answers and the modules it imported."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mockmcp", "run", scenario],
+        input=b"".join(line(r) for r in requests), capture_output=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "XDG_CACHE_HOME": cache},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    answers = [json.loads(x) for x in proc.stdout.splitlines()]
+    return answers, {row.split("|")[-1].strip() for row in proc.stderr.decode().splitlines() if row.startswith("import time:")}
+
+
+def warm(path: str, cache: str, *requests: dict[str, object]) -> tuple[list[dict[str, object]], set[str]]:
+    spawn(path, cache, request(1, "server/discover"))  # cold: the loader imports every part, and fills the cache
+    answers, modules = spawn(path, cache, *requests)
+    assert "mockmcp.loader" not in modules  # a hit
+    return answers, modules
+
+
+def test_a_warm_spawn_of_default_imports_no_part_of_the_model(tmp_path):
+    answers, modules = warm("default", str(tmp_path), request(1, "server/discover"), call(2, "echo", text="hi"))
+    assert modules & PART_MODULES == set()
+    assert "mockmcp.check" not in modules  # (the journal's rule labels once pulled it in, and it every class)
+    assert [a["id"] for a in answers] == [1, 2] and answers[1]["result"]["content"][0]["text"] == "hi"  # type: ignore[index]
+
+
+def test_a_warm_spawn_imports_the_parts_its_scenario_uses(tmp_path):
+    faulty = tmp_path / "faulty.yaml"
+    faulty.write_text(FAULTY)
+    answers, modules = warm(str(faulty), str(tmp_path / "cache"), call(1, "stuck"), call(2, "flip"))
+    assert "mockmcp.model_faults" in modules  # the cache's pickle names its classes
+    assert "mockmcp.model_steps" not in modules and "mockmcp.model_tasks" not in modules
+    assert [a["id"] for a in answers] == [2]  # the hang never answers; setState ran, then the text
+    assert answers[0]["result"]["content"][0]["text"] == "flipped"  # type: ignore[index]
+
+    progressing = tmp_path / "progressing.yaml"
+    progressing.write_text(PROGRESSING)
+    meta = {"progressToken": "t"}
+    answers, modules = warm(str(progressing), str(tmp_path / "cache"), call(1, "count", meta=meta))
+    assert modules & PART_MODULES == {"mockmcp.model_notify"}
+    assert [a.get("params", {}).get("progress") for a in answers[:2]] == [1, 2]  # type: ignore[attr-defined]
+    assert answers[2]["result"]["content"][0]["text"] == "counted"  # type: ignore[index]
+
+
+def test_importing_model_alone_defines_no_part_until_one_of_its_names_is_used():
+    code = (
+        "import sys; from mockmcp import model\n"
+        "parts = lambda: {m for m in sys.modules if m.startswith('mockmcp.model_')}\n"
+        "assert parts() == set() and 'TaskStep' not in vars(model), parts()\n"
+        "model.TaskStep\n"
+        "assert parts() == {'mockmcp.model_tasks'} and 'TaskSpec' in vars(model), parts()\n"
+        "model.Step\n"
+        "assert len(parts()) == len(model.PARTS), parts()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)
+
+
+def test_every_name_of_every_part_is_the_same_object_through_model():
+    for name, names in model.PARTS.items():
+        part = importlib.import_module(f"mockmcp.{name}")
+        assert tuple(part.__all__) == names, name  # model's table of names says what each part holds
+        for n in names:
+            assert getattr(model, n) is getattr(part, n), n
+    assert set(model.STEP_TYPES) == set(typing.get_args(model.Step))
+    hint = typing.get_type_hints(model.Rule)["steps"]
+    assert typing.get_args(typing.get_args(hint)[0])[0] is model.Step
+
+
+def test_key_and_final_say_what_the_step_classes_are():
+    for key, cls in model.STEP_KEYS.items():
+        assert cls.KEY == key == attrs.fields(cls)[0].name
+    assert {t for t in model.STEP_TYPES if t.FINAL} == {*model.TERMINAL_STEPS, model.EndSubscriptionStep}
+    # and only step classes say either
+    others = [c for c in vars(model).values() if isinstance(c, type) and attrs.has(c) and c not in model.STEP_TYPES]
+    assert others and not [c for c in others if c.KEY or c.FINAL]
