@@ -10,7 +10,7 @@ from typing import Union
 
 import attrs
 
-from . import model
+from . import model, model_options  # noqa: F401  (model_options: no step, but a part; all are defined once this is)
 from .model import ErrorStep, ResultStep, SleepStep, TextStep
 from .model_faults import (
     CloseStdoutStep,
@@ -29,7 +29,6 @@ from .model_faults import (
     StopReadingStep,
 )
 from .model_notify import EmitStep, LogStep, LoopStep, ProgressStep
-from .model_options import CacheHints  # noqa: F401  (every part is defined once this module is)
 from .model_rounds import InputRequiredStep
 from .model_tasks import TaskStep
 

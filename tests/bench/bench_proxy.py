@@ -89,12 +89,11 @@ def bench() -> list[dict]:
             p_rtts.append(pingpong_once(proxied(cmd), msgs, legacy))
         d_rate, p_rate, d_rtt, p_rtt = max(d_rates), max(p_rates), min(d_rtts), min(p_rtts)
         added = (p_rtt - d_rtt) * 1000
+        # the floor's ratio is a reference (see the docstring); a real server's is judged
+        judged = {} if cmd == floor_cmd() else dict(target=">= 0.5x direct", ok=p_rate / d_rate >= 0.5)
         rows += [
             dict(name=f"{name}: pipelined, direct", value=d_rate, unit="req/s"),
-            dict(name=f"{name}: pipelined, through proxy", value=p_rate, unit="req/s", ratio=p_rate / d_rate)
-            if cmd == floor_cmd() else
-            dict(name=f"{name}: pipelined, through proxy", value=p_rate, unit="req/s", ratio=p_rate / d_rate,
-                 target=">= 0.5x direct", ok=p_rate / d_rate >= 0.5),
+            dict(name=f"{name}: pipelined, through proxy", value=p_rate, unit="req/s", ratio=p_rate / d_rate, **judged),
             dict(name=f"{name}: median round trip, direct", value=d_rtt * 1e6, unit="us"),
             dict(name=f"{name}: median round trip added by the proxy", value=added * 1000, unit="us",
                  target="<= 1 ms", ok=added <= 1.0),
