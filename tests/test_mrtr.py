@@ -224,6 +224,28 @@ def test_tampered_state_is_rejected(schema):
     assert "requestState rejected" in err["message"] and "integrity" in err["message"]
 
 
+def test_a_mac_wrong_in_any_byte_is_rejected(schema):
+    """The whole MAC is compared, not a prefix: flip each byte of the tag in turn (the body kept,
+    the text re-encoded canonically so only the integrity check can refuse it)."""
+    import base64
+
+    c = Caller(schema)
+    state = _confirm_state(c)
+    body, mac = state.split(".")
+    tag = base64.urlsafe_b64decode(mac + "=" * (-len(mac) % 4))
+    assert len(tag) > 1
+    for i in range(len(tag)):
+        bad = bytearray(tag)
+        bad[i] ^= 0x01
+        forged = base64.urlsafe_b64encode(bytes(bad)).rstrip(b"=").decode()
+        err = error(c.call("confirm_action", {"action": "deploy"}, responses={"confirm": accept(confirm=True)},
+                           state=f"{body}.{forged}"), -32602)
+        assert "integrity" in err["message"], (i, err)
+    # The untouched state still works: the refusals above were about the tag alone.
+    assert "resultType" in result(c.call("confirm_action", {"action": "deploy"},
+                                          responses={"confirm": accept(confirm=True)}, state=state))
+
+
 def test_state_of_another_process_is_rejected(schema):
     state = _confirm_state(Caller(schema))
     other = Caller(schema)  # a fresh engine: another per-process random key
