@@ -193,6 +193,26 @@ def test_forever_works_until_cancelled_and_cancel_is_acknowledged() -> None:
     assert core.get(tid)["result"]["status"] == "cancelled"
 
 
+@pytest.mark.parametrize(("tool", "polls", "status", "payload"), [
+    ("build", 3, "completed", "result"),
+    ("doomed", 2, "failed", "error"),
+])
+def test_cancel_of_an_ended_task_leaves_it_ended_with_its_outcome(tool: str, polls: int, status: str, payload: str) -> None:
+    """``tasks/cancel`` ends an *unfinished* task: one already completed or failed is acknowledged
+    and keeps its status and its result or error (``cancel: honour`` is the default)."""
+    core = Core()
+    tid = core.start(tool)
+    for _ in range(polls):
+        assert core.get(tid)["result"]["status"] == "working"
+    ended = core.get(tid)["result"]
+    assert ended["status"] == status and payload in ended
+    ack = core.ask("tasks/cancel", {"taskId": tid})
+    assert ack["result"]["resultType"] == "complete"
+    after = core.get(tid)["result"]
+    assert after["status"] == status, after
+    assert after[payload] == ended[payload]
+
+
 def test_cancel_ignored_when_scripted_so() -> None:
     core = Core(
         "mockmcp: 1\ntools:\n  - name: t\n    replies:\n      - steps:\n          - task: {cancel: ignore, phases: [{polls: 2}], outcome: [{text: ok}]}\n"
