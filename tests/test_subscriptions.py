@@ -94,6 +94,28 @@ def test_only_requested_kinds_reach_each_stream(schema):
     assert out[-1]["id"] == 9
 
 
+def test_a_stream_with_two_resource_uris_gets_updates_to_each(schema):
+    """Both URIs of one listen request are honoured: the ack lists both, and an update to either
+    (the second too) reaches that stream; a URI it did not ask for does not."""
+    link = FakeLink(engine_for(UNTIMED.replace("tools: [{name: t}]", """tools:
+  - name: touch
+    inputSchema: {type: object, properties: {uri: {type: string}}}
+    replies:
+      - steps:
+          - emit: {event: resources/updated, uri: "{{ arguments.uri }}"}
+          - text: ok""").replace(
+        '{uri: "file:///b", name: b, text: b}]',
+        '{uri: "file:///b", name: b, text: b}, {uri: "file:///c", name: c, text: c}]')))
+    ack = link.send(listen("s1", resourceSubscriptions=["file:///a", "file:///b"]))
+    check(schema, ack)
+    assert ack[0]["params"]["notifications"] == {"resourceSubscriptions": ["file:///a", "file:///b"]}
+    for rid, uri in enumerate(["file:///b", "file:///c", "file:///a"], start=1):
+        out = link.send(touch(rid, uri))
+        check(schema, out)
+        want = [] if uri == "file:///c" else [("notifications/resources/updated", "s1", uri)]
+        assert notes(out) == want, (uri, out)
+
+
 def test_touch_and_refresh_tools_reach_matching_streams(schema):
     link = sub_link()
     link.send(listen("s1", resourceSubscriptions=["file:///notes.txt"]), listen("s2", toolsListChanged=True))
