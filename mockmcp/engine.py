@@ -75,6 +75,9 @@ class Engine:
         for o in scenario.methods:
             self._overrides.setdefault(o.method, []).extend(o.replies)
         self.services.overrides = self._overrides
+        # Over HTTP ids are unique per sender only, and the server cannot tell senders apart: an
+        # id another request holds is not refused (the HTTP shell counts who holds it).
+        self.shared_ids = False
         self._legacy: LegacyEra | None = None
         if scenario.protocol.era != "modern":
             from .legacy import LegacyEra  # (modern scenarios, most spawns, skip its import)
@@ -96,7 +99,7 @@ class Engine:
 
     def handle_request(self, req: jsonrpc.Request) -> Plan:
         session = self.session
-        if req.id in session.in_flight:
+        if req.id in session.in_flight and not self.shared_ids:
             raise errors.InvalidRequest(
                 f"Invalid Request: id {req.id!r} is already in use by a request in flight", request_id=req.id
             )
