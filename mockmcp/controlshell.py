@@ -4,8 +4,11 @@
 with mode 0600 (a umask around ``bind``, then ``chmod``), a peer whose uid is
 not ours is refused (``SO_PEERCRED``), and there is never a TCP listener. An
 existing PATH is refused unless it is a stale socket of ours (a socket owned
-by us that nobody accepts on, as a crashed mock leaves behind); the socket is
-removed at exit.
+by us that nobody accepts on, as a crashed mock leaves behind). At exit the
+socket is removed only if PATH still names the very socket this process bound
+(same device and inode, looked at with ``lstat`` just before the unlink): a file
+put there since, or another mock's socket bound there after ours was removed,
+is left alone.
 
 Each client gets a reader (lines framed with a bound) whose answers are written
 in turn (``_Client``): a client that stops reading its answers fills its
@@ -80,6 +83,10 @@ def prepare_path(path: str) -> None:
     finally:
         probe.close()
     raise ControlPathError(f"{path} is in use by a running process; refusing to replace it")
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
 
 
 def _peer_uid(sock: stdsocket.socket) -> int | None:
@@ -164,6 +171,7 @@ class ControlServer:
         self.shell = shell
         self.log = log if log is not None else shell.log
         self.clients = 0
+        self.bound: tuple[int, int] | None = None  # (device, inode) of the socket this process put at PATH
         shell.on_data = control.outbound
 
     def bind(self) -> stdsocket.socket:
@@ -176,19 +184,28 @@ class ControlServer:
         prepare_path(self.path)
         tmp = os.path.join(os.path.dirname(self.path) or ".", f".mockmcp-{os.getpid()}-{os.urandom(3).hex()}")
         if len(os.fsencode(tmp)) > 100:  # (a socket path's limit)
-            return self._listen(self.path)
+            return self._listen_at_path()
         sock = self._listen(tmp, self.path)
         try:
             os.link(tmp, self.path)
+            self.bound = _identity(os.lstat(tmp))  # (PATH is the same inode; tmp is ours alone to look at)
         except FileExistsError:
             sock.close()
             raise ControlPathError(f"{self.path} appeared while the mock was starting; refusing to replace it") from None
         except OSError:  # a file system without hard links to sockets: bound at PATH itself
             sock.close()
-            return self._listen(self.path)
+            return self._listen_at_path()
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+        return sock
+
+    def _listen_at_path(self) -> stdsocket.socket:
+        sock = self._listen(self.path)
+        try:
+            self.bound = _identity(os.lstat(self.path))
+        except OSError:  # gone already: nothing of ours to remove at exit
+            self.bound = None
         return sock
 
     @staticmethod
@@ -228,10 +245,22 @@ class ControlServer:
             sock.close()
 
     def unlink(self) -> None:
+        """Remove PATH if it still names the socket this process bound, and nothing else.
+
+        Someone may have removed ours and put a file there, or another mock may have bound
+        its own socket there since: those are not ours to delete. (The ``lstat`` is the last
+        look before the unlink; a swap in between the two is the one window left.)"""
+        bound, self.bound = self.bound, None
+        if bound is None:
+            return
         try:
+            st = os.lstat(self.path)
+        except OSError:
+            return
+        if not stat.S_ISSOCK(st.st_mode) or _identity(st) != bound:
+            return
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
-        except FileNotFoundError:
-            pass
 
     # ------------------------------------------------------------ one client
 
