@@ -128,19 +128,45 @@ def _read_file(base_dir: Path | None, ref: str, allow_absolute: bool) -> bytes |
             return f"{ref!r} leaves the scenario's folder"
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer (it is then refused below)
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        return f"cannot read {ref!r}: {exc.strerror}"
-    with open(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError) as exc:  # (ValueError: a name the file system cannot encode)
+        return f"cannot read {ref!r}: {getattr(exc, 'strerror', None) or exc}"
+    try:
+        # Looked at through the descriptor before anything reads it: a folder, a FIFO, a device
+        # or a socket is refused here, never read (a FIFO would block, a folder raises).
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return f"{ref!r} is not a regular file"
+            return f"{ref!r} is not a regular file ({_kind(st.st_mode)})"
         if st.st_size > MAX_FILE_BYTES:
             return f"{ref!r} has {st.st_size} bytes, more than the {MAX_FILE_BYTES} a resource file may have"
-        try:
-            return fh.read()
-        except OSError as exc:
-            return f"cannot read {ref!r}: {exc.strerror}"
+        chunks: list[bytes] = []
+        size = 0
+        while True:  # (bounded even if the file grows while it is read)
+            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_FILE_BYTES:
+                return f"{ref!r} has more than the {MAX_FILE_BYTES} bytes a resource file may have"
+        return b"".join(chunks)
+    except OSError as exc:
+        return f"cannot read {ref!r}: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular one is, in the words ``ls`` users know."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a plain file"
 
 
 def load(

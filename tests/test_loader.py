@@ -231,3 +231,54 @@ def test_a_duration_too_long_for_a_float_is_refused():
 
 def test_broken_files_are_in_the_repo():
     assert BROKEN and all(p.is_relative_to(ROOT) for p in BROKEN)
+
+
+def _unreadable(folder: Path, kind: str) -> str:
+    """A resource ``file:`` reference in ``folder`` that cannot be served, of the given kind."""
+    import os
+    import socket
+
+    if kind == "the folder itself":
+        return "."
+    if kind == "a folder":
+        (folder / "sub").mkdir()
+        return "sub"
+    if kind == "a missing file":
+        return "missing.txt"
+    if kind == "a FIFO":  # (opening it for reading would wait for a writer forever)
+        os.mkfifo(folder / "fifo")
+        return "fifo"
+    if kind == "a socket":
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(str(folder / "sock"))
+        return "sock"
+    if kind == "a symlink loop":
+        (folder / "loop").symlink_to("loop")
+        return "loop"
+    assert kind == "a name too long"
+    return "x" * 300
+
+
+@pytest.mark.parametrize(
+    "kind", ["the folder itself", "a folder", "a missing file", "a FIFO", "a socket", "a symlink loop", "a name too long"]
+)
+def test_a_resource_file_that_cannot_be_read_is_one_located_line_from_check_and_run(tmp_path, kind):
+    """Never a traceback (a folder once raised IsADirectoryError from both), never a hang (a FIFO):
+    ``check`` prints the located problem (exit 1, as for every invalid scenario) and ``run``
+    refuses to start with it on stderr (exit 2)."""
+    ref = _unreadable(tmp_path, kind)
+    path = tmp_path / "s.yaml"
+    path.write_text(f"mockmcp: 1\nresources:\n  - uri: file:///x\n    name: x\n    file: {json.dumps(ref)}\n")
+    where = f"{path}:5:5: "
+    checked = subprocess.run([sys.executable, "-m", "mockmcp", "check", str(path)], capture_output=True, timeout=60)
+    assert b"Traceback" not in checked.stderr, checked.stderr.decode()
+    assert checked.returncode == 1, checked.stderr.decode()
+    out = checked.stdout.decode().splitlines()
+    assert len(out) == 1 and out[0].startswith(where) and out[0].endswith("(at $.resources[0].file)"), out
+    run = subprocess.run(
+        [sys.executable, "-m", "mockmcp", "run", str(path)], input=b'{"jsonrpc":"2.0","id":1,"method":"server/discover"}\n',
+        capture_output=True, timeout=60,
+    )
+    err = run.stderr.decode().splitlines()
+    assert run.returncode == 2 and run.stdout == b"", run.stderr.decode()
+    assert len(err) == 1 and err[0] == out[0], err
