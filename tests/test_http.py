@@ -217,12 +217,12 @@ def test_bodies_that_are_not_one_message(mock: HttpMock) -> None:
 
 
 def test_limits_and_malformed_http(mock: HttpMock) -> None:
-    huge = b"POST /mcp HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n"
+    huge = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n"
     assert mock.raw(huge).startswith(b"HTTP/1.1 431 ")
-    big_body = b"POST /mcp HTTP/1.1\r\nHost: x\r\nAccept: application/json, text/event-stream\r\n" \
+    big_body = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json, text/event-stream\r\n" \
                b"Content-Type: application/json\r\nContent-Length: 5000000\r\n\r\n{"
     assert mock.raw(big_body).startswith(b"HTTP/1.1 413 ")
-    chunked = (b"POST /mcp HTTP/1.1\r\nHost: x\r\nAccept: application/json, text/event-stream\r\n"
+    chunked = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json, text/event-stream\r\n"
                b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
     chunk = b"%x\r\n%s\r\n" % (1 << 20, b" " * (1 << 20))
     assert mock.raw(chunked + chunk * 5, timeout=10).startswith(b"HTTP/1.1 413 ")
@@ -237,7 +237,7 @@ def test_expect_100_continue(mock: HttpMock) -> None:
     body = json.dumps(message).encode()
     head = "".join(f"{k}: {v}\r\n" for k, v in mcp_headers(message).items())
     with socket.create_connection((mock.host, mock.port), timeout=5) as s:
-        s.sendall(f"POST /mcp HTTP/1.1\r\nHost: x\r\n{head}Expect: 100-continue\r\n"
+        s.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Expect: 100-continue\r\n"
                   f"Content-Length: {len(body)}\r\n\r\n".encode())
         assert s.recv(4096).startswith(b"HTTP/1.1 100 ")
         s.sendall(body)
@@ -340,7 +340,7 @@ def test_thousands_of_idle_connections(mock: HttpMock) -> None:
             socks.append(socket.create_connection((mock.host, mock.port)))
         half = socks[:1000]
         for s in half:
-            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")  # a head that never ends
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a head that never ends
         r = mock.post(msg(40, "server/discover"))
         assert r.status == 200  # the others are still served
     finally:
@@ -360,7 +360,7 @@ def test_a_listener_that_never_reads(mock: HttpMock) -> None:
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.connect((mock.host, mock.port))
     try:
-        s.sendall(f"POST /mcp HTTP/1.1\r\nHost: x\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        s.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
         conn = mock.connection()
         for i in range(400):  # each touch emits an event to the stalled stream
             assert mock.post(call(1000 + i, "touch"), conn=conn).status == 200

@@ -44,7 +44,7 @@ def serve(sc: model.Scenario) -> bytes:
     conn = Connection(new_engine(sc))
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                        "params": {"name": "t", "arguments": {}, "_meta": META}}).encode()
-    head = (b"POST /mcp HTTP/1.1\r\nHost: x\r\nAccept: application/json, text/event-stream\r\n"
+    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json, text/event-stream\r\n"
             b"Content-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
             b"Mcp-Name: t\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body))
     out = bytearray()

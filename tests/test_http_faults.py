@@ -32,7 +32,7 @@ def raw_call(mock: HttpMock, rid: int, name: str) -> bytes:
     message = msg(rid, "tools/call", {"name": name, "arguments": {}})
     body = json.dumps(message).encode()
     head = "".join(f"{k}: {v}\r\n" for k, v in mcp_headers(message).items())
-    data = (f"POST /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{head}Content-Length: {len(body)}\r\n\r\n").encode()
+    data = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{head}Content-Length: {len(body)}\r\n\r\n").encode()
     return mock.raw(data + body)
 
 
@@ -159,6 +159,6 @@ def test_server_survives_a_client_that_resets(mock: HttpMock) -> None:
     import json
     body = json.dumps(message).encode()
     head = "".join(f"{k}: {v}\r\n" for k, v in mcp_headers(message).items())
-    s.sendall(f"POST /mcp HTTP/1.1\r\nHost: x\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    s.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
     s.close()  # an RST while the answer is held back
     assert call(mock, 31, "sse_for_json").status == 200
