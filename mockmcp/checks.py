@@ -331,7 +331,7 @@ class ClientChecker:
                 self.server_cancelled[rid] = method
                 while len(self.server_cancelled) > 256:
                     del self.server_cancelled[next(iter(self.server_cancelled))]
-            else:
+            elif type(rid) in (str, int):  # (a proxied server may write any value here)
                 self.ended(rid)  # the server ended a subscription stream
             return
         if "method" in message and "id" in message:
