@@ -97,11 +97,20 @@ def header_map(headers: Headers) -> dict[bytes, bytes]:
 # ---------------------------------------------------------------- before the body
 
 
-def check_head(method: bytes, target: bytes, headers: Mapping[bytes, bytes], *, allowed_origins: frozenset[str] = frozenset()) -> Reject | None:
-    """The rules a request's head must pass before its body is read (``None``: read it)."""
+def check_head(method: bytes, target: bytes, headers: Mapping[bytes, bytes], *, allowed_origins: frozenset[str] = frozenset(),
+               allowed_hosts: frozenset[str] | None = None) -> Reject | None:
+    """The rules a request's head must pass before its body is read (``None``: read it).
+
+    ``allowed_hosts``: the names a ``Host`` header may give (``None``: any; see ``host_allowed``)."""
     if len(target) + sum(len(k) + len(v) + 4 for k, v in headers.items()) > MAX_HEADER_BYTES:
         return Reject(431, "Request Header Fields Too Large", headers=((b"content-type", b"text/plain"),),
                       body=f"the request head exceeds the {MAX_HEADER_BYTES}-byte limit\n".encode())
+    host = headers.get(b"host")
+    if host is not None and allowed_hosts is not None and not host_allowed(host.decode("latin-1"), allowed_hosts):
+        return _json_error(403, p.INVALID_REQUEST,
+                           f"Forbidden: Host {host.decode('latin-1')!r} does not name this server (it listens on loopback"
+                           " and answers only to its own address or localhost: DNS rebinding protection; --allow-host"
+                           " NAME accepts another name)")
     path = target.split(b"?", 1)[0]
     if path != ENDPOINT:
         return Reject(404, "Not Found", headers=((b"content-type", b"text/plain"),),
@@ -129,6 +138,29 @@ def origin_allowed(origin: str, allowed: frozenset[str]) -> bool:
         return True
     m = re.fullmatch(r"(?i)https?://(\[[0-9a-f:]+\]|[^/:]+)(?::\d{1,5})?/?", origin)
     return m is not None and m.group(1).lower() in LOOPBACK_HOSTS
+
+
+def host_allowed(host: str, allowed: frozenset[str]) -> bool:
+    """Does a ``Host`` header name this server: a name in ``allowed`` (a loopback server's own address,
+    loopback names, ``--allow-host`` ones; ``*``: any), with any port or none?
+
+    The name, not the port, is what DNS rebinding changes (a page of ``evil.example`` whose name now
+    resolves to 127.0.0.1 still sends ``Host: evil.example``); a port may differ behind a forwarded
+    port (``ssh -L``, a container's port mapping)."""
+    if "*" in allowed or host.strip().lower() in allowed:  # (an --allow-host NAME:PORT is compared whole)
+        return True
+    m = re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|[^\[\]:/@\s]+)(?::\d{0,5})?", host.strip())
+    return m is not None and m.group(1).lower() in allowed
+
+
+def loopback_hosts(bound: str, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The ``Host`` names a server bound to the loopback address ``bound`` answers to (lower-cased,
+    IPv6 in brackets): ``localhost``, the loopback literals, ``bound`` and the ``extra`` ones."""
+    names = {*LOOPBACK_HOSTS, bound.lower()}
+    if ":" in bound:
+        names.add(f"[{bound.lower()}]")
+    names.update(name.lower() for name in extra)
+    return frozenset(names)
 
 
 def accepts_both(accept: str) -> bool:
@@ -178,6 +210,25 @@ def is_modern(msg: jsonrpc.Request, headers: Mapping[bytes, bytes]) -> bool:
     """Does this request claim the stateless era (header or body), so its headers are checked?"""
     if msg.method == p.INITIALIZE:
         return False
+    return claims_modern(msg, headers)
+
+
+def check_removed(msg: jsonrpc.Message, headers: Mapping[bytes, bytes]) -> None:
+    """Raise ``MethodNotFound`` for an ``initialize`` that claims the stateless revision.
+
+    Revision 2026-07-28 has no handshake: over HTTP a method the server does not implement is
+    ``404`` with ``-32601``, and an ``initialize`` whose header or ``_meta`` names 2026-07-28 is a
+    request of that revision. A handshake-era ``initialize`` (neither) is the legacy era's (a
+    ``dual`` scenario's handshake, a modern-only one's ``-32022`` naming the versions it speaks)."""
+    if type(msg) is jsonrpc.Request and msg.method == p.INITIALIZE and claims_modern(msg, headers):
+        raise errors.MethodNotFound(
+            f"Method not found: {p.INITIALIZE} (revision {p.LATEST_VERSION} has no initialize handshake; send server/discover)",
+            request_id=msg.id,
+        )
+
+
+def claims_modern(msg: jsonrpc.Request, headers: Mapping[bytes, bytes]) -> bool:
+    """Does the request name a stateless-era version, in its ``MCP-Protocol-Version`` header or ``_meta``?"""
     header = headers.get(b"mcp-protocol-version")
     if header is not None and header.decode("latin-1") in MODERN_VERSIONS:
         return True

@@ -143,6 +143,7 @@ class HttpShell:
         log: StderrLog | None = None,
         tool_headers: dict[str, list[httprules.ParamHeader]] | None = None,
         allowed_origins: frozenset[str] = frozenset(),
+        allowed_hosts: frozenset[str] | None = None,
         keepalive: float = 15.0,
         exit_process: Callable[[int], Any] | None = None,
         on_output: Callable[[Any, bytes], None] | None = None,
@@ -176,6 +177,7 @@ class HttpShell:
         self._tables_of: Any = None if tool_headers is None else connection.engine.scenario
         self.tool_headers = tool_headers if tool_headers is not None else {}
         self.allowed_origins = allowed_origins
+        self.allowed_hosts = allowed_hosts  # the Host names a loopback server answers to (None: any)
         self.keepalive = keepalive
         self.exit_process = exit_process or _hard_exit
         self.on_output = on_output
@@ -187,10 +189,16 @@ class HttpShell:
         self._retry_after = -math.inf  # trio time before which a request ignores a Retry-After we sent
         self.request_timeout = request_timeout
         self.idle_timeout = idle_timeout
-        self.streams: dict[Any, trio.MemorySendChannel[_Item]] = {}  # listen request id -> its stream
-        self._scopes: dict[Any, trio.CancelScope] = {}  # request id -> its plan's scope
+        # Ids are the sender's, and over HTTP the server cannot tell senders apart (every SDK starts at
+        # 0 or 1): requests of two clients may hold one id at once. So each id maps to the plans and
+        # listen streams holding it, and the engine hears an id is finished when its last holder ends.
+        connection.engine.shared_ids = True
+        self.streams: dict[Any, list[trio.MemorySendChannel[_Item]]] = {}  # listen request id -> its streams
+        self._scopes: dict[Any, list[trio.CancelScope]] = {}  # request id -> its running plans' scopes
+        self._holders: dict[Any, int] = {}  # request id -> planned requests holding it (not yet finished)
         self._stalled: set[Any] = set()  # listen streams that dropped an event (warned once)
-        self._modern_only = connection.engine.protocol.era == "modern"
+        self._era = connection.engine.protocol.era
+        self._modern_only = self._era == "modern"
         self._connections = trio.Semaphore(max_connections)
 
     # ---------------------------------------------------------------- serving
@@ -248,6 +256,9 @@ class HttpShell:
                 h.start_next_cycle()
         except (_ClientGone, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
+        except h11.LocalProtocolError as exc:
+            # A response h11 will not write is this shell's bug; it ends this connection, not the server.
+            self.log("error", f"internal error answering an HTTP request (connection closed): {exc}")
         finally:
             self._connections.release()
             await trio.aclose_forcefully(stream)
@@ -260,7 +271,10 @@ class HttpShell:
         """
         request: h11.Request | None = None
         body = bytearray()
-        deadline = trio.current_time() + self.idle_timeout
+        # A request's time runs from its first byte (a head dribbled a byte at a time is cut too); bytes
+        # already buffered (pipelined behind the last answer) start it now. Until then: the idle limit.
+        started = _has_partial(h)
+        deadline = trio.current_time() + (self.request_timeout if started else self.idle_timeout)
         while True:
             try:
                 event = h.next_event()
@@ -276,6 +290,9 @@ class HttpShell:
                     await stream.send_all(h.send(h11.InformationalResponse(status_code=100, headers=[])))
                 with trio.move_on_at(deadline) as timer:
                     data = await stream.receive_some(READ_SIZE)
+                if data and not started:
+                    started = True
+                    deadline = trio.current_time() + self.request_timeout
                 if timer.cancelled_caught:
                     if request is not None or h.their_state is not h11.IDLE or _has_partial(h):
                         with trio.move_on_after(1):
@@ -287,10 +304,10 @@ class HttpShell:
                 h.receive_data(data)
                 continue
             if isinstance(event, h11.Request):
-                deadline = trio.current_time() + self.request_timeout
                 request = event
                 headers = httprules.header_map(event.headers)
-                reject = httprules.check_head(event.method, event.target, headers, allowed_origins=self.allowed_origins)
+                reject = httprules.check_head(event.method, event.target, headers, allowed_origins=self.allowed_origins,
+                                              allowed_hosts=self.allowed_hosts)
                 if reject is None:
                     length = headers.get(b"content-length")
                     if length is not None and length.isdigit() and int(length) > httprules.MAX_BODY_BYTES:
@@ -301,12 +318,12 @@ class HttpShell:
                     if reject.check is not None and (reject.check != "http.method" or self._modern_only):
                         self._finding(reject.check, f"{event.method.decode('latin-1')} {event.target.decode('latin-1')}:"
                                       f" {reject.reason}")
-                    await self._reject(h, stream, reject)
+                    await self._reject(h, stream, reject, event.method == b"HEAD")
                     return None
             elif isinstance(event, h11.Data):
                 body += event.data
                 if len(body) > httprules.MAX_BODY_BYTES:
-                    await self._reject(h, stream, _too_large())
+                    await self._reject(h, stream, _too_large(), request is not None and request.method == b"HEAD")
                     return None
             elif isinstance(event, h11.EndOfMessage):
                 assert request is not None
@@ -314,10 +331,12 @@ class HttpShell:
             elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
                 return None
 
-    async def _reject(self, h: h11.Connection, stream: trio.SocketStream, reject: httprules.Reject) -> None:
+    async def _reject(self, h: h11.Connection, stream: trio.SocketStream, reject: httprules.Reject, head: bool = False) -> None:
+        """A refusal: its status and headers, and its body unless the request was a ``HEAD`` (whose
+        answer has the headers a GET's would, and no body: h11 refuses to write one)."""
         headers = [*reject.headers, (b"content-length", str(len(reject.body)).encode()), (b"connection", b"close")]
         await stream.send_all(h.send(h11.Response(status_code=reject.status, headers=headers, reason=_reason(reject.status))))
-        await stream.send_all(h.send(h11.Data(data=reject.body)) + h.send(h11.EndOfMessage()))
+        await stream.send_all((b"" if head else h.send(h11.Data(data=reject.body))) + h.send(h11.EndOfMessage()))
 
     # ---------------------------------------------------------------- one POST
 
@@ -338,6 +357,8 @@ class HttpShell:
                 if why is not None:
                     self._finding("http.tool.invalidHeaders", f"tools/call of {msg.params.get('name')!r}: {why}",
                                   msg.message, msg.id)
+            if self._era != "legacy":
+                httprules.check_removed(msg, headers)
             try:
                 httprules.check_metadata(msg, headers, self.tool_headers)
             except httprules.HeaderMismatch as exc:
@@ -399,6 +420,9 @@ class HttpShell:
         assert head.status is not None
         hold = _Hold()
         self._take_busy(hold, plan)
+        held = plan.has_id and not plan.immediate
+        if held:
+            self._hold(plan.request_id)
         try:
             if head.delay:
                 await trio.sleep(head.delay)
@@ -411,19 +435,36 @@ class HttpShell:
             await stream.send_all(h.send(response) + h.send(h11.Data(data=head.body)) + h.send(h11.EndOfMessage()))
         finally:
             self._not_busy(hold)
-            if plan.has_id and not plan.immediate:
-                self.conn.finished(plan.request_id)
+            if held:
+                self._release(plan.request_id)  # (a request answered by a fault is finished)
 
     async def _accepted(self, h: h11.Connection, stream: trio.SocketStream) -> None:
         head = h11.Response(status_code=202, reason=b"Accepted", headers=[(b"content-length", b"0")])
         await stream.send_all(h.send(head) + h.send(h11.EndOfMessage()))
 
     def _cancel(self, rid: Any, reason: str | None) -> None:
-        """A ``notifications/cancelled`` POSTed anyway (stdio's form): honoured like on stdio."""
-        scope = self._scopes.get(rid)
-        if scope is not None:
+        """A ``notifications/cancelled`` POSTed anyway (stdio's form): honoured like on stdio (every
+        running request with that id: the server cannot tell whose it is)."""
+        for scope in self._scopes.get(rid, ()):
             scope.cancel()
             self._event("cancelled", {"id": rid, "reason": reason})
+
+    def _hold(self, rid: Any) -> None:
+        """A planned request holds ``rid`` until it ends (``_release``)."""
+        self._holders[rid] = self._holders.get(rid, 0) + 1
+
+    def _release(self, rid: Any) -> None:
+        """A request holding ``rid`` ended (answered, cancelled, cut by a fault): the engine hears the
+        id is finished once no other request holds it."""
+        left = self._holders.get(rid, 0) - 1
+        if left > 0:
+            self._holders[rid] = left
+            return
+        self._holders.pop(rid, None)
+        self.conn.finished(rid)
+
+    def _running(self, rid: Any, scope: trio.CancelScope) -> bool:
+        return any(s is scope for s in self._scopes.get(rid, ()))
 
     async def _stream(self, h: h11.Connection, stream: trio.SocketStream, plan: Plan, body: str,
                       head: httprules.Head | None = None) -> None:
@@ -433,10 +474,11 @@ class HttpShell:
         scope = trio.CancelScope()
         registered = plan.has_id and not plan.immediate
         if registered:
-            self._scopes[rid] = scope
+            self._hold(rid)
+            self._scopes.setdefault(rid, []).append(scope)
         listen = plan.method == "subscriptions/listen" and plan.has_id
         if listen:
-            self.streams[rid] = send
+            self.streams.setdefault(rid, []).append(send)
         # The client closing the connection, seen by the watcher or by a failed write, stops both the
         # plan and the writer; `closed` holds whether the plan was still running then. The cancel is
         # journaled only once the writer has stopped, so it comes after every message written.
@@ -459,7 +501,7 @@ class HttpShell:
                         await self._write_sse(h, stream, receive, head)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, _ClientGone):
                 if not closed:
-                    closed.append(self._scopes.get(rid) is scope)
+                    closed.append(self._running(rid, scope))
             except _Dropped:
                 _reset_on_close(stream)
                 dropped = True
@@ -487,7 +529,7 @@ class HttpShell:
                     data = b""
                 if not data:
                     if not closed:
-                        closed.append(self._scopes.get(rid) is scope)
+                        closed.append(self._running(rid, scope))
                     scope.cancel()  # the plan: nothing more is done for it
                     writer.cancel()  # and nothing more is written
                     return
@@ -600,13 +642,11 @@ class HttpShell:
                 pass  # the answer is over (endStream, a reset, the client gone): the rest goes nowhere
             finally:
                 sink.close()
-                if listen and self.streams.get(rid) is sink:
-                    del self.streams[rid]
+                if listen and _drop(self.streams, rid, sink):
                     self._stalled.discard(rid)
                 if registered:
-                    if self._scopes.get(rid) is scope:
-                        del self._scopes[rid]
-                    self.conn.finished(rid)
+                    _drop(self._scopes, rid, scope)
+                    self._release(rid)
 
     # ---------------------------------------------------------------- the HTTP steps (interpret.Transport)
 
@@ -664,11 +704,11 @@ class HttpShell:
         if not sids:
             return
         for sid, send in zip(sids, engine.fan_out(emit)):
-            target = self.streams.get(sid)
-            if target is own:
-                await own.send(_Out(httprules.sse_event(send.data.rstrip(b"\n")), send))
-            elif target is not None:
-                self._deliver(sid, target, send)
+            for target in tuple(self.streams.get(sid, ())):
+                if target is own:
+                    await own.send(_Out(httprules.sse_event(send.data.rstrip(b"\n")), send))
+                else:
+                    self._deliver(sid, target, send)
 
     def _to_listen_streams(self, plan: Plan) -> None:
         """Move a plan's notifications for other requests' listen streams onto those streams.
@@ -681,9 +721,10 @@ class HttpShell:
         for action in plan.actions:
             if type(action) is Send and not action.final:
                 sid = _subscription_of(action.message)
-                target = self.streams.get(sid) if sid is not None and sid != plan.request_id else None
-                if target is not None:
-                    self._deliver(sid, target, action)
+                targets = self.streams.get(sid) if sid is not None and sid != plan.request_id else None
+                if targets:
+                    for target in targets:
+                        self._deliver(sid, target, action)
                     moved = True
                     continue
             kept.append(action)
@@ -793,11 +834,12 @@ class HttpShell:
         """Messages made outside a plan (the control channel's events) onto the listen streams they name."""
         for send in sends:
             sid = _subscription_of(send.message)
-            target = self.streams.get(sid) if sid is not None else None
-            if target is None:
+            targets = self.streams.get(sid) if sid is not None else None
+            if not targets:
                 self.log("debug", f"no listen stream for {send.message.get('method')!r}; dropped (HTTP has no stream but listen streams)")
                 continue
-            self._deliver(sid, target, send)
+            for target in targets:
+                self._deliver(sid, target, send)
         await trio.lowlevel.checkpoint()
 
     async def crash(self, status: int) -> None:
@@ -809,6 +851,20 @@ class HttpShell:
     def _event(self, name: str, fields: dict[str, Any]) -> None:
         if self.on_event is not None:
             self.on_event(name, fields)
+
+
+def _drop(table: dict[Any, list[Any]], key: Any, item: Any) -> bool:
+    """Remove ``item`` (by identity) from ``table[key]``, and the key once empty; was it there?"""
+    items = table.get(key)
+    if items is None:
+        return False
+    for i, other in enumerate(items):
+        if other is item:
+            del items[i]
+            if not items:
+                del table[key]
+            return True
+    return False
 
 
 async def _receive(channel: trio.MemoryReceiveChannel[_Item]) -> _Item | None:
@@ -950,10 +1006,15 @@ def run_http(args: Any, scenario: Any, conn: Connection, log: StderrLog, observe
     """``mockmcp run SCENARIO --http [HOST:]PORT``: the HTTP shell in this process's trio run."""
     host, port = args.http
     ea = scenario.protocol.exitAfter
+    from .runargs import loopback
+
     shell = HttpShell(
         conn,
         log=log,
         allowed_origins=frozenset(args.allow_origin or ()),
+        # (bound elsewhere, with --http-any-host, the server has no one name of its own to insist on)
+        allowed_hosts=httprules.loopback_hosts(host, args.allow_host or ()) if loopback(host) else None,
+        request_timeout=args.http_request_timeout,
         keepalive=args.sse_keepalive,
         on_output=observers.get("output"),
         on_event=observers.get("event"),

@@ -40,6 +40,14 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def positive_float(text: str) -> float:
+    """A finite number > 0 (a time limit of 0 would refuse everything)."""
+    value = non_negative_float(text)
+    if value == 0:
+        raise BadValue(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
 def _whole_number(text: str, low: int) -> int:
     try:
         value = int(text)
@@ -134,6 +142,10 @@ RUN_OPTIONS = (
            kind="append", metavar="ORIGIN", group=HTTP_GROUP),
     Option("--sse-keepalive", "seconds between SSE keep-alive comments on a quiet stream (default: 15; 0: none)",
            convert=non_negative_float, default=15.0, metavar="S", group=HTTP_GROUP),
+    Option("--allow-host", "on loopback, also accept requests whose Host header names NAME (repeatable; any port;"
+           " its own address and localhost always are; '*': any)", kind="append", metavar="NAME", group=HTTP_GROUP),
+    Option("--http-request-timeout", "seconds a request's head and body may take from its first byte (default: 30;"
+           " then 408)", convert=positive_float, default=30.0, metavar="S", group=HTTP_GROUP),
 )
 
 _BY_FLAG = {option.flag: option for option in RUN_OPTIONS}

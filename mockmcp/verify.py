@@ -27,6 +27,9 @@ from .framing import Oversized
 from .journal import JournalWriter, raw_text
 
 MAX_PER_CHECK = 100  # findings kept per check id (the rest are only counted)
+# Events of a request answered by a fault instead of its response (an HTTP status, a reset, a stream
+# ended early, the connection dropped): the request is over, its id free again.
+_ENDS_A_REQUEST = frozenset({"httpStatus", "httpReset", "httpEndStream", "closeStdout"})
 
 
 class Verifier:
@@ -78,7 +81,12 @@ class Verifier:
         if type(msg) is jsonrpc.Request:
             self.counts["requests"] += 1
             self.tracker.observe(msg.id, msg.method, msg.params, headers)
-            self._found(self.checker.request(msg.id, msg.method, msg.params, msg.message))
+            found = self.checker.request(msg.id, msg.method, msg.params, msg.message)
+            if headers is not None:
+                # Over HTTP a connection carries one request at a time, so an id in flight is another
+                # connection's: ids are unique per sender, and two clients of one mock may share one.
+                found = [f for f in found if f.check != "id.reused"]
+            self._found(found)
             if self.tasks is not None:
                 self._found(self.tasks.request(msg.id, msg.method, msg.params, msg.message, time.monotonic()))
         elif type(msg) is jsonrpc.Notification:
@@ -125,10 +133,24 @@ class Verifier:
     def event(self, kind: str, info: dict[str, Any]) -> None:
         if kind == "cancelled":
             self.counts["cancelled"] += 1
-            self.checker.ended(info.get("id"))
-            self.rules.pop(info.get("id"), None)
+            self._ended(info.get("id"))
+        elif kind in _ENDS_A_REQUEST and info.get("id") is not None:
+            self._ended(info["id"])
         if self.journal is not None:
             self.journal.write("event", kind=kind, **info)
+
+    def _ended(self, rid: Any) -> None:
+        """A request ended without a response (cancelled, or answered by an HTTP fault): not in flight."""
+        checker = self.checker
+        dup = checker.duplicates.get(rid)
+        if dup:  # another request with the same id is still in flight (over HTTP: another client's)
+            if dup == 1:
+                del checker.duplicates[rid]
+            else:
+                checker.duplicates[rid] = dup - 1
+        else:
+            checker.ended(rid)
+        self.rules.pop(rid, None)
 
     # ------------------------------------------------------------ findings
 
