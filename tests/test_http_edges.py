@@ -247,24 +247,29 @@ def test_two_clients_may_hold_the_same_id_at_once(tmp_path: Path) -> None:
 
 
 def test_a_request_answered_by_a_fault_is_finished(tmp_path: Path) -> None:
+    """After a status, a reset or a stream ended early, the request is over: a retry with its id or
+    its progressToken is no finding (a request left "in flight" made both false errors)."""
     report, journal = tmp_path / "report.json", tmp_path / "journal.jsonl"
     with HttpMock("http-faults", "--report", str(report), "--journal", str(journal)) as mock:
-        call = lambda tool: msg(1, "tools/call", {"name": tool, "arguments": {}})  # noqa: E731 (one id for all)
-        assert mock.post(call("busy")).status == 429
-        for tool in ("reset_mid_body", "reset_mid_stream", "stream_ends_early", "internal"):
+        def call(rid: int, tool: str) -> dict[str, Any]:
+            return msg(rid, "tools/call", {"name": tool, "arguments": {}}, {"progressToken": "tok"})
+
+        assert mock.post(call(1, "busy")).status == 429
+        for rid, tool in enumerate(("reset_mid_body", "reset_mid_stream", "stream_ends_early", "internal"), 2):
             try:
-                mock.post(call(tool))  # a status, a reset or an early end: no response to id 1
+                mock.post(call(rid, tool))  # no response to this request, ever
             except (OSError, http.client.HTTPException):
                 pass
         time.sleep(1.1)  # (busy's Retry-After)
-        r = mock.post(call("busy"))
+        r = mock.post(call(1, "busy"))
         assert r.status == 200 and r.json()["id"] == 1, r
         _probe(mock)
         _stopped_cleanly(mock)
-    findings = json.loads(report.read_text())["findings"]
-    assert not [f for f in findings if f["check"] == "id.reused"], findings
+    checks = [f["check"] for f in json.loads(report.read_text())["findings"]]
+    assert "id.reused" not in checks and "progressToken.reused" not in checks, checks
     records = [json.loads(line) for line in journal.read_text().splitlines()]
-    assert not [r for r in records if r.get("dir") == "finding" and r["finding"]["check"] == "id.reused"]
+    assert {r["kind"] for r in records if r.get("dir") == "event"} >= {"httpStatus", "httpReset", "httpEndStream"}
+    assert not [r for r in records if r.get("dir") == "finding" and r["finding"]["level"] == "error"]
 
 
 # ---------------------------------------------------------------- Host (DNS rebinding)
