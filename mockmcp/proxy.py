@@ -22,7 +22,7 @@ from typing import Any
 
 import trio
 
-from . import relay
+from . import errors, jsonrpc, relay
 from .actions import Dribble, Forward
 from .framing import LineSplitter
 from .log import StderrLog
@@ -129,14 +129,28 @@ class ProxyShell(Shell):
             self.client_gone = True
             self.log("debug", "the client is gone; dropping what the server still writes")
 
+    def _read(self, line: bytes) -> Any:
+        """The server's line as a message, or ``None`` for a line that is not one.
+
+        Decoded by the client side's own decoder (``jsonrpc.parse``: nesting, number and UTF-8
+        limits), so nothing the real server writes can break a decoder or an encoder here; a
+        line past those limits, or not JSON-RPC at all (an id no message may have), is passed
+        on as it is and only said on the debug log (and journalled as raw output)."""
+        try:
+            msg = jsonrpc.parse(line)
+        except errors.ClientError as exc:
+            self.log("debug", f"passing on a server line that is not a message ({exc.message}): {line[:200]!r}")
+            return None
+        if type(msg) is dict and type(msg.get("id")) in (list, dict):
+            self.log("debug", f"passing on a server line whose id is not a JSON-RPC id: {line[:200]!r}")
+            return None
+        return msg
+
     def _delivered(self, line: bytes) -> list[bytes | DribbleJob]:
         """What the client gets for one server line (the line itself, unless a rule said otherwise)."""
         msg: Any = None
         if self.owed or self.on_output is not None:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                msg = None
+            msg = self._read(line)
         if type(msg) is not dict:
             if self.on_output is not None:
                 self.on_output(None, line)
@@ -155,7 +169,7 @@ class ProxyShell(Shell):
             return []
         if how == "wrong-id":
             msg = dict(msg, id=wrong_id(msg["id"]))
-            line = (json.dumps(msg, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+            line = jsonrpc.encode(msg)  # (a lone surrogate the server escaped stays escaped)
         copies = 2 if how == "duplicate" else 1
         out: list[bytes | DribbleJob] = []
         for _ in range(copies):
