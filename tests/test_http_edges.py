@@ -24,7 +24,7 @@ from typing import Any
 
 import http.client
 
-from httpmock import HttpMock, mcp_headers, msg
+from httpmock import HttpMock, mcp_headers, msg, read_events, sse_data
 
 V = "2026-07-28"
 MODERN_HEADERS = {"MCP-Protocol-Version": V, "Mcp-Method": "initialize"}
@@ -241,6 +241,52 @@ def test_two_clients_may_hold_the_same_id_at_once(tmp_path: Path) -> None:
         _stopped_cleanly(mock)
     findings = json.loads(report.read_text())["findings"]
     assert not [f for f in findings if f["check"] == "id.reused"], findings
+
+
+LISTEN = """mockmcp: 1
+tools:
+  - name: touch
+    replies:
+      - steps:
+          - emit: {event: resources/updated, uri: "file:///notes.txt"}
+          - text: touched
+resources:
+  - {uri: "file:///notes.txt", name: notes, text: some notes}
+"""
+
+
+def test_two_listen_streams_may_share_an_id(tmp_path: Path) -> None:
+    """Two clients' listen streams with the same id both get the events they subscribed to, and one
+    ending leaves the other subscribed."""
+    scenario = tmp_path / "listen.yaml"
+    scenario.write_text(LISTEN)
+    listen = msg(1, "subscriptions/listen", {"notifications": {"resourceSubscriptions": ["file:///notes.txt"]}})
+
+    def updated(resp: Any) -> dict[str, Any]:
+        block = next(b for b in read_events(resp, 5) if not b.startswith(b":"))
+        return dict(json.loads(sse_data(block + b"\n\n")[0]))
+
+    with HttpMock(scenario, "--sse-keepalive", "0") as mock:
+        streams = [mock.stream(listen) for _ in range(2)]
+        try:
+            for _, resp in streams:
+                assert resp.status == 200
+                (ack,) = read_events(resp, 1)
+                assert b"notifications/subscriptions/acknowledged" in ack
+            assert mock.post(msg(1, "tools/call", {"name": "touch", "arguments": {}})).status == 200  # (id 1 too)
+            for _, resp in streams:
+                event = updated(resp)
+                assert event["method"] == "notifications/resources/updated"
+                assert event["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 1
+            streams[0][0].close()  # one client leaves
+            time.sleep(0.3)
+            assert mock.post(msg(2, "tools/call", {"name": "touch", "arguments": {}})).status == 200
+            assert updated(streams[1][1])["method"] == "notifications/resources/updated"
+        finally:
+            for conn, _ in streams:
+                conn.close()
+        _probe(mock)
+        _stopped_cleanly(mock)
 
 
 # ---------------------------------------------------------------- a fault finishes a request
