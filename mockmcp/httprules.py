@@ -5,9 +5,12 @@ transport's rules make lives here, as plain functions over what h11 hands the
 shell (a method, a target, headers as lower-cased ``(name, value)`` byte pairs)
 so each rule is unit-tested without a server:
 
-- ``check_head``: before the body is read: the endpoint path, POST only
-  (``405``), ``Origin`` (``403``: DNS rebinding), ``Accept`` listing both
-  media types (``406``) and a JSON ``Content-Type`` (``415``).
+- ``check_head``: before the body is read: on loopback, a ``Host`` naming
+  the server (``403``: DNS rebinding), the endpoint path, POST only
+  (``405``), ``Origin`` (``403``: DNS rebinding in browsers), ``Accept``
+  listing both media types (``406``) and a JSON ``Content-Type`` (``415``).
+- ``check_removed``: an ``initialize`` of the stateless revision is a method
+  the server does not implement (``-32601``, so ``404``).
 - ``check_metadata``: after the body is decoded: the ``MCP-Protocol-Version``,
   ``Mcp-Method`` and ``Mcp-Name`` request headers against the body (with the
   base64 sentinel form decoded), and the ``Mcp-Param-*`` headers of the tool's
