@@ -227,6 +227,15 @@ class Engine:
         proto = self.protocol
         if method == p.DISCOVER and proto.discover != "normal":
             return self._discover_fault(req)
+        if method == p.INITIALIZE and proto.era != "legacy" and _claims_stateless(req):
+            # Revision 2026-07-28 has no handshake: an initialize carrying its envelope is a request
+            # of that revision for a method it does not define. A bare initialize (the dual-era
+            # clients' fallback) is still answered below, the legacy or the modern-only way.
+            raise errors.MethodNotFound(
+                f"Method not found: {p.INITIALIZE} (revision {p.LATEST_VERSION} has no initialize handshake;"
+                " send server/discover)",
+                request_id=req.id,
+            )
         if self._legacy is not None:
             legacy_plan = self._legacy.plan(req)
             if legacy_plan is not None:
@@ -307,6 +316,12 @@ class Engine:
 def _no_time() -> float:
     """The clock of an engine built without one: tasks then move on by polls, input and state only."""
     return 0.0
+
+
+def _claims_stateless(req: jsonrpc.Request) -> bool:
+    """Does the request's ``_meta`` name the stateless revision (its envelope, not a handshake)?"""
+    meta = req.params.get("_meta")
+    return type(meta) is dict and meta.get(p.META_PROTOCOL_VERSION) == p.LATEST_VERSION
 
 
 def _checked_meta(req: jsonrpc.Request, versions: list[str]) -> dict[str, Any]:

@@ -529,6 +529,33 @@ def test_initialize_gets_an_error_naming_supported_versions(schema):
     assert err["data"]["requested"] == "2025-06-18"
 
 
+@pytest.mark.parametrize("era", ["modern", "dual"])
+def test_initialize_in_the_stateless_envelope_is_method_not_found_on_stdio(schema, tmp_path, era):
+    """An initialize that carries a 2026-07-28 ``_meta`` is a request of that revision, which has no
+    such method: -32601 from the real process (never -32022 naming the version it asked for); the
+    bare initialize of a dual-era client's fallback still gets its handshake or its -32022."""
+    import subprocess
+    import sys
+
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"mockmcp: 1\nprotocol: {{era: {era}}}\ntools: [{{name: t}}]\n")
+    hello = {"protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+    legacy = {**hello, "protocolVersion": "2025-11-25"}
+    lines = line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {**hello, "_meta": META}})
+    lines += line({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": legacy})
+    proc = subprocess.run([sys.executable, "-m", "mockmcp", "run", str(scenario)], input=lines,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    first, second = (json.loads(x) for x in proc.stdout.splitlines())
+    schema.check(first, "initialize")
+    assert first["id"] == 1 and first["error"]["code"] == -32601, first
+    assert "server/discover" in first["error"]["message"]
+    if era == "dual":
+        assert second["result"]["protocolVersion"] == "2025-11-25"
+    else:
+        assert second["error"]["code"] == -32022 and second["error"]["data"]["requested"] == "2025-11-25"
+
+
 # ---------------------------------------------------------------- 9. duplicate ids in flight
 
 HANG_YAML = """
