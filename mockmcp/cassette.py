@@ -24,7 +24,7 @@ import json
 import re
 from typing import Any, Iterator
 
-from . import model, protocol as p
+from . import errors, jsonrpc, model, protocol as p
 from .definitions import compile_uri_template
 from .redact import PLACEHOLDER, Redactor
 
@@ -52,20 +52,24 @@ _LOG_LEVELS = frozenset(p.LOG_LEVELS)
 _ASKABLE = frozenset({p.SAMPLE, p.ELICIT, p.LIST_ROOTS})  # what a legacy `request` step may send
 _MODERN_RESULT_KEYS = ("resultType", "ttlMs", "cacheScope")
 MAX_RAW = 64 * 1024  # a garbage line is kept up to this many characters
+# What one exchange keeps of what the server sends while it is in flight (progress, logs, requests
+# to the client, garbage lines): the first MAX_EVENTS of them, within MAX_EVENT_BYTES of their lines.
+# The rest is passed on but not recorded (counted in ``Exchange.dropped``), so a server that floods
+# a call costs the recorder a bounded amount of memory whatever it sends (docs/record.md).
+MAX_EVENTS = 1000
+MAX_EVENT_BYTES = 4 * 1024 * 1024
 
 
 def _id_key(rid: Any) -> str:
     return json.dumps(rid)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"not JSON: {name}")
-
-
 def _decode(line: bytes) -> Any:
+    """A line as JSON, through the limits every decoded message keeps (``jsonrpc.parse``: nesting,
+    numbers, UTF-8), so a recorded value can be redacted, built and emitted without surprise."""
     try:
-        return json.loads(line, parse_constant=_reject_constant)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        return jsonrpc.parse(line)
+    except errors.ClientError:
         return _GARBAGE
 
 
@@ -75,7 +79,7 @@ _GARBAGE = object()
 class Exchange:
     """One client request and what the server did about it, in order."""
 
-    __slots__ = ("id", "method", "params", "t0", "events", "final", "round", "cancelled")
+    __slots__ = ("id", "method", "params", "t0", "events", "final", "round", "cancelled", "kept_bytes", "dropped")
 
     def __init__(self, rid: Any, method: str, params: dict[str, Any], t0: float, round: int) -> None:
         self.id = rid
@@ -86,6 +90,13 @@ class Exchange:
         self.final: tuple[float, str, Any] | None = None  # (time, result|error, value)
         self.round = round
         self.cancelled = False
+        self.kept_bytes = 0  # the size of the lines behind ``events`` (bounded by MAX_EVENT_BYTES)
+        self.dropped = 0  # what the server sent during it past the bounds (passed on, not recorded)
+
+    @property
+    def recorded(self) -> bool:
+        """Does the cassette give this exchange a rule (so keep what the server sends during it)?"""
+        return self.method not in NOT_RECORDED and not self.method.startswith("notifications/")
 
 
 class Recorder:
@@ -102,14 +113,18 @@ class Recorder:
         self._tokens: dict[str, Exchange] = {}
         self._server_requests: dict[str, Exchange] = {}
         self._state_rounds: dict[str, int] = {}
-        self.stray: list[str] = []  # garbage with no request in flight (kept for the report)
+        self.stray = 0  # garbage lines with no request in flight (counted: no cassette holds them)
         # Did the server send "{{" (or any \u escape, which may spell it)? Steps render templates,
         # so only then must the built steps write it as a literal.
         self.braces = False
+        # Did either side send a \u escape (the only way JSON text spells a lone surrogate)?
+        self.escapes = False
 
     # ------------------------------------------------------------ what the client sent
 
     def client_line(self, line: bytes, t: float) -> None:
+        if not self.escapes and b"\\u" in line:
+            self.escapes = True
         msg = _decode(line)
         if type(msg) is not dict:
             return  # the client's own garbage: the server answers it, nothing to replay
@@ -150,15 +165,16 @@ class Recorder:
     def server_line(self, line: bytes, t: float) -> None:
         if not self.braces and (b"{{" in line or b"\\u" in line):
             self.braces = True
+        if not self.escapes and b"\\u" in line:
+            self.escapes = True
         msg = _decode(line)
         if type(msg) is not dict:
-            # byte for byte: a rawBytes step holds one byte per character
-            text = line.rstrip(b"\r\n")[:MAX_RAW].decode("latin-1")
             ex = self._current()
             if ex is None:
-                self.stray.append(text)
-            else:
-                ex.events.append((t, "raw", text))
+                self.stray += 1
+            elif self._keep(ex, len(line)):
+                # byte for byte: a rawBytes step holds one byte per character
+                ex.events.append((t, "raw", line.rstrip(b"\r\n")[:MAX_RAW].decode("latin-1")))
             return
         method = msg.get("method")
         rid = msg.get("id")
@@ -180,21 +196,46 @@ class Recorder:
         params = params if type(params) is dict else {}
         if rid is not None:  # a server-to-client request (legacy era): part of the request in flight
             ex = self._current(latest=True)
-            if ex is not None and method != "ping":
+            if ex is not None and method != "ping" and self._keep(ex, len(line)):
                 ex.events.append((t, "request", msg))
                 self._learn(ex, msg)
                 self._server_requests[_id_key(rid)] = ex
             return
         if method == p.PROGRESS:
             ex = self._tokens.get(_id_key(params.get("progressToken")))
-            if ex is not None and ex.final is None:
-                ex.events.append((t, "progress", params))
-                self._learn(ex, params)
+            if ex is None or ex.final is not None:
+                return
+            spec = {k: params[k] for k in ("progress", "total") if params.get(k) is not None}
+            if type(params.get("message")) is str:  # (a progress step's message is text)
+                spec["message"] = params["message"]
+            if type(spec.get("progress")) in (int, float) and type(spec.get("total", 0)) in (int, float) \
+                    and self._keep(ex, len(line)):
+                ex.events.append((t, "progress", spec))
+                self._learn(ex, spec)
         elif method == p.MESSAGE:
             ex = self._current(latest=True)
-            if ex is not None:
-                ex.events.append((t, "log", params))
-                self._learn(ex, params)
+            level = params.get("level")
+            if ex is not None and type(level) is str and level in _LOG_LEVELS and "data" in params \
+                    and self._keep(ex, len(line)):
+                spec = {"level": params["level"], "data": params["data"]}
+                if type(params.get("logger")) is str:
+                    spec["logger"] = params["logger"]
+                ex.events.append((t, "log", spec))
+                self._learn(ex, spec)
+
+    def _keep(self, ex: Exchange, size: int) -> bool:
+        """Keep one more thing the server sent during ``ex``? Only what its rule will hold, within the bounds."""
+        if not ex.recorded:
+            return False
+        if len(ex.events) >= MAX_EVENTS or ex.kept_bytes + size > MAX_EVENT_BYTES:
+            ex.dropped += 1
+            return False
+        ex.kept_bytes += size
+        return True
+
+    def overflowed(self) -> list[Exchange]:
+        """The exchanges that got more from the server than the bounds keep (their rules hold the first part)."""
+        return [ex for ex in self.exchanges if ex.dropped]
 
     def _learn(self, ex: Exchange, value: Any) -> None:
         if self.redactor is not None and ex.method not in NOT_RECORDED:
@@ -267,6 +308,55 @@ def _clean_result(result: Any, drop_cache: bool) -> Any:
         else:
             del out["_meta"]
     return out
+
+
+# What a `result`, `inputRequired` or `request` step takes (check.py refuses the rest, so a recorded
+# value outside these shapes is written as the `raw` message it was): the same rules as check.py's
+# result and input-request checks, which tests/test_record_edges.py holds them to.
+_CONTENT_REQUIRED = {"text": ("text",), "image": ("data", "mimeType"), "audio": ("data", "mimeType"),
+                     "resource_link": ("uri", "name"), "resource": ("resource",)}
+_INPUT_PARAMS_REQUIRED = {p.ELICIT: ("message",), p.SAMPLE: ("messages", "maxTokens"), p.LIST_ROOTS: ()}
+
+
+def _block_ok(block: Any) -> bool:
+    if type(block) is not dict:
+        return False
+    kind = block.get("type")
+    need = _CONTENT_REQUIRED.get(kind) if type(kind) is str else None
+    return need is not None and all(k in block for k in need)
+
+
+def _result_ok(method: str, result: dict[str, Any]) -> bool:
+    """Would a `result` step of ``method`` take ``result`` (resultType and cache hints already dropped)?"""
+    if method == p.TOOLS_CALL:
+        content = result.get("content")
+        return type(content) is list and all(_block_ok(b) for b in content) \
+            and ("isError" not in result or type(result["isError"]) is bool)
+    if method == p.PROMPTS_GET:
+        messages = result.get("messages")
+        return type(messages) is list and all(
+            type(m) is dict and m.get("role") in ("user", "assistant") and _block_ok(m.get("content")) for m in messages)
+    if method == p.RESOURCES_READ:
+        contents = result.get("contents")
+        return type(contents) is list and all(
+            type(c) is dict and "uri" in c and ("text" in c or "blob" in c) for c in contents)
+    return True
+
+
+def _input_request_ok(req: Any) -> bool:
+    """Would an `inputRequired` (or `request`) step take this request to the client?"""
+    if type(req) is not dict or type(req.get("method")) is not str or req["method"] not in _INPUT_PARAMS_REQUIRED:
+        return False
+    params = req.get("params", {})
+    if type(params) is not dict or not all(k in params for k in _INPUT_PARAMS_REQUIRED[req["method"]]):
+        return False
+    if req["method"] == p.ELICIT:
+        mode = params.get("mode", "form")
+        if mode == "url":
+            return "url" in params
+        if mode == "form":
+            return type(params.get("requestedSchema")) is dict
+    return True
 
 
 _LITERAL_BRACES = "{{ '{{' }}"  # a template whose value is the text "{{"
@@ -541,7 +631,7 @@ class _Builder:
         """A legacy server-to-client request as a ``request`` step: the replay sends it, waits for
         the client's answer before the later steps, and compares it with the recorded answer."""
         method, params = msg.get("method"), msg.get("params", {})
-        if method not in _ASKABLE or type(params) is not dict:
+        if method not in _ASKABLE or type(params) is not dict or not _input_request_ok(msg):
             return {"raw": self.red.value(msg)}  # nothing the format can ask: sent as it was, not waited for
         spec: dict[str, Any] = {"method": method}
         if params:
@@ -562,7 +652,7 @@ class _Builder:
             steps.append({"sleep": _duration(t - t_prev)})
         if kind == "error":
             if type(value) is not dict or type(value.get("code")) is not int:
-                steps.append({"raw": self.red.value({"jsonrpc": "2.0", "id": ex.id, "error": value})})
+                steps += [{"raw": self.red.value({"jsonrpc": "2.0", "id": ex.id, "error": value})}, {"hang": True}]
                 return steps
             spec: dict[str, Any] = {"code": value["code"]}
             if type(value.get("message")) is str:
@@ -572,17 +662,30 @@ class _Builder:
             steps.append({"error": self.red.value(spec)})
             return steps
         if type(value) is not dict:
-            steps.append({"raw": self.red.value({"jsonrpc": "2.0", "id": ex.id, "result": value})})
+            steps += [self._raw_result(ex, value), {"hang": True}]
             return steps
         if value.get("resultType") == "input_required":
             requests = value.get("inputRequests")
+            if ex.method not in p.INPUT_REQUIRED_METHODS or (type(requests) is dict and not all(
+                    type(k) is str and _input_request_ok(r) for k, r in requests.items())):
+                steps += [self._raw_result(ex, value), {"hang": True}]  # no inputRequired step can say it
+                return steps
             spec = {"inputRequests": self.red.value(requests) if type(requests) is dict else {}}
             if not spec["inputRequests"]:
                 spec["requestState"] = True
             steps.append({"inputRequired": spec})
             return steps
-        steps.append({"result": self.red.value(_clean_result(value, drop_cache=True))})
+        cleaned = _clean_result(value, drop_cache=True)
+        if _result_ok(ex.method, cleaned):
+            steps.append({"result": self.red.value(cleaned)})
+        else:
+            steps += [self._raw_result(ex, value), {"hang": True}]
         return steps
+
+    def _raw_result(self, ex: Exchange, value: Any) -> dict[str, Any]:
+        """A result no step of the format takes, as the message the server sent (a ``raw`` step;
+        a ``hang`` follows it, since a reply ends with a final step and the answer is out)."""
+        return {"raw": self.red.value({"jsonrpc": "2.0", "id": ex.id, "result": value})}
 
     def _place(self, ex: Exchange, rule: dict[str, Any], prims: dict[str, dict[str, dict[str, Any]]],
                methods: dict[str, list[dict[str, Any]]]) -> None:
@@ -613,6 +716,32 @@ class _Builder:
 def build(rec: Recorder, opts: Options | None = None) -> dict[str, Any]:
     """The cassette of one recording, as scenario data."""
     return _Builder(rec, opts or Options()).build()
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> tuple[Any, int]:
+    """``value`` with every lone surrogate (JSON text may escape one, ``"\\ud800"``; no YAML file
+    can hold one) replaced by U+FFFD, and how many strings changed."""
+    count = 0
+
+    def walk(v: Any) -> Any:
+        nonlocal count
+        t = type(v)
+        if t is str:
+            if _SURROGATE.search(v) is None:
+                return v
+            count += 1
+            return _SURROGATE.sub("\ufffd", v)
+        if t is dict:
+            return {walk(k): walk(x) for k, x in v.items()}
+        if t is list:
+            return [walk(x) for x in v]
+        return v
+
+    out = walk(value)
+    return out, count
 
 
 # ---------------------------------------------------------------- new episodes
@@ -698,4 +827,4 @@ def recorded_keys(scenario: model.Scenario) -> set[str]:
     return keys
 
 
-__all__ = ["Recorder", "Options", "build", "merge", "request_key", "recorded_keys", "NOT_RECORDED", "PLACEHOLDER", "MAX_RAW"]
+__all__ = ["Recorder", "Options", "build", "without_surrogates", "merge", "request_key", "recorded_keys", "NOT_RECORDED", "PLACEHOLDER", "MAX_RAW"]

@@ -15,6 +15,7 @@ was there is never lost half-way.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import signal
@@ -82,6 +83,9 @@ def _finisher(path: str, rec: cassette.Recorder, opts: cassette.Options, old: di
             print(f"mockmcp record: the session only probed the server; {path} not written", file=sys.stderr)
             return 0
         data = cassette.build(rec, opts)
+        replaced = 0
+        if rec.escapes:
+            data, replaced = cassette.without_surrogates(data)
         if old is not None:
             data = cassette.merge(old, data)
         try:
@@ -92,6 +96,16 @@ def _finisher(path: str, rec: cassette.Recorder, opts: cassette.Options, old: di
             return 1
         if opts.redactor.redacted:
             print(f"mockmcp record: redacted {opts.redactor.redacted} value(s) in {path}", file=sys.stderr)
+        if replaced:
+            print(f"mockmcp record: {replaced} string(s) held a lone surrogate (\\ud800-\\udfff), which no YAML "
+                  f"file can hold: written with U+FFFD in its place in {path}", file=sys.stderr)
+        cut = rec.overflowed()
+        if cut:
+            first = cut[0]
+            print(f"mockmcp record: {len(cut)} call(s) got more from the server than a cassette keeps per call "
+                  f"({cassette.MAX_EVENTS:,} messages, {cassette.MAX_EVENT_BYTES // (1024 * 1024)} MiB); "
+                  f"{sum(ex.dropped for ex in cut):,} message(s) passed on but not recorded "
+                  f"(first: {first.method} id {json.dumps(first.id)[:80]})", file=sys.stderr)
         return 0
 
     return finish

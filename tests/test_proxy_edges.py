@@ -141,6 +141,12 @@ ANSWERS: list[bytes] = [
     b'"\xff"',
     b"null",
     b'{"content":"not a list","isError":"yes"}',
+    b'{"content":[{"type":"text"}],"structuredContent":{"{{ id }}":"{{ 1 +"}}',
+    b'{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{}}}}',
+    b'{"resultType":"input_required","inputRequests":[1]}',
+    b'{"resultType":"input_required"}',
+    b'{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":5},"ttlMs":-1,"cacheScope":7}',
+    b'{"content":[{"type":"text","text":"' + b"9" * 4000 + b'"}],"n":' + b"9" * 4000 + b"}",
 ]
 
 
