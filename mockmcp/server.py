@@ -1,11 +1,24 @@
 """The trio shell: stdin and stdout, time and concurrency around the core.
 
 One reader feeds stdin into the ``Connection``; plans that only send are
-written at once, everything else runs in a task of its own with its own cancel
-scope (so a client's ``notifications/cancelled`` stops exactly that request);
-one writer task owns stdout, so lines never interleave. At EOF, requests with
-scripted work still pending get a bounded grace period, hangs and
-subscriptions are dropped at once, and the process exits.
+written at once, hangs are parked without a task, plans of sends, emits and
+sleeps run from one timer heap (``streams.TimedPlans``), everything else runs in
+a task of its own with its own cancel scope (so a client's
+``notifications/cancelled`` stops exactly that request); one writer task owns
+stdout, so lines never interleave. At EOF, requests with scripted work still
+pending get a bounded grace period, hangs and subscriptions are dropped at
+once, and the process exits.
+
+The reader never waits for a timed plan: whatever the number of requests in
+flight, it reads on, so cancellations, the client's responses, requests answered
+at once and the end of the input are handled as they come. What bounds memory
+is an admission bound instead of a wait: timed plans in flight (on the heap or
+in a task; parked ones do not count) hold at most ``max_tasks`` places and
+``max_bytes`` of estimated memory (``_cost``: what the plan holds, a task if it
+needs one), and a request whose plan would pass either is answered at once with
+-32603 "too many requests in flight" (it does nothing of its script). The
+reader does wait on the writer: a client that does not read what it is sent
+stops being read (its output would otherwise pile up), as before.
 """
 
 from __future__ import annotations
@@ -14,31 +27,42 @@ import itertools
 import math
 import os
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 import trio
 
-from . import jsonrpc
-from .actions import Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Output, Park, Plan, Send, StopReading, WriteRaw
+from . import errors, jsonrpc, protocol as p
+from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Output, Park, Plan,
+                      Send, StopReading, WriteRaw)
 from .connection import Connection
 from .interpret import no_real_server, perform
 from .log import StderrLog
-from .streams import TimedStreams, eligible
+from .streams import TimedPlans, eligible
 from .waits import Asks, TaskWake
 from .writer import CloseJob, DribbleJob, ExitJob, StdoutWriter
 
-MAX_TASKS = 1024  # plan tasks doing scripted work at once (parked ones do not count)
+MAX_TASKS = 65_536  # timed plans in flight at once (on the timer heap or in a task; parked ones do not count)
+MAX_BYTES = 64 * 1024 * 1024  # and their estimated memory (_cost) at most; past either, a request is refused
+# The estimate of what a timed plan holds while it runs (_cost), set a little above what tracemalloc
+# counts for plans of the bundled and benchmark scenarios (a sleep and an answer: 0.6 KB and the
+# shell's entry; cancel's long_running: 10 KB, 67 KB with a progress token):
+PLAN_BYTES = 1536  # the plan, its request context, the session's and the shell's entries
+ACTION_BYTES = 96  # each eager action
+SEND_BYTES = 256  # and a send or raw write more, plus its bytes twice (a message is often kept decoded too)
+REST_BYTES = 4096  # a lazy rest (a loop's generators and the context it renders in)
+TASK_BYTES = 4096  # a trio task and its cancel scope
 
 
 class _PlanRun:
-    """The state of one running plan: its id, task slot, park and dribble settings."""
+    """The state of one timed plan: its id, its place in the bound, park and dribble settings."""
 
-    __slots__ = ("rid", "counted", "slot", "parked", "dribble")
+    __slots__ = ("rid", "counted", "held", "cost", "parked", "dribble")
 
     def __init__(self, rid: Any, *, counted: bool) -> None:
         self.rid = rid
-        self.counted = counted  # holds up exit at EOF while it has scripted work
-        self.slot = counted  # taken by _dispatch for this task; given back when parked or done
+        self.counted = counted  # holds a place (and up exit at EOF) while it has scripted work
+        self.held = False  # it holds its place now (given back when it parks or ends)
+        self.cost = 0  # its estimated memory while it holds its place
         self.parked = False
         self.dribble: Dribble | None = None
 
@@ -62,6 +86,7 @@ class Shell:
         exit_after: tuple[int, int] | None = None,
         close_stdout: Callable[[], Any] | None = None,
         max_tasks: int = MAX_TASKS,
+        max_bytes: int = MAX_BYTES,
         timed_streams: bool = True,
     ) -> None:
         self.conn = connection
@@ -77,10 +102,16 @@ class Shell:
         self.scopes: dict[Any, trio.CancelScope] = {}
         self.parked: dict[Any, Plan] = {}  # requests parked without a task (see _dispatch)
         self.asks = Asks(self.log)  # the server's requests to the client, by id, until answered (waits.py)
-        self.busy = 0  # tasks with scripted work left (not parked)
-        # At most this many plan tasks do scripted work at once: the reader waits for a
-        # slot, so a client that never reads stops being read (back-pressure for every step).
-        self._slots = trio.Semaphore(max_tasks)
+        self.busy = 0  # plans with scripted work left (not parked), and the proxy's forwards owed
+        # Timed plans in flight and their estimated memory: at most max_tasks and max_bytes
+        # (see the module's docstring); past them a request is refused, the reader never waits.
+        self.in_flight = 0
+        self.load = 0
+        self.max_tasks = max_tasks
+        self.max_bytes = max_bytes
+        self.refused = 0  # requests refused so (for tests and logs)
+        self._refusing = False  # refusals since the last admitted plan were logged
+        self._nursery: trio.Nursery | None = None  # where plan tasks run (serve's)
         self.idle = trio.Event()
         self.task_wake = TaskWake()  # wakes the listen streams that watch tasks when a request changed tasks
         self.on_data: Callable[[bytes], None] | None = None  # every line written, undecoded (the control journal)
@@ -94,12 +125,13 @@ class Shell:
         self._reading_changed = trio.Event()
         self._stopped = False
         self.writer = StdoutWriter(stdout, self.log, self.exit_process, exit_after=exit_after, close_stdout=close_stdout)
-        # Listen streams of sends, emits and sleeps run from one timer heap (streams.py);
-        # False: a task each, the reference path the differential test compares against.
-        self.streams: TimedStreams | None = None
+        # Plans of sends, emits and sleeps run from one timer heap (streams.py); False: a
+        # task each, the reference path the differential tests compare against.
+        self.streams: TimedPlans | None = None
         if timed_streams:
-            self.streams = TimedStreams(
-                self.writer.send, connection.engine.fan_out, self._emitted, self._park, connection.finished
+            self.streams = TimedPlans(
+                self.writer.send, connection.engine.fan_out, self._emitted, self._heap_parked, self._heap_ended,
+                self._handoff,
             )
 
     def _emitted(self, send: Send) -> None:
@@ -194,27 +226,25 @@ class Shell:
 
     # ---------------------------------------------------------- plans
 
-    async def _run_plan(self, plan: Plan, first: int, run: _PlanRun, scope: trio.CancelScope) -> None:
-        """Perform one plan's actions from ``first`` on, in order, in the plan's own cancel scope.
+    async def _run_plan(self, actions: Iterable[Action | None], run: _PlanRun, scope: trio.CancelScope) -> None:
+        """Perform one plan's remaining ``actions``, in order, in the plan's own cancel scope.
 
         The reader (``_dispatch``) already queued the plan's leading sends (a
         subscription's ack), registered ``scope`` (a cancel in the same input
-        chunk finds it before this task runs), counted it as busy (an EOF in the
-        same chunk waits for it) and took a task slot for it; the slot is given
-        back when the plan parks or ends.
+        chunk finds it before this task runs) and made it hold its place (counted
+        as busy: an EOF in the same chunk waits for it); the place is given back
+        when the plan parks or ends. (Or the timer heap ran the plan so far and
+        handed it over: ``_handoff``.)
         """
         with scope:
             try:
-                for action in itertools.islice(plan.all_actions(), first, None):
+                for action in actions:
                     await perform(self, action, run)
             finally:
-                if run.slot:
-                    self._slots.release()
                 if self.scopes.get(run.rid) is scope:
                     del self.scopes[run.rid]
                     self.conn.finished(run.rid)  # (after a client cancel the engine already did)
-                if run.counted and not run.parked:
-                    self._not_busy()
+                self._release(run)
 
     # ---------------------------------------------------------- the stdio steps (interpret.Transport)
 
@@ -238,11 +268,7 @@ class Shell:
 
     async def park_step(self, run: _PlanRun) -> None:
         run.parked = True
-        if run.counted:
-            self._not_busy()
-        if run.slot:
-            self._slots.release()
-            run.slot = False
+        self._release(run)
         await trio.sleep_forever()
 
     async def exit_step(self, exit: Exit, run: _PlanRun) -> None:
@@ -311,13 +337,70 @@ class Shell:
             self.idle.set()
             self.idle = trio.Event()
 
-    def _park(self, plan: Plan) -> None:
+    # ---------------------------------------------------------- the bound on timed plans in flight
+
+    def _hold(self, run: _PlanRun, cost: int) -> None:
+        run.held = True
+        run.cost = cost
+        self.in_flight += 1
+        self.load += cost
+        self.busy += 1
+        self._refusing = False
+
+    def _release(self, run: _PlanRun) -> None:
+        """The plan parked, ended or was cancelled: its place is free (once)."""
+        if run.held:
+            run.held = False
+            self.in_flight -= 1
+            self.load -= run.cost
+            self._not_busy()
+
+    def _refuse(self, plan: Plan, immediate: list[bytes]) -> None:
+        """Answer a request whose plan would pass the bound at once, with an error; nothing of its script runs."""
+        rid = plan.request_id
+        self.conn.finished(rid)
+        self.refused += 1
+        why = (f"too many requests in flight ({self.in_flight:,} scripted replies running, about "
+               f"{self.load / 2**20:.0f} MiB)")
+        if not self._refusing:
+            self._refusing = True
+            self.log("warning", f"{why}: refusing new ones until some end")
+        if not plan.has_id:
+            return  # a notification's rule: nothing to answer
+        msg = errors.error_response(rid, p.INTERNAL_ERROR, f"mockmcp: {why}; try again when some are answered")
+        send = Send(msg, jsonrpc.encode(msg), True)
+        self._emitted(send)
+        immediate.append(send.data)
+
+    # ---------------------------------------------------------- the timer heap's plans (streams.TimedPlans)
+
+    def _heap_parked(self, plan: Plan, run: _PlanRun) -> None:
+        run.parked = True
         self.parked[plan.request_id] = plan
+        self._release(run)
+
+    def _heap_ended(self, run: _PlanRun) -> None:
+        self.conn.finished(run.rid)
+        self._release(run)
+
+    def _handoff(self, plan: Plan, remaining: Iterator[Action | None], run: _PlanRun) -> None:
+        """The heap met an action it does not perform: a task goes on from it, in a cancel scope of its own."""
+        if run.held:
+            run.cost += TASK_BYTES
+            self.load += TASK_BYTES
+        scope = self.scopes[run.rid] = trio.CancelScope()
+        assert self._nursery is not None  # (the heap runs inside serve)
+        self._nursery.start_soon(self._run_plan, remaining, run, scope)
 
     def _cancel(self, cancel: Cancel) -> None:
         scope = self.scopes.pop(cancel.request_id, None)
         ours = scope is not None or self.parked.pop(cancel.request_id, None) is not None
-        if ours or (self.streams is not None and self.streams.cancel(cancel.request_id)):
+        if not ours and self.streams is not None:
+            run = self.streams.cancel(cancel.request_id)
+            if run is not None:
+                ours = True
+                self._release(run)
+        if ours:
             if scope is not None:
                 scope.cancel()  # the engine already freed the id (it may be reused in the next line)
             why = f" ({cancel.reason})" if cancel.reason else ""
@@ -352,12 +435,20 @@ class Shell:
                             immediate.append(action.data)
                     self.parked[out.request_id] = out
                 case Plan():
+                    first = _leading(out.actions)
+                    on_heap = self.streams is not None and eligible(out, first)
+                    run = _PlanRun(out.request_id, counted=_counted(out))
+                    if run.counted:
+                        cost = _cost(out, task=not on_heap)
+                        if self.in_flight and (self.in_flight >= self.max_tasks or self.load + cost > self.max_bytes):
+                            self._refuse(out, immediate)
+                            continue
+                        self._hold(run, cost)
                     # Leading sends and raw bytes keep their place in the output (in input
-                    # order, whatever order the tasks then run in: a later request's scripted
+                    # order, whatever order the plans then run in: a later request's scripted
                     # exit cannot overtake them), and a leading stopReading holds the very next
                     # read: the reader performs all three before it moves on.
-                    first = 0
-                    for action in out.actions:
+                    for action in out.actions[:first]:
                         if isinstance(action, Send):
                             self._emitted(action)
                             immediate.append(action.data)
@@ -367,21 +458,15 @@ class Shell:
                             immediate.append(action.data)
                         elif isinstance(action, StopReading):
                             self._stop_reading(action, out.request_id)
-                        else:
-                            break
-                        first += 1
-                    if self.streams is not None and eligible(out, first):
-                        self.streams.add(out, first)  # its sends go out with the next batch
+                    if on_heap:
+                        assert self.streams is not None
+                        self.streams.add(out, first, run)  # its sends go out with the heap's next batch
                         continue
                     if immediate:
                         await self.writer.send(b"".join(immediate))
                         immediate = []
-                    run = _PlanRun(out.request_id, counted=_counted(out))
-                    if run.counted:
-                        await self._slots.acquire()
-                        self.busy += 1
                     scope = self.scopes[out.request_id] = trio.CancelScope()
-                    nursery.start_soon(self._run_plan, out, first, run, scope)
+                    nursery.start_soon(self._run_plan, itertools.islice(out.all_actions(), first, None), run, scope)
         if immediate:
             await self.writer.flush(b"".join(immediate))
 
@@ -391,6 +476,7 @@ class Shell:
         async with trio.open_nursery() as outer:
             outer.start_soon(self.writer.run)
             async with trio.open_nursery() as requests:
+                self._nursery = requests
                 if self.streams is not None:
                     requests.start_soon(self.streams.run)
                 watch = getattr(self.conn, "watch", None)  # a session's connection (sessiondir) watches the log
@@ -409,7 +495,10 @@ class Shell:
                         await trio.sleep_forever()
                     self.log("debug", "stdin closed")
                     if self.busy:
-                        with trio.move_on_after(self.grace):
+                        deadline = trio.current_time() + self.grace
+                        if self.streams is not None:
+                            self.streams.cut_after(deadline)  # what sleeps past it cannot finish: dropped now
+                        with trio.move_on_at(deadline):
                             while self.busy:
                                 await self.idle.wait()
                 finally:
@@ -418,21 +507,45 @@ class Shell:
                         del self.parked[rid]
                         self.conn.finished(rid)
                     if self.streams is not None:
-                        for rid in self.streams.drain():
-                            self.conn.finished(rid)
+                        for run in self.streams.drain():
+                            self.conn.finished(run.rid)
             await self.writer.aclose()
         return 0
 
 
 def _counted(plan: Plan) -> bool:
-    """Does this plan's task count as scripted work (a task slot, and EOF grace)?
+    """Does this plan count as scripted work (a place in the bound on plans in flight, and EOF grace)?
 
     Subscription streams do not: they live until the client or the input's end
     closes them (like hangs), and what they send is bounded by the scenario, so
-    they neither hold up exit at EOF nor take one of the slots that bound the
-    reader.
+    they neither hold up exit at EOF nor take a place in the bound.
     """
     return plan.method != "subscriptions/listen"
+
+
+def _leading(actions: list[Action]) -> int:
+    """How many of the plan's first actions the reader performs itself (sends, raw bytes, stopReading)."""
+    first = 0
+    for action in actions:
+        kind = type(action)
+        if kind is not Send and kind is not WriteRaw and kind is not StopReading:
+            break
+        first += 1
+    return first
+
+
+def _cost(plan: Plan, *, task: bool) -> int:
+    """The estimated memory a timed plan holds while it runs (bytes; see ``PLAN_BYTES`` and the rest)."""
+    actions = plan.actions
+    cost = PLAN_BYTES + ACTION_BYTES * len(actions)
+    for action in actions:
+        if isinstance(action, (Send, WriteRaw)):
+            cost += SEND_BYTES + 2 * len(action.data)
+    if plan.rest is not None:
+        cost += REST_BYTES
+    if task:
+        cost += TASK_BYTES
+    return cost
 
 
 def _parks_at_once(plan: Plan) -> bool:
@@ -453,4 +566,4 @@ def _hard_exit(status: int) -> None:
         os._exit(status)
 
 
-__all__ = ["MAX_TASKS", "Shell", "StderrLog"]  # StderrLog lives in .log; the shell's users build logs from here
+__all__ = ["MAX_BYTES", "MAX_TASKS", "Shell", "StderrLog"]  # StderrLog lives in .log; the shell's users build logs from here
