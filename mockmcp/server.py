@@ -42,7 +42,7 @@ from .waits import Asks, TaskWake
 from .writer import CloseJob, DribbleJob, ExitJob, StdoutWriter
 
 MAX_TASKS = 65_536  # timed plans in flight at once (on the timer heap or in a task; parked ones do not count)
-MAX_BYTES = 64 * 1024 * 1024  # and their estimated memory (_cost) at most; past either, a request is refused
+MAX_BYTES = 48 * 1024 * 1024  # and their estimated memory (_cost) at most; past either, a request is refused
 # The estimate of what a timed plan holds while it runs (_cost), set a little above what tracemalloc
 # counts for plans of the bundled and benchmark scenarios (a sleep and an answer: 0.6 KB and the
 # shell's entry; cancel's long_running: 10 KB, 67 KB with a progress token):

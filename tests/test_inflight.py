@@ -160,7 +160,7 @@ def test_past_the_memory_bound_a_request_is_refused_at_once() -> None:
         f"  - name: big\n    replies: [{{steps: [{{sleep: 60s}}, {{text: {'x' * BIG}}}]}}]\n"
         "  - name: soon\n    replies: [{steps: [{sleep: 10ms}, {text: soon}]}]\n"
     )
-    n = 1000  # each holds 64 KiB and is estimated at twice that: about half fit in the 64 MiB bound
+    n = 1000  # each holds 64 KiB and is estimated at twice that: about 370 fit in the 48 MiB bound
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big.yaml"
         path.write_text(scenario)
