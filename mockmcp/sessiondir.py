@@ -49,6 +49,13 @@ What is in ``DIR``:
 - ``judged.json``: the session's verdict so far (``sessionreport``), saved at
   every process's exit, every ``JOURNAL_JUDGE`` bytes of journal and before a rotation.
 
+Every one of these files is opened without following a symbolic link
+(``O_NOFOLLOW``; files written aside are made with ``O_EXCL``), and at start-up
+a link, a folder or anything else that is not a regular file at one of these
+names is refused (``SessionError``: one line, exit status 2) before anything
+is read or written: a link planted in the directory can never make a mock
+append to, or replace, a file outside it, and a FIFO can never make it wait.
+
 A process with a listen stream watching tasks also looks at the log's
 ``stat`` every ``WATCH_INTERVAL`` and, when another process wrote it, reads
 the new lines under the lock at once (``SessionConnection.watch``), so the
@@ -62,9 +69,11 @@ does the reading, writing and locking.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
+import stat
 from typing import Any, Callable, Iterator
 
 from .tasks import MAX_RECORDS, TERMINAL, CorruptRecord
@@ -85,6 +94,10 @@ COMPACT_MIN = 1 << 20  # bytes of log before compaction is considered
 # How often a process with a listen stream watching tasks looks (one stat) for other processes' changes.
 WATCH_INTERVAL = 0.05
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+# Every file a session directory holds (start-up refuses any of them that is a link or not a regular file).
+FILES = (MARKER, META, LOG, ARCHIVE, LOCK, JOURNAL, OLDER_JOURNAL, "judged.json")
+MAX_META = 64 * 1024  # bytes of session.json read (it names a scenario)
+_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class SessionError(Exception):
@@ -126,9 +139,27 @@ class SessionStore:
 
     def _open(self, name: str, flags: int, what: str = "open") -> int:
         try:
-            return os.open(self._path(name), flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+            return open_file(self._path(name), flags)
         except OSError as exc:
             raise SessionError(f"{self._path(name)}: cannot {what}: {exc.strerror}") from None
+
+    def _check_files(self) -> None:
+        """Refuse a link, a folder or anything else that is not a regular file at a session file's
+        name, before anything is opened (a FIFO would block a read; a link would be written through)."""
+        for name in FILES:
+            path = self._path(name)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise SessionError(f"{path}: cannot look at: {exc.strerror}") from None
+            if stat.S_ISLNK(st.st_mode):
+                raise SessionError(
+                    f"{path}: is a symbolic link, and files in a session directory are never followed through links; nothing was changed"
+                )
+            if not stat.S_ISREG(st.st_mode):
+                raise SessionError(f"{path}: is {_kind(st.st_mode)}, not a regular file; nothing was changed")
 
     def _open_dir(self) -> None:
         try:
@@ -136,6 +167,7 @@ class SessionStore:
             entries = os.listdir(self.dir)
         except OSError as exc:
             raise SessionError(f"{self.dir}: cannot use as a session directory: {exc.strerror}") from None
+        self._check_files()
         if MARKER not in entries:
             if not all(_made_by_us(name) for name in entries):
                 raise SessionError(
@@ -148,8 +180,7 @@ class SessionStore:
                 if not os.path.exists(self._path(MARKER)):
                     self._create()
         try:
-            with open(self._path(MARKER), encoding="utf-8") as fh:
-                marker = fh.read(200)
+            marker = read_file(self._path(MARKER), 200).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise SessionError(f"{self._path(MARKER)}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
         if marker != MARKER_TEXT:
@@ -158,10 +189,10 @@ class SessionStore:
                 f"{MARKER_TEXT.strip()!r}); nothing in it was changed"
             )
         try:
-            with open(self._path(META), encoding="utf-8") as fh:
-                meta = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise SessionError(f"{self._path(META)}: unreadable or corrupt ({getattr(exc, 'strerror', None) or exc}); nothing was changed") from None
+            meta = json.loads(read_file(self._path(META), MAX_META))
+        except (OSError, ValueError, RecursionError) as exc:
+            why = getattr(exc, "strerror", None) or ("nested too deeply" if isinstance(exc, RecursionError) else exc)
+            raise SessionError(f"{self._path(META)}: unreadable or corrupt ({why}); nothing was changed") from None
         if type(meta) is not dict or meta.get("scenario") != self.scenario:
             owner = meta.get("scenario") if type(meta) is dict else None
             raise SessionError(f"{self.dir}: belongs to scenario {owner!r}, not {self.scenario!r}; use another directory")
@@ -170,23 +201,18 @@ class SessionStore:
         """Write ``session.json`` then ``VERSION`` (the lock is held). A ``session.json`` already
         there is a session made halfway by a process that died; anything else in it is not ours."""
         try:
-            with open(self._path(META), encoding="utf-8") as fh:
-                old = json.load(fh)
+            old = json.loads(read_file(self._path(META), MAX_META))
         except FileNotFoundError:
             old = {"mockmcp": 1}
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             old = None
         if type(old) is not dict or old.get("mockmcp") != 1:
             raise SessionError(f"{self.dir}: not a mockmcp session directory (a {META} that is not one); nothing in it was changed")
         for name, text in ((META, json.dumps({"mockmcp": 1, "scenario": self.scenario}) + "\n"), (MARKER, MARKER_TEXT)):
-            tmp = self._path(f".{name}.{os.getpid()}.tmp")
             try:
-                with open(tmp, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-                if name == MARKER and os.path.exists(self._path(MARKER)):
-                    os.unlink(tmp)  # another process created the session first: keep its files
-                    continue
-                os.replace(tmp, self._path(name))
+                if name == MARKER and os.path.lexists(self._path(MARKER)):
+                    continue  # another process created the session first: keep its files
+                write_aside(self._path(name), text.encode("utf-8"))
             except OSError as exc:
                 raise SessionError(f"{self._path(name)}: cannot write: {exc.strerror}") from None
 
@@ -297,7 +323,7 @@ class SessionStore:
             self._last_state = state
             try:
                 engine.import_state(json.loads(state))
-            except ValueError:  # a state record that does not fit (json's errors are ValueErrors too)
+            except (ValueError, RecursionError):  # a state record that does not fit (json's errors are ValueErrors too)
                 self.corrupt_lines += 1
 
     def _new_generation(self, tasks: Any) -> None:
@@ -318,13 +344,15 @@ class SessionStore:
             self._check_archive()
         if self.corrupt_lines:
             raise SessionError(f"{self._path(LOG)}: corrupt ({self.corrupt_lines} unreadable lines); nothing was changed")
+        # The journal's writer opens it by name: it is made here, never through a link, so what it
+        # opens is this regular file (the start-up check refused a link or anything else there).
+        os.close(self._open(JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK))
 
     # ------------------------------------------------------------ the archive of ended tasks
 
     def _check_archive(self) -> None:
         try:
-            with open(self._path(ARCHIVE), "rb") as fh:
-                head = fh.read(64)
+            head = read_file(self._path(ARCHIVE), 64)
         except FileNotFoundError:
             return
         except OSError as exc:
@@ -366,7 +394,7 @@ class SessionStore:
             if self._arch_fd is not None:
                 os.close(self._arch_fd)
             try:
-                self._arch_fd = os.open(self._path(ARCHIVE), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                self._arch_fd = open_file(self._path(ARCHIVE), os.O_RDONLY | os.O_NONBLOCK)
             except OSError:
                 self._arch_fd = None
                 return
@@ -405,9 +433,9 @@ class SessionStore:
         """Append ``lines`` to the archive (the lock is held), making it if missing, cutting off a
         torn last line first, and rewriting it once it has grown past twice its base."""
         path = self._path(ARCHIVE)
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             self._write_archive([])
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+        fd = open_file(path, os.O_RDWR | os.O_APPEND | os.O_NONBLOCK)
         try:
             size = os.fstat(fd).st_size
             keep = _last_newline(fd, size)
@@ -425,8 +453,7 @@ class SessionStore:
     def _rewrite_archive(self) -> None:
         """The archive with each id's latest line only, at most ``MAX_RECORDS`` (the newest); as
         bytes, so a line it cannot read is kept exactly as it was."""
-        with open(self._path(ARCHIVE), "rb") as fh:
-            data = fh.read()
+        data = read_file(self._path(ARCHIVE))
         latest: dict[bytes, bytes] = {}
         unreadable = 0
         for line in data.split(b"\n")[1:-1]:
@@ -446,10 +473,7 @@ class SessionStore:
     def _write_archive(self, lines: list[bytes]) -> None:
         body = b"\n".join(lines) + b"\n" if lines else b""
         head = f"{ARCHIVE_HEAD}{len(body)}\n".encode()
-        tmp = self._path(f".{ARCHIVE}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(head + body)
-        os.replace(tmp, self._path(ARCHIVE))
+        write_aside(self._path(ARCHIVE), head + body)
 
     # ------------------------------------------------------------ writing this process's changes
 
@@ -504,11 +528,8 @@ class SessionStore:
             for line in ended:
                 self._forget(line[2:].partition(" ")[0])
             self._gone.clear()
-        tmp = self._path(f".{LOG}.{os.getpid()}.tmp")
         data = ("\n".join(self._live.values()) + "\n").encode("utf-8") if self._live else b""
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, self._path(LOG))
+        write_aside(self._path(LOG), data)
         if self._log_fd is not None:
             os.close(self._log_fd)
         self._log_fd = self._open(LOG, os.O_RDWR | os.O_APPEND)
@@ -588,7 +609,24 @@ class SessionConnection:
         writer.check_every = JOURNAL_CHECK
         self._journal = writer
         self._expectations = expectations
-        self._store.on_journal_rotated = writer.reopen
+        self._store.on_journal_rotated = self._reopen_journal
+
+    def _reopen_journal(self) -> None:
+        """The journal was rotated: the writer writes to the new ``journal.jsonl``, opened here
+        without following a link (a link or a FIFO put there meanwhile: journalling stops)."""
+        writer = self._journal
+        try:
+            fd = open_file(self._store.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK)
+        except OSError:
+            writer.broken = True
+            return
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            writer.broken = True
+            return
+        with contextlib.suppress(OSError):
+            os.close(writer.fd)
+        writer.fd = fd
 
     def _journal_due(self) -> None:
         if self._journal is not None and self._journal.due:
@@ -671,6 +709,61 @@ class SessionConnection:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
+
+
+def open_file(path: str, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` of a session file: never through a symbolic link (``ELOOP``), never inherited."""
+    return os.open(path, flags | _FLAGS, mode)
+
+
+def read_file(path: str, limit: int = -1) -> bytes:
+    """A session file's bytes (at most ``limit``), never through a link; a FIFO, a folder or any
+    other file that is not a regular one is an ``OSError`` and is never waited on."""
+    fd = open_file(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, f"is {_kind(mode)}, not a regular file")
+        chunks = []
+        left = limit
+        while left:
+            chunk = os.read(fd, 1 << 20 if left < 0 else min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk) if left > 0 else 0
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def write_aside(path: str, data: bytes) -> None:
+    """Replace ``path`` whole: written to a new file beside it (``O_EXCL``: never an existing file,
+    never through a link), then renamed over it."""
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # (left by a process of the same pid that died)
+    fd = open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "not a regular file"
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -15,6 +15,9 @@ matches and findings) and how far each journal file was read, so a process's
 exit costs what was journalled since the last verdict, not the session's
 history. It is trusted only for the same expectations (an edited scenario is
 judged from the journal again); the files are known by inode and first line.
+Every file is opened without following a symbolic link (``sessiondir.open_file``),
+and a ``judged.json`` that does not have the shape a verdict writes is not used
+(the journal is judged again).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any, Iterator
 
 from .expectations import ExpectationTracker
 from .journal import read_journal
+from .sessiondir import open_file, read_file, write_aside
 from .verify import report_of
 
 MAX_FINDINGS = 1000
@@ -36,8 +40,7 @@ JUDGED = "judged.json"  # where the last verdict stopped: its aggregates and how
 
 
 def session_scenario(directory: str) -> str:
-    with open(os.path.join(directory, "session.json"), encoding="utf-8") as fh:
-        return str(json.load(fh)["scenario"])
+    return str(json.loads(read_file(os.path.join(directory, "session.json"), 64 * 1024))["scenario"])
 
 
 class Aggregate:
@@ -55,7 +58,11 @@ class Aggregate:
         self.pids: dict[int, None] = {}
 
     def feed(self, rec: dict[str, Any]) -> None:
-        self.pids[rec.get("pid", 0)] = None
+        """One journal record (a line any process, or anyone, may have written: what is not of
+        the shape the journal writes is left out)."""
+        pid = rec.get("pid", 0)
+        if type(pid) is int:
+            self.pids[pid] = None
         kind = rec.get("dir")
         if kind == "in":
             msg = rec.get("message")
@@ -72,8 +79,12 @@ class Aggregate:
                 self.counts["notifications"] += 1
                 self.tracker.observe(None, msg["method"], params, headers)
         elif kind == "finding":
-            finding = rec.get("finding") or {}
+            finding = rec.get("finding")
+            if type(finding) is not dict:
+                return
             check = finding.get("check", "?")
+            if type(check) is not str:
+                return
             self.by_check[check] = self.by_check.get(check, 0) + 1
             if len(self.findings) < MAX_FINDINGS:
                 self.findings.append({**finding, "pid": rec.get("pid")})
@@ -122,14 +133,16 @@ def _read_from(path: str, offsets: dict[str, int], agg: Aggregate) -> tuple[str,
     """Feed ``agg`` the records of ``path`` past where ``offsets`` says the last verdict stopped;
     (identity, the offset now) or ``None`` when there is no such file."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
+        fd = open_file(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:  # none (or a link, which is never followed)
         return None
     try:
         ident = _identity(fd)
         start = offsets.get(ident, 0)
         size = os.fstat(fd).st_size
         data = os.pread(fd, size - start, start) if size > start else b""
+    except OSError:  # not a regular file (start-up refuses that; put there since)
+        return None
     finally:
         os.close(fd)
     end = data.rfind(b"\n") + 1  # (a line still being written is read by the next verdict)
@@ -145,17 +158,55 @@ def _read_from(path: str, offsets: dict[str, int], agg: Aggregate) -> tuple[str,
 
 def judged_offset(directory: str) -> int:
     """How far into the current ``journal.jsonl`` the saved verdict has read (0 if not at all)."""
+    saved = _saved(directory)
+    offsets = saved["offsets"] if saved is not None else {}
     try:
-        with open(os.path.join(directory, JUDGED), encoding="utf-8") as fh:
-            offsets = json.load(fh)["offsets"]
-        fd = os.open(os.path.join(directory, JOURNAL), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except (OSError, ValueError, KeyError, TypeError):
+        fd = open_file(os.path.join(directory, JOURNAL), os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
         return 0
     try:
-        got = offsets.get(_identity(fd), 0) if type(offsets) is dict else 0
+        got = offsets.get(_identity(fd), 0)
+    except OSError:
+        return 0
     finally:
         os.close(fd)
     return got if type(got) is int else 0
+
+
+def _saved(directory: str) -> dict[str, Any] | None:
+    """``judged.json`` if it has the shape ``carry_on`` writes (else ``None``: judged again)."""
+    try:
+        saved = json.loads(read_file(os.path.join(directory, JUDGED)))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if type(saved) is not dict or type(saved.get("offsets")) is not dict or type(saved.get("aggregate")) is not dict:
+        return None
+    if not all(type(v) is int and v >= 0 for v in saved["offsets"].values()):
+        return None
+    return saved
+
+
+def _restorable(agg: dict[str, Any], n: int) -> bool:
+    """Is ``agg`` what ``Aggregate.export`` writes for ``n`` expectations? (Types all the way
+    down: a verdict is computed from it after it is restored, where a wrong type would raise.)"""
+    tracker, counts = agg.get("tracker"), agg.get("counts")
+    if type(tracker) is not dict or type(counts) is not dict:
+        return False
+    seen, per = tracker.get("seen"), tracker.get("counts")
+    if type(tracker.get("sequence")) is not int or type(seen) is not list or type(per) is not list:
+        return False
+    if len(seen) != n or len(per) != n or not all(type(c) is int and c >= 0 for c in per):
+        return False
+    if not all(type(s) is list and all(type(x) is list and len(x) == 2 and type(x[0]) is int for x in s) for s in seen):
+        return False
+    if set(counts) != {"requests", "notifications"} or not all(type(c) is int for c in counts.values()):
+        return False
+    findings, by_check, pids = agg.get("findings"), agg.get("byCheck"), agg.get("pids")
+    if type(findings) is not list or not all(type(f) is dict for f in findings) or len(findings) > MAX_FINDINGS:
+        return False
+    if type(by_check) is not dict or not all(type(c) is int for c in by_check.values()):
+        return False
+    return type(pids) is list and all(type(p) is int for p in pids)
 
 
 def carry_on(directory: str, expectations: list[Any]) -> tuple[Aggregate, dict[str, Any]]:
@@ -164,14 +215,10 @@ def carry_on(directory: str, expectations: list[Any]) -> tuple[Aggregate, dict[s
     agg = Aggregate(expectations)
     fingerprint = _fingerprint(expectations)
     offsets: dict[str, int] = {}
-    try:
-        with open(os.path.join(directory, JUDGED), encoding="utf-8") as fh:
-            saved = json.load(fh)
-        if type(saved) is dict and saved.get("expectations") == fingerprint:
-            agg.restore(saved["aggregate"])
-            offsets = dict(saved["offsets"])
-    except (OSError, ValueError, KeyError, TypeError):
-        agg, offsets = Aggregate(expectations), {}  # none yet, or unusable: judge what the journal holds
+    saved = _saved(directory)  # (none yet, or unusable: judge what the journal holds)
+    if saved is not None and saved.get("expectations") == fingerprint and _restorable(saved["aggregate"], len(expectations)):
+        agg.restore(saved["aggregate"])
+        offsets = dict(saved["offsets"])
     now: dict[str, int] = {}
     for path in _files(directory):
         got = _read_from(path, offsets, agg)
@@ -184,7 +231,7 @@ def carry_on(directory: str, expectations: list[Any]) -> tuple[Aggregate, dict[s
 def _locked(directory: str) -> Iterator[None]:
     import fcntl
 
-    fd = os.open(os.path.join(directory, "lock"), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    fd = open_file(os.path.join(directory, "lock"), os.O_RDWR | os.O_CREAT | os.O_NONBLOCK)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -194,10 +241,8 @@ def _locked(directory: str) -> Iterator[None]:
 
 def save_judged(directory: str, state: dict[str, Any]) -> None:
     """Write where the verdict stopped (the session's lock is held), aside then renamed over."""
-    tmp = os.path.join(directory, f".{JUDGED}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(state, fh, ensure_ascii=False, separators=(",", ":"))
-    os.replace(tmp, os.path.join(directory, JUDGED))
+    text = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
+    write_aside(os.path.join(directory, JUDGED), text.encode("utf-8", "surrogatepass"))
 
 
 def session_report(directory: str, expectations: list[Any], *, per_process: bool = False, save: bool = False) -> dict[str, Any]:
@@ -231,7 +276,7 @@ def report_command(directory: str, *, per_process: bool, as_json: bool) -> int:
 
     try:
         ref = session_scenario(directory)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         print(f"mockmcp: {directory}: not a readable session directory ({exc})", file=sys.stderr)
         return 2
     hit = load_cached(ref, allow_absolute=True)

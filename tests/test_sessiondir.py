@@ -118,7 +118,7 @@ def test_processes_at_once_lose_no_update(tmp_path: Path) -> None:
                     (d / "state.log").write_bytes(b'T abc {"id":"abc","spec"\n')), "state.log: corrupt (1 unreadable"),
         (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
-                    (d / "state.log").mkdir()), "state.log: cannot read"),
+                    (d / "state.log").mkdir()), "state.log: is a folder, not a regular file"),
         (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "default"}))), "belongs to scenario 'default'"),
         (lambda d: (d.mkdir(), (d / "VERSION").write_text("mockmcp session 1\n"),
@@ -128,8 +128,8 @@ def test_processes_at_once_lose_no_update(tmp_path: Path) -> None:
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
                     (d / "ended.log").write_bytes(b'D abc {"id":"abc"}\n')), "ended.log: corrupt"),
     ],
-    ids=["other-version", "not-a-session", "a-file", "corrupt-meta", "corrupt-log", "other-scenario",
-         "state-of-wrong-type", "counter-of-no-rule", "truncated-record", "unreadable-log", "format-1", "archive-head"],
+    ids=["other-version", "not-a-session", "a-file", "corrupt-meta", "corrupt-log", "state-of-wrong-type",
+         "counter-of-no-rule", "truncated-record", "log-is-a-folder", "other-scenario", "format-1", "archive-head"],
 )
 def test_an_unusable_session_directory_is_refused_at_start_up_and_left_alone(tmp_path: Path, prepare: Any, message: str) -> None:
     d = tmp_path / "s"
