@@ -109,7 +109,6 @@ class Shell:
         self.load = 0
         self.max_tasks = max_tasks
         self.max_bytes = max_bytes
-        self.refused = 0  # requests refused so (for tests and logs)
         self._refusing = False  # refusals since the last admitted plan were logged
         self._nursery: trio.Nursery | None = None  # where plan tasks run (serve's)
         self.idle = trio.Event()
@@ -359,7 +358,6 @@ class Shell:
         """Answer a request whose plan would pass the bound at once, with an error; nothing of its script runs."""
         rid = plan.request_id
         self.conn.finished(rid)
-        self.refused += 1
         why = (f"too many requests in flight ({self.in_flight:,} scripted replies running, about "
                f"{self.load / 2**20:.0f} MiB)")
         if not self._refusing:

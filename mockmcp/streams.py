@@ -192,9 +192,8 @@ class TimedPlans:
             if timed.alive:
                 size += self._advance(timed, now, out, later, handed)
                 advanced += 1
-        for timed in later:
-            if timed.alive:  # (a plan of this round cannot be cancelled before the reader runs; still)
-                self._push(now, timed)
+        for timed in later:  # (nothing could cancel them yet: the reader has not run since)
+            self._push(now, timed)
         if out:
             await self._send(b"".join(out))
         else:
