@@ -74,11 +74,18 @@ def test_a_named_state_set_by_one_process_is_answered_by_a_later_one(tmp_path: P
 PROBE = line(request("probe", "server/discover"))
 
 
-def _made_session(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A session directory of the bundled ``default`` scenario, as one process left it."""
-    d = tmp_path / "s"
+    d = tmp_path_factory.mktemp("made") / "s"
     proc = run_mock("run", "default", "--session", str(d), input=PROBE)
     assert proc.returncode == 0, proc.stderr.decode()
+    return d
+
+
+def _copy(made: Path, tmp_path: Path) -> Path:
+    d = tmp_path / "s"
+    shutil.copytree(made, d)
     return d
 
 
@@ -90,8 +97,8 @@ def _refused(proc: Any, words: str) -> None:
 
 
 @pytest.mark.parametrize("name", sessiondir.FILES)
-def test_a_session_file_that_is_a_folder_is_refused_with_one_line(tmp_path: Path, name: str) -> None:
-    d = _made_session(tmp_path)
+def test_a_session_file_that_is_a_folder_is_refused_with_one_line(made: Path, tmp_path: Path, name: str) -> None:
+    d = _copy(made, tmp_path)
     target = d / name
     if target.exists():
         target.unlink()
@@ -100,8 +107,8 @@ def test_a_session_file_that_is_a_folder_is_refused_with_one_line(tmp_path: Path
 
 
 @pytest.mark.parametrize("name", sessiondir.FILES)
-def test_a_session_file_that_is_a_fifo_is_refused_and_never_waited_on(tmp_path: Path, name: str) -> None:
-    d = _made_session(tmp_path)
+def test_a_session_file_that_is_a_fifo_is_refused_and_never_waited_on(made: Path, tmp_path: Path, name: str) -> None:
+    d = _copy(made, tmp_path)
     target = d / name
     if target.exists():
         target.unlink()
@@ -111,8 +118,8 @@ def test_a_session_file_that_is_a_fifo_is_refused_and_never_waited_on(tmp_path: 
 
 @pytest.mark.parametrize("name", sessiondir.FILES)
 @pytest.mark.parametrize("dangling", [False, True], ids=["to-a-file", "dangling"])
-def test_a_session_file_that_is_a_symlink_is_never_written_through(tmp_path: Path, name: str, dangling: bool) -> None:
-    d = _made_session(tmp_path)
+def test_a_session_file_that_is_a_symlink_is_never_written_through(made: Path, tmp_path: Path, name: str, dangling: bool) -> None:
+    d = _copy(made, tmp_path)
     outside = tmp_path / "outside.txt"
     before = (d / name).read_bytes() if (d / name).exists() else b"outside\n"
     if not dangling:
@@ -195,7 +202,7 @@ def _lines_of_json_kind(data: bytes) -> list[tuple[int, bytes, bytes]]:
 @st.composite
 def corruption(draw: st.DrawFn) -> tuple[str, str, Any]:
     """(file, how, detail): one way to break one file of the directory."""
-    name = draw(st.sampled_from(sessiondir.FILES))
+    name = draw(st.sampled_from(sessiondir.FILES + (sessiondir.LOG, sessiondir.LOG, sessiondir.JOURNAL, sessiondir.META)))
     how = draw(st.sampled_from(
         ["truncate", "empty", "bytes", "wrong-type", "field", "deep", "garbage-line", "delete",
          "folder", "fifo", "link-in", "link-out", "dangling"]
@@ -289,7 +296,8 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _seed(tmp_path_factory.mktemp("session-seed"))
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@pytest.mark.slow
+@settings(max_examples=50, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(corruptions=st.lists(corruption(), min_size=1, max_size=3))
 def test_fuzzed_session_files_either_serve_or_refuse_with_one_line(seed: Path, tmp_path_factory: pytest.TempPathFactory, corruptions: list[Any]) -> None:
     work = tmp_path_factory.mktemp("fuzzed")
