@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 from typing import Any, Iterator
 
 from .expectations import ExpectationTracker
@@ -156,6 +157,13 @@ def _read_from(path: str, offsets: dict[str, int], agg: Aggregate) -> tuple[str,
     return ident, start + end
 
 
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def judged_offset(directory: str) -> int:
     """How far into the current ``journal.jsonl`` the saved verdict has read (0 if not at all)."""
     saved = _saved(directory)
@@ -259,7 +267,7 @@ def session_report(directory: str, expectations: list[Any], *, per_process: bool
     if per_process:
         records: list[dict[str, Any]] = []
         for path in _files(directory):
-            if os.path.exists(path):
+            if _regular(path):  # (never through a link; a folder or a FIFO there is left out)
                 records.extend(read_journal(path))
         report["perProcess"] = {
             str(pid): judge([r for r in records if r.get("pid") == pid], expectations) for pid in report["processes"]

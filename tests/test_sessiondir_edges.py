@@ -106,6 +106,19 @@ def test_a_session_file_that_is_a_folder_is_refused_with_one_line(made: Path, tm
     _refused(run_mock("run", "default", "--session", str(d), input=PROBE), f"{name}: is a folder, not a regular file")
 
 
+@pytest.mark.parametrize("kind", ["folder", "link"])
+def test_report_leaves_out_a_journal_that_is_not_a_regular_file(made: Path, tmp_path: Path, kind: str) -> None:
+    d = _copy(made, tmp_path)
+    (d / sessiondir.JOURNAL).unlink()
+    if kind == "folder":
+        (d / sessiondir.JOURNAL).mkdir()
+    else:
+        (d / sessiondir.JOURNAL).symlink_to(made / sessiondir.JOURNAL)
+    proc = run_mock("report", str(d), "--per-process")
+    assert proc.returncode in (0, 1) and proc.stderr == b"", proc.stderr.decode()
+    assert proc.stdout.startswith(b"session "), proc.stdout
+
+
 @pytest.mark.parametrize("name", sessiondir.FILES)
 def test_a_session_file_that_is_a_fifo_is_refused_and_never_waited_on(made: Path, tmp_path: Path, name: str) -> None:
     d = _copy(made, tmp_path)
