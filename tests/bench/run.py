@@ -1,6 +1,6 @@
 """Run every benchmark and print each figure beside the floor measured in the same run.
 
-Usage: ``.venv/bin/python tests/bench/run.py [spawn throughput hang delays load]``
+Usage: ``.venv/bin/python tests/bench/run.py [spawn throughput hang delays load ...]``
 (no argument: all of them). Prints one table; the exit status is 1 when a target
 was missed, so the command can gate a release. Not part of ``pytest`` (timing is
 not pass/fail there); see docs/performance.md for the latest figures.
@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-ALL = ["spawn", "throughput", "hang", "delays", "load", "listen", "nonreader", "control", "proxy", "record", "validation", "tasks", "http"]
+ALL = ["spawn", "throughput", "hang", "delays", "load", "listen", "nonreader", "inflight", "control", "proxy", "record", "validation", "tasks", "http"]
 
 
 def machine() -> str:
