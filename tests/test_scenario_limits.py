@@ -125,7 +125,7 @@ def test_a_fifo_is_not_read(tmp_path):
     path.write_text("mockmcp: 1\nresources:\n  - uri: file:///x\n    name: x\n    file: pipe\n")
     with pytest.raises(LoadError) as info:
         load(str(path), use_cache=False)  # returns at once: opening the FIFO does not wait for a writer
-    assert [str(p) for p in info.value.problems] == [f"{path}:5:5: 'pipe' is not a regular file (at $.resources[0].file)"]
+    assert [str(p) for p in info.value.problems] == [f"{path}:5:5: 'pipe' is not a regular file (a FIFO) (at $.resources[0].file)"]
 
 
 def test_check_survives_a_5000_digit_integer_and_run_serves_the_longest_allowed(tmp_path):
