@@ -136,7 +136,7 @@ def _read_file(base_dir: Path | None, ref: str, allow_absolute: bool) -> bytes |
         # or a socket is refused here, never read (a FIFO would block, a folder raises).
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return f"{ref!r} is not a regular file ({_kind(st.st_mode)})"
+            return f"{ref!r} is not a regular file ({file_kind(st.st_mode)})"
         if st.st_size > MAX_FILE_BYTES:
             return f"{ref!r} has {st.st_size} bytes, more than the {MAX_FILE_BYTES} a resource file may have"
         chunks: list[bytes] = []
@@ -156,8 +156,9 @@ def _read_file(base_dir: Path | None, ref: str, allow_absolute: bool) -> bytes |
         os.close(fd)
 
 
-def _kind(mode: int) -> str:
-    """What a file that is not a regular one is, in the words ``ls`` users know."""
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in the words ``ls`` users know (the loader's
+    resource files and the session directory's files say it the same way)."""
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):
@@ -166,7 +167,9 @@ def _kind(mode: int) -> str:
         return "a socket"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
-    return "not a plain file"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "another kind of file"
 
 
 def load(

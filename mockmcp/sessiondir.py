@@ -76,6 +76,7 @@ import os
 import stat
 from typing import Any, Callable, Iterator
 
+from .loader import file_kind
 from .tasks import MAX_RECORDS, TERMINAL, CorruptRecord
 
 MARKER = "VERSION"
@@ -159,7 +160,7 @@ class SessionStore:
                     f"{path}: is a symbolic link, and files in a session directory are never followed through links; nothing was changed"
                 )
             if not stat.S_ISREG(st.st_mode):
-                raise SessionError(f"{path}: is {_kind(st.st_mode)}, not a regular file; nothing was changed")
+                raise SessionError(f"{path}: is {file_kind(st.st_mode)}, not a regular file; nothing was changed")
 
     def _open_dir(self) -> None:
         try:
@@ -723,7 +724,7 @@ def read_file(path: str, limit: int = -1) -> bytes:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, f"is {_kind(mode)}, not a regular file")
+            raise OSError(errno.EINVAL, f"is {file_kind(mode)}, not a regular file")
         chunks = []
         left = limit
         while left:
@@ -752,18 +753,6 @@ def write_aside(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "not a regular file"
 
 
 def _write_all(fd: int, data: bytes) -> None:
