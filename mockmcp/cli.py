@@ -259,6 +259,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a closed pipe and Ctrl-C end it quietly with the shell's usual status."""
+    _heed_sigint()
     try:
         status = _dispatch(argv)
         sys.stdout.flush()  # a reader that left shows here, not in the interpreter's exit
@@ -269,6 +270,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return EXIT_SIGINT
     return status
+
+
+def _heed_sigint() -> None:
+    """Make SIGINT raise ``KeyboardInterrupt`` even when this process was started with it ignored.
+
+    A shell without job control starts a background job (``cmd &`` in a script or a CI step) with
+    SIGINT ignored, and the disposition survives exec, so Python leaves it ignored. The mock would
+    then ignore a client's SIGINT while it loads yet stop on one once it serves (the signal watcher
+    installs its own handler either way): one behaviour at every moment, the one a client that
+    spawned a server expects, is to stop."""
+    import signal  # (`run` imports it anyway)
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _silence_stdout() -> None:
