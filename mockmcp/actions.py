@@ -52,8 +52,8 @@ class _Value:
 
     The actions were attrs frozen classes; attrs compiles an init, repr, eq and
     hash for each when the module is imported, a sixth of mockmcp's own import
-    work on every spawn (28 of 160 million instructions), and the core makes
-    these objects per request and per event. Treat as immutable.
+    work on every spawn, and the core makes these objects per request and per
+    event. Treat as immutable.
     """
 
     __slots__: tuple[str, ...] = ()
@@ -236,8 +236,7 @@ class Plan:
     sends and no ``rest``, written at once without a task.
 
     A plain slotted class like ``Send``: one is made per request, and attrs'
-    generated init with keyword-only defaults costs about four times a plain one
-    (3,500 of a pipelined ``tools/call``'s ~95,000 instructions).
+    generated init with keyword-only defaults costs about four times a plain one.
     """
 
     __slots__ = ("request_id", "actions", "method", "rule", "immediate", "has_id", "rest")

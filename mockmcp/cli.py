@@ -236,8 +236,8 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line; ``only``: register just that subcommand's options.
 
     A spawn pays for every ``add_argument`` (argparse builds a help formatter for
-    each): building all ten subcommands was 27 M of a warm spawn's 627 M
-    instructions. ``_dispatch`` asks for the one named in ``argv``; anything
+    each), and building all ten subcommands was a measurable part of a warm spawn
+    (docs/performance.md). ``_dispatch`` asks for the one named in ``argv``; anything
     else (``--help``, ``--version``, a typo) gets every subcommand, so help and
     "invalid choice" errors stay whole. ``tests/test_cli.py`` compares both.
     """

@@ -2,8 +2,8 @@
 
 Every spawn imports the core, and ``re.compile`` of a pattern runs Python's
 regex compiler (pure Python): the patterns only rare inputs need (a line nested
-too deep, a template being compiled, a ``$regex`` being checked) cost each spawn
-more than a million instructions apiece when compiled at import. Sans-I/O.
+too deep, a template being compiled, a ``$regex`` being checked) would each cost
+every spawn a measurable share of its start-up if compiled at import. Sans-I/O.
 """
 
 from __future__ import annotations

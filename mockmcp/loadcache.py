@@ -76,10 +76,10 @@ def code_fingerprint() -> bytes:
     libraries that build a scenario (computed once per process).
 
     A module is identified by its name, size, inode and modification and change times,
-    not by its bytes: reading and hashing 700 kB of source was 4% of a warm spawn's
-    instructions. Any write to a file moves its change time (``st_ctime_ns``, which no
-    tool can set back), and a copy is a new inode, so an edit, a checkout or a copy with
-    preserved modification times is still a miss; unchanged files always hit.
+    not by its bytes: reading and hashing 700 kB of source was 4% of a warm spawn. Any
+    write to a file moves its change time (``st_ctime_ns``, which no tool can set back),
+    and a copy is a new inode, so an edit, a checkout or a copy with preserved
+    modification times is still a miss; unchanged files always hit.
     """
     h = hashlib.sha256()
     for entry in sorted(os.scandir(_PACKAGE), key=lambda e: e.name):
@@ -95,7 +95,7 @@ def code_fingerprint() -> bytes:
 def _origin(module: str) -> str | None:
     """Where a top-level module's file is, as ``importlib.util.find_spec`` finds it: the loaded
     module's spec, else the first meta-path finder's (the finders' public protocol; importing
-    ``importlib.util`` and its ABCs for this was 2 M instructions of a spawn)."""
+    ``importlib.util`` and its ABCs just for this cost every spawn)."""
     loaded = sys.modules.get(module)
     if loaded is not None:
         spec = getattr(loaded, "__spec__", None)

@@ -2,7 +2,7 @@
 hints, ``exitAfter`` and expectations.
 
 A part of ``model`` (see its docstring): defined only when a scenario uses one of these
-classes, since each attrs class costs about 1.2 M instructions to create and a warm
+classes, since creating an attrs class is not free (see ``model``) and a warm
 spawn creates the model first. Importing this module adds its names to ``model``'s.
 """
 

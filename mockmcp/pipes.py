@@ -4,7 +4,7 @@
 ``receive_some`` and every ``send_all``, whether or not the pipe is ready. For
 a request/response client (one line written, its answer awaited) each of those
 yields is a whole run-loop turn with an ``epoll_wait`` of its own: the answer to
-one request cost three turns, a third of a ping-pong round trip's instructions.
+one request cost three turns, a third of a ping-pong round trip's work.
 
 These streams do the I/O first and yield only when they must:
 
@@ -77,7 +77,7 @@ other tasks already wait that long behind a flooding client; small reads that
 find data may add up to a quarter of that (about 60 requests) before the reader
 yields. A request/response client whose next line is already there when the
 mock reads (the mock is the slower side, the usual case) then costs no run-loop
-turn per line: a turn is about 17,000 instructions, a tenth of a round trip."""
+turn per line: a turn is about a tenth of a round trip."""
 
 
 class PipeReceiveStream(trio.abc.ReceiveStream):
@@ -113,7 +113,7 @@ class PipeReceiveStream(trio.abc.ReceiveStream):
         # client is usually writing its next line while the mock finishes the last answer, so
         # the line is there after one turn (the floor's FdStream gets that turn for free);
         # parking at once cost an epoll registration and a blocking wait besides the turn,
-        # about 50,000 instructions, on three round trips of four (ping-pong, measured).
+        # on three round trips of four (ping-pong, measured; docs/performance.md).
         self._unyielded = 0  # (the turn lets every other task run)
         await trio.lowlevel.checkpoint()  # (a cancel here takes nothing)
         while True:

@@ -3,9 +3,9 @@ that does not import argparse.
 
 Suites spawn ``mockmcp run`` once per test, and argparse is a good part of a
 spawn's own cost: importing it (and gettext) and building the ``run`` parser
-(a help formatter per option) is about 14 M of a warm spawn's 600 M
-instructions. ``RUN_OPTIONS`` is the one table of the options: ``cli`` gives
-it to argparse for help, errors and every unusual form. ``quick_parse`` reads
+(a help formatter per option; measured in docs/performance.md). ``RUN_OPTIONS``
+is the one table of the options: ``cli`` gives it to argparse for help, errors
+and every unusual form. ``quick_parse`` reads
 the forms spawns use (``run SCENARIO``, options written ``--name VALUE`` or
 ``--flag``, in any order) into the values argparse would give, and declines
 (``None``) everything else: help, ``--name=VALUE``, abbreviations, a value

@@ -184,12 +184,12 @@ class Shell:
         """Read and dispatch stdin until its end (``True``) or a pause or stop (``False``).
 
         The whole run of reads is in one cancel scope, so a read costs no scope of its own
-        (a new trio cancel scope per read cost the round trip about a fifth of its
-        instructions). The control channel cancels the scope only while the reader waits in
-        ``receive_some`` (``_reading``), which then either raises ``Cancelled`` before any byte
-        is taken, or (woken with data just before the cancel) returns a chunk with no
-        checkpoint after it: the chunk is held for after the pause (``_held``) and the scope
-        is left before anything could see its cancellation, so a dispatch is never cancelled.
+        (a new trio cancel scope per read cost the round trip about a fifth). The control
+        channel cancels the scope only while the reader waits in ``receive_some``
+        (``_reading``), which then either raises ``Cancelled`` before any byte is taken, or
+        (woken with data just before the cancel) returns a chunk with no checkpoint after it:
+        the chunk is held for after the pause (``_held``) and the scope is left before
+        anything could see its cancellation, so a dispatch is never cancelled.
         """
         data = self._held
         self._held = None

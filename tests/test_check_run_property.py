@@ -1,4 +1,4 @@
-"""Property: a scenario ``mockmcp check`` accepts never crashes ``mockmcp run`` (issue 11 #6).
+"""Property: a scenario ``mockmcp check`` accepts never crashes ``mockmcp run``.
 
 Hypothesis builds scenario mappings from the model's step kinds, rules, ``when``
 conditions, templates, loops and edge values (huge integers, extreme floats,
@@ -65,7 +65,7 @@ counts = mostly(st.integers(-2, 4) | st.just("{{ default(arguments.n, 2) }}"), s
 
 # ---------------------------------------------------------------- steps
 
-# a templated sleep renders request values (issue 17): "-1ms", "xms", "1e9ms" must be refused, not crash
+# a templated sleep renders request values: "-1ms", "xms", "1e9ms" must be refused, not crash
 templated_durations = st.sampled_from(["{{ arguments.a }}ms", "{{ arguments.n }}s", "{{ default(arguments.a, 5) }}ms", "{{ arguments }}"])
 sleep = st.builds(lambda d: {"sleep": d}, durations | templated_durations)
 progress = st.builds(lambda v, t: {"progress": {"progress": v, "total": t}}, st.one_of(st.integers(0, 5), edge_floats, st.just("{{ index }}")), st.none() | st.just(10))

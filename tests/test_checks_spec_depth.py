@@ -1,4 +1,4 @@
-"""The client checks issue 17 added: reserved _meta prefixes, W3C trace context
+"""Client checks of the spec's finer points: reserved _meta prefixes, W3C trace context
 formats, sub-capability shapes, legacy initialize params.
 
 Unit tests feed ClientChecker directly; the last test runs the real process with

@@ -1,5 +1,5 @@
 """completion/complete matched on context.arguments, and RFC 6570 level 3-4 templates
-served by the real process (issue 17)."""
+served by the real process."""
 
 from __future__ import annotations
 

@@ -151,7 +151,7 @@ def test_prompt_resource_and_template_definitions():
         ("tool", {"name": "greet"}, "$.params.definition.name", "duplicate name 'greet'"),
         ("tool", {"nam": "x"}, "$.params.definition.nam", "unknown key 'nam'"),
         ("tool", {"name": "x", "replies": [{"steps": [{"setState": "nowhere"}, {"text": "x"}]}]}, "$.params.definition.replies[0].steps[0].setState", "unknown state 'nowhere'"),
-        # ({?a} is RFC 6570 level 3, matched since issue 17; a dotted name still cannot name a group)
+        # ({?a} is RFC 6570 level 3, which is matched; a dotted name still cannot name a group)
         ("template", {"uriTemplate": "x://{a.b}", "name": "t"}, "$.params.definition.uriTemplate", "variable 'a.b'"),
         ("resource", {"uri": "file:///c", "name": "c", "file": "c.txt"}, "$.params.definition.file", "cannot reference a file"),
         ("prompt", ["not", "a", "mapping"], "$.params.definition", "expected a mapping"),

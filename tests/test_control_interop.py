@@ -3,7 +3,7 @@
 The SDK spawns ``mockmcp run --control PATH`` itself (``MockServer.stdio_parameters``);
 the test drives the running mock through ``MockServer``'s async methods, under
 trio (pytest-trio) and under asyncio (``asyncio.run``), and through the fixture.
-The three behaviours issue 15 names: a list-changed event emitted from the test
+The three behaviours the control channel exists for: a list-changed event emitted from the test
 reaches the client's listen stream; an armed fault hits the next call only;
 ``wait_for`` sees the real client's request.
 """

@@ -1,4 +1,4 @@
-"""Driving tasks of the Tasks extension from the control channel (issue 15, "a task status change").
+"""Driving tasks of the Tasks extension from the control channel (a task's status changed from the test).
 
 The core tests feed a real ``Connection`` (the MCP side, the bundled ``tasks``
 scenario) and a ``Control`` over the same engine, as ``test_control_core`` does:

@@ -5,7 +5,8 @@ around the bundled ``default`` scenario's tools), then mutated the ways hostile
 or broken clients write them: missing values, numbers JSON does not allow or no
 double holds, deep nesting, lone surrogates, duplicate keys, truncation,
 bytes that are not UTF-8. Each line is followed by a probe request that must
-be answered exactly once. This would have found defects 1-3 and 10 of issue 11.
+be answered exactly once. It would have found the crashes on client input that
+tests/test_hardening_input.py pins one by one.
 """
 
 from __future__ import annotations

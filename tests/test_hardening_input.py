@@ -1,4 +1,4 @@
-"""Client data can never crash the core (issue 11, part 1): one regression test per defect.
+"""Client data can never crash the core: one regression test per defect found.
 
 Each test drives the real path: lines through ``Connection.receive_data`` (or
 the real process), scenarios through the loader and ``check``, ``requestState``

@@ -1,5 +1,5 @@
 """Limits met at the connection and in check: a notification past the limits goes unanswered,
-and expectation matchers get the same operand checks as ``when`` (issue 11, left over from defects 6 and 10)."""
+and expectation matchers get the same operand checks as ``when``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""tools/call arguments are validated against the tool's inputSchema by default (issue 17).
+"""tools/call arguments are validated against the tool's inputSchema by default.
 
 tools.mdx: servers MUST validate tool inputs, and an input validation error is a tool
 execution error (a result with ``isError: true``), not a protocol error. The real

@@ -1,4 +1,4 @@
-"""Both official clients in their legacy mode against everything-legacy (issue 17).
+"""Both official clients in their legacy mode against everything-legacy.
 
 mcp==2.3.0 (Python, asyncio) and @modelcontextprotocol/client 2.4.0 fall back to
 the 2025-11-25 handshake (the scenario answers server/discover with -32601), then

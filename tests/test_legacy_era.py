@@ -1,4 +1,4 @@
-"""The legacy era, complete (issue 17): server-to-client requests, logging/setLevel,
+"""The legacy era, complete: server-to-client requests, logging/setLevel,
 resources/subscribe, list-changed notifications, -32042 and its retry.
 
 Every test drives the real process over pipes, a line at a time, as a

@@ -1,4 +1,4 @@
-"""The load cache's key and its damaged entries (issue 11 #14).
+"""The load cache's key and its damaged entries.
 
 The key must cover every piece of code that shapes a cached scenario, so an
 edit anywhere in the package (not only in a list of modules) is a miss; an

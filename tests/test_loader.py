@@ -155,7 +155,7 @@ def test_unknown_bundled_name():
     assert str(info.value) == "no-such-scenario: no such file or bundled scenario (`mockmcp list` shows the bundled ones)"
 
 
-# ---------------------------------------------------------------- libyaml is optional (issue 11 #15)
+# ---------------------------------------------------------------- libyaml is optional
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
@@ -184,7 +184,7 @@ def test_the_loader_falls_back_to_the_pure_python_parser():
     assert int(proc.stdout) == len(load("conformance-no-leak", use_cache=False)[0].tools) > 0
 
 
-# ---------------------------------------------------------------- values run could not send (issue 11 #6, #8)
+# ---------------------------------------------------------------- values run could not send
 
 
 def one_problem(text: str) -> str:

@@ -1,8 +1,8 @@
 """The model's parts (``model_*.py``): each defined only for scenarios that use its classes.
 
 A warm spawn of a scenario whose classes are all in ``model`` itself (``default``) must
-import no part (that is their point: each attrs class costs about 1.2 M instructions to
-create), one that uses a class of a part must import that part, and in every case the
+import no part (that is their point: creating attrs classes is a real share of a warm
+spawn, see docs/performance.md), one that uses a class of a part must import that part, and in every case the
 names read as ``model.X`` and the type hints of ``model``'s classes are the same objects.
 """
 

@@ -1,6 +1,6 @@
 """The default protocol behaviour of revision 2026-07-28, over the fake link.
 
-One section per numbered item of "Protocol behaviour by default" (issue 2).
+One section per numbered item of the protocol behaviour the mock has by default.
 No process: bytes go to the real shell on memory streams (``fakelink.py``),
 which runs the plans on a virtual clock. Every message the mock writes is
 validated against the official JSON Schema with the ``schema`` fixture.

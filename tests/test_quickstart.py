@@ -1,6 +1,6 @@
 """The README's test command is the whole story: CI runs exactly it, and it installs what it needs.
 
-Issue 12: a fresh clone failed the README's test command because only `.ci/run`
+A fresh clone once failed the README's test command because only `.ci/run`
 ran npm. Now `.ci/run` does machine setup and then the README's line, and the
 suite installs the TypeScript client itself (tests/interop/tsclient.py), or fails
 with one line naming Node.js and npm.

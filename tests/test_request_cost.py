@@ -1,4 +1,4 @@
-"""What one request may cost the server (issue 11, defects 4, 5, 7 and 12).
+"""What one request may cost the server.
 
 - Loops expand lazily: a plan keeps at most ``EAGER_BUDGET`` evaluations of
   eager work, whatever the loop count, and the rest runs as the shell pulls it.

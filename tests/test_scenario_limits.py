@@ -1,4 +1,4 @@
-"""What ``mockmcp check`` accepts, ``mockmcp run`` can do (issue 11 #6, #7, #8).
+"""What ``mockmcp check`` accepts, ``mockmcp run`` can do.
 
 Each scenario here passed ``check`` once and then crashed ``run`` (or ``check``
 itself): now ``check`` names the problem at its place, and a scenario just

@@ -1,4 +1,4 @@
-"""Errors that help (issue 12 #6), through the real CLI: output and exit status.
+"""Errors that help, through the real CLI: output and exit status.
 
 A typo gets the closest name ("did you mean"), a tab in the indentation is
 called that, and a file that cannot be read is named with the OS's reason,

@@ -1,4 +1,4 @@
-"""Templated sleeps and the uuid/now/counter/base64 helpers (issue 17).
+"""Templated sleeps and the uuid/now/counter/base64 helpers.
 
 The fake link runs the real shell on a mock clock, so a templated sleep's
 length is read off the virtual timeline; the helpers are checked through the

@@ -1,4 +1,4 @@
-"""The control channel (issue 15): emit latency, wait_for latency, and MCP round trips under control load.
+"""The control channel: emit latency, wait_for latency, and MCP round trips under control load.
 
 - emit: a control client (one kept-open connection) sends ``emit`` of
   ``tools/list_changed``; the figure is the time until the notification is read

@@ -6,7 +6,7 @@ by the same driver, rounds alternating, each keeping its best (noise only slows 
 round down). Servers: the official Python SDK's ``MCPServer`` (tests/servers/sdk_server.py),
 the reference ``everything`` server on Node when it is installed (tests/servers/everything,
 ``npm ci`` by the test suite), and the floor (a trio NDJSON echo, the fastest
-"server" there is: the hardest ratio). Targets (issue 13): through the proxy to a real
+"server" there is: the hardest ratio). Targets: through the proxy to a real
 server, pipelined >= 0.5x direct; median added round trip <= 1 ms. The floor is no real
 server: its pipelined ratio is shown as a reference, the proxy's own ceiling (each line
 is read, parsed and written twice), and not judged against the 0.5x line.

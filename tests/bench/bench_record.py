@@ -1,4 +1,4 @@
-"""Recording 10,000 calls: the cassette is built, redacted, emitted and written in < 2 s (issue 13);
+"""Recording 10,000 calls: the cassette is built, redacted, emitted and written in < 2 s;
 a server flooding one call costs the recorder bounded memory.
 
 The lines of a 10,000-call session (discover, a tools/list, 10,000 distinct

@@ -1,4 +1,4 @@
-"""The Tasks extension and session directories (issue 14's targets).
+"""The Tasks extension and session directories, against their targets.
 
 - ``tasks/get`` with 1,000 tasks alive: 1,000 ``forever`` tasks of the bundled
   ``tasks`` scenario are created, then ``tasks/get`` of them in turn, ping-pong;

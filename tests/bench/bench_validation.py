@@ -1,4 +1,4 @@
-"""What validating tools/call arguments costs (issue 17), against the same mock unvalidated.
+"""What validating tools/call arguments costs, against the same mock unvalidated.
 
 Pipelined: 20,000 ``tools/call`` of the default scenario's ``echo`` (its inputSchema
 has a required string property), written at once; once with the scenario as it is
