@@ -173,8 +173,30 @@ def test_unknown_scenario_name_exits_2():
 # ---------------------------------------------------------------- EOF and signals
 
 
-def spawn(*args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(mockmcp_cmd("run", *args), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+# Starts the rest of its command line with SIGINT's disposition set to argv[1] ("SIG_DFL" or
+# "SIG_IGN"): what the mock inherits is then the test's choice, not whatever launched the suite (a
+# shell without job control starts a background job with SIGINT ignored, and exec keeps that).
+_WITH_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, getattr(signal, sys.argv[1])); os.execv(sys.argv[2], sys.argv[2:])"
+
+
+def spawn(*args: str, sigint: str = "SIG_DFL") -> subprocess.Popen[bytes]:
+    """``mockmcp run ARGS`` started with SIGINT's disposition ``sigint``."""
+    return subprocess.Popen([sys.executable, "-c", _WITH_SIGINT, sigint, *mockmcp_cmd("run", *args)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.fixture
+def reaped() -> Any:
+    """Processes a test hands in here are killed and waited for when it ends, passed or failed."""
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs.append
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def read_line(proc: subprocess.Popen[bytes], timeout: float = 30) -> bytes:
@@ -212,11 +234,13 @@ def test_eof_lets_a_pending_scripted_reply_finish(schema):
     assert "Kyiv" in msg["result"]["content"][0]["text"]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_signals_exit_promptly_without_traceback(schema, sig, tmp_path):
+@pytest.mark.parametrize(("sig", "inherited"), [(signal.SIGTERM, "SIG_DFL"), (signal.SIGINT, "SIG_DFL"), (signal.SIGINT, "SIG_IGN")],
+                         ids=["SIGTERM", "SIGINT", "SIGINT-started-ignored"])
+def test_signals_exit_promptly_without_traceback(schema, sig, inherited, tmp_path, reaped):
     path = tmp_path / "hang.yaml"
     path.write_text("mockmcp: 1\ntools: [{name: wait, replies: [{steps: [{hang: true}]}]}, {name: ping}]\n")
-    proc = spawn(str(path))
+    proc = spawn(str(path), sigint=inherited)
+    reaped(proc)
     sent = [request(1, "tools/call", {"name": "wait"}), request(2, "tools/call", {"name": "ping"})]
     proc.stdin.write(line(sent[0]) + line(sent[1]))  # type: ignore[union-attr]
     proc.stdin.flush()  # type: ignore[union-attr]
@@ -383,11 +407,17 @@ def test_a_reader_that_leaves_early_gets_no_traceback(command, tmp_path):
     assert b"Traceback" not in err and b"BrokenPipe" not in err
 
 
-def test_sigint_during_start_up_exits_130_without_traceback(tmp_path):
-    """The scenario is a FIFO nobody writes: the mock is certainly still loading when the signal lands."""
+@pytest.mark.parametrize("inherited", ["SIG_DFL", "SIG_IGN"], ids=["default", "started-ignored"])
+def test_sigint_during_start_up_exits_130_without_traceback(tmp_path, inherited, reaped):
+    """The scenario is a FIFO nobody writes: the mock is certainly still loading when the signal lands.
+
+    ``started-ignored``: a client started as a background job of a script (``client &``) spawns
+    the mock with SIGINT ignored; its SIGINT must stop the mock while it loads too, as it does
+    once it serves."""
     fifo = tmp_path / "scenario.yaml"
     os.mkfifo(fifo)
-    proc = subprocess.Popen(mockmcp_cmd("run", str(fifo), "--no-cache"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = spawn(str(fifo), "--no-cache", sigint=inherited)
+    reaped(proc)
     time.sleep(1.5)  # imports done, blocked opening the FIFO
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
@@ -396,10 +426,11 @@ def test_sigint_during_start_up_exits_130_without_traceback(tmp_path):
     assert out == b"" and b"Traceback" not in err and b"KeyboardInterrupt" not in err
 
 
-def test_sigterm_during_start_up_is_quiet(tmp_path):
+def test_sigterm_during_start_up_is_quiet(tmp_path, reaped):
     fifo = tmp_path / "scenario.yaml"
     os.mkfifo(fifo)
     proc = subprocess.Popen(mockmcp_cmd("run", str(fifo), "--no-cache"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    reaped(proc)
     time.sleep(1.5)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
