@@ -41,10 +41,13 @@ past either, the call is reported invalid with that reason, never an exception.
 
 from __future__ import annotations
 
+import marshal
 import math
+import re
 from typing import Any, Callable, Iterator
 
 from . import matching
+from .lazyre import LazyPattern
 
 MAX_SUBSCHEMAS = 10_000
 MAX_DEPTH = 128
@@ -70,9 +73,9 @@ _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "depe
 _SCHEMA_LISTS = ("prefixItems", "allOf", "anyOf", "oneOf")
 
 
-def _dialect(schema: Any) -> str:
+def _dialect(schema: Any, default: str = DIALECT_2020) -> str:
     if type(schema) is not dict or "$schema" not in schema:
-        return DIALECT_2020
+        return default
     given = schema["$schema"]
     if type(given) is str:
         norm = given.rstrip("#").replace("https://json-schema.org/draft-07", "http://json-schema.org/draft-07")
@@ -189,12 +192,15 @@ def _at(path: tuple[Any, ...]) -> str:
 class _Run:
     """One validation: the errors found so far, the evaluation budget."""
 
-    __slots__ = ("errors", "steps", "depth")
+    __slots__ = ("errors", "steps", "depth", "scope")
 
-    def __init__(self, collect: bool) -> None:
+    def __init__(self, collect: bool, scope: list[str] | None) -> None:
         self.errors: list[str] | None = [] if collect else None
         self.steps = 0
         self.depth = 0
+        # The schema resources entered so far, outermost first (the dynamic scope a
+        # $dynamicRef searches); None when the schema has no such reference.
+        self.scope = scope
 
 
 # An evaluation's outcome: None if the instance fails, else the annotations the
@@ -203,52 +209,284 @@ _Ann = tuple[set[str], set[int]]
 _EMPTY: _Ann = (set(), set())
 
 
-class Validator:
-    """A compiled schema: ``errors(instance)`` lists what the instance breaks."""
+_URI = LazyPattern(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?\Z", re.S)
 
-    def __init__(self, schema: Any) -> None:
+
+def _join(base: str, ref: str) -> str:
+    """``ref`` resolved against the URI ``base`` (RFC 3986 section 5.2; pure: no urllib,
+    and unlike ``urljoin`` it treats every scheme alike, ``urn:`` included)."""
+    r = _URI.get().match(ref)
+    b = _URI.get().match(base)
+    assert r is not None and b is not None  # every string matches (each part is optional)
+    scheme, authority, path, query, frag = r.groups()
+    if scheme is None:
+        bscheme, bauthority, bpath, bquery, _ = b.groups()
+        scheme = bscheme
+        if authority is None:
+            authority = bauthority
+            if not path:
+                path = bpath
+                query = query if query is not None else bquery
+            elif not path.startswith("/"):
+                if bauthority is not None and not bpath:
+                    path = "/" + path
+                else:
+                    path = bpath[: bpath.rfind("/") + 1] + path
+    out = f"{scheme}:" if scheme is not None else ""
+    if authority is not None:
+        out += f"//{authority}"
+    out += _remove_dots(path)
+    if query is not None:
+        out += f"?{query}"
+    return out if frag is None else f"{out}#{frag}"
+
+
+def _remove_dots(path: str) -> str:
+    if "." not in path:
+        return path
+    out: list[str] = []
+    segments = path.split("/")
+    for i, seg in enumerate(segments):
+        last = i == len(segments) - 1
+        if seg == ".":
+            if last:
+                out.append("")
+        elif seg == "..":
+            if len(out) > 1 or (out and out[0] != ""):
+                out.pop()
+            if last:
+                out.append("")
+        else:
+            out.append(seg)
+    return "/".join(out)
+
+
+# ECMA-262 Unicode property escapes (\p{L}, \p{Letter}, \P{Nd}, ...) by general category,
+# which Python's re lacks: translated into character classes built from unicodedata.
+_CATEGORY_NAMES = {
+    "Letter": "L", "Cased_Letter": "LC", "Uppercase_Letter": "Lu", "Lowercase_Letter": "Ll", "Titlecase_Letter": "Lt",
+    "Modifier_Letter": "Lm", "Other_Letter": "Lo", "Mark": "M", "Nonspacing_Mark": "Mn", "Spacing_Mark": "Mc",
+    "Enclosing_Mark": "Me", "Number": "N", "Decimal_Number": "Nd", "digit": "Nd", "Letter_Number": "Nl",
+    "Other_Number": "No", "Punctuation": "P", "punct": "P", "Symbol": "S", "Separator": "Z", "Space_Separator": "Zs",
+    "Other": "C", "Control": "Cc", "cntrl": "Cc", "Format": "Cf", "Private_Use": "Co", "Unassigned": "Cn",
+    "Connector_Punctuation": "Pc", "Dash_Punctuation": "Pd", "Open_Punctuation": "Ps", "Close_Punctuation": "Pe",
+    "Initial_Punctuation": "Pi", "Final_Punctuation": "Pf", "Other_Punctuation": "Po", "Math_Symbol": "Sm",
+    "Currency_Symbol": "Sc", "Modifier_Symbol": "Sk", "Other_Symbol": "So", "Line_Separator": "Zl",
+    "Paragraph_Separator": "Zp", "Surrogate": "Cs",
+}
+_PROPERTY = LazyPattern(r"\\([pP])\{(?:General_Category=|gc=)?([A-Za-z_]+)\}")
+_category_ranges: dict[str, str] = {}
+
+
+def _ranges(category: str) -> str:
+    """The members of a general category (``L``: every ``L*``) as the inside of a character class."""
+    found = _category_ranges.get(category)
+    if found is None:
+        import unicodedata  # only for patterns with \p{...}: a table of 1.1 M code points, built once
+
+        cats = ("Lu", "Ll", "Lt") if category == "LC" else (category,)
+        parts: list[str] = []
+        start = -1
+        for c in range(0x110001):
+            inside = c < 0x110000 and unicodedata.category(chr(c)).startswith(cats)
+            if inside and start < 0:
+                start = c
+            elif not inside and start >= 0:
+                parts.append(_class_char(start) if start == c - 1 else f"{_class_char(start)}-{_class_char(c - 1)}")
+                start = -1
+        found = _category_ranges[category] = "".join(parts)
+    return found
+
+
+def _class_char(c: int) -> str:
+    return f"\\U{c:08x}"
+
+
+def _python_regex(pattern: str) -> str:
+    """An ECMA-262 ``pattern`` as a Python regex: its Unicode property escapes become
+    character classes (``SchemaError`` for a property that is not a general category)."""
+    if "\\p{" not in pattern and "\\P{" not in pattern:
+        return pattern
+    out: list[str] = []
+    i = 0
+    in_class = False
+    while i < len(pattern):
+        c = pattern[i]
+        m = _PROPERTY.get().match(pattern, i) if c == "\\" else None
+        if m is not None:
+            name = m.group(2)
+            category = _CATEGORY_NAMES.get(name, name)
+            if category not in _CATEGORY_NAMES.values():
+                raise SchemaError(f"pattern {pattern!r}: the Unicode property {m.group(0)} is not supported (general categories are)")
+            if in_class and m.group(1) == "P":
+                raise SchemaError(f"pattern {pattern!r}: {m.group(0)} inside a character class is not supported")
+            ranges = _ranges(category)
+            out.append(ranges if in_class else f"[{'^' if m.group(1) == 'P' else ''}{ranges}]")
+            i = m.end()
+            continue
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+        elif c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+class Validator:
+    """A compiled schema: ``errors(instance)`` lists what the instance breaks.
+
+    ``default_dialect`` is the dialect of a schema without ``$schema`` (2020-12, as
+    the revision says of tool schemas; the JSON-Schema-Test-Suite's draft-07 folder
+    is read with draft-07). ``compile_checks=False`` leaves every verdict to the
+    evaluator: the compiled checks are only a faster way to the same answers, and
+    the differential tests compare the two."""
+
+    def __init__(self, schema: Any, default_dialect: str = DIALECT_2020, compile_checks: bool = True) -> None:
+        if default_dialect not in SUPPORTED_DIALECTS:
+            raise ValueError(f"default_dialect must be one of {SUPPORTED_DIALECTS}")
         self.root = schema
-        self.draft7 = _dialect(schema) == DIALECT_07
-        self.anchors: dict[str, Any] = {}
-        self.ids: dict[str, Any] = {}
-        self._patterns: set[str] = set()
+        self.draft7 = _dialect(schema, default_dialect) == DIALECT_07
+        # Every schema resource of the document by its absolute URI (the root's is its
+        # $id, or "" without one), its anchors by (resource, name), and the base URI of
+        # each subschema object (by identity: what its relative references resolve against).
+        self.resources: dict[str, Any] = {}
+        self.anchors: dict[tuple[str, str], Any] = {}
+        self.dynamic_anchors: dict[tuple[str, str], Any] = {}
+        self.base: dict[int, str] = {}
+        # What each $ref and $dynamicRef points at, resolved once here; a $dynamicRef
+        # whose target bears the $dynamicAnchor it names is looked up in the dynamic
+        # scope at validation time (its name is kept beside the static target).
+        self.refs: dict[int, Any] = {}
+        self.dynamic_refs: dict[int, tuple[Any, str | None]] = {}
+        self._patterns: dict[str, str] = {}  # a schema's pattern -> the Python regex that matches like it
         self._uses_unevaluated = False
-        self._index(schema)
-        self._check_refs(schema)
+        self._count = 0
+        self._pending: list[tuple[dict[str, Any], str]] = []
+        self._index(schema, "")
+        self._resolve_pending()
         self._budget = [0, 0]  # evaluations and nesting of the compiled checks' $refs, per call
         self._fns: dict[int, Callable[[Any], bool]] = {}
-        self._fast = None if self._uses_unevaluated or self.draft7 else self._compile(schema)
+        dynamic = any(name is not None for _, name in self.dynamic_refs.values())
+        usable = compile_checks and not (self._uses_unevaluated or self.draft7 or dynamic)
+        self._fast = self._compile(schema) if usable else None
+
+    @property
+    def has_compiled_checks(self) -> bool:
+        """Whether compiled checks decide valid instances (else the evaluator does: the
+        schema uses unevaluated*, a dynamic $dynamicRef or draft-07, or it was asked to)."""
+        return self._fast is not None
 
     # ------------------------------------------------------------ compile
 
-    def _index(self, root: Any) -> None:
-        count = 0
-        stack = [root]
+    def _own_id(self, schema: dict[str, Any]) -> Any:
+        """The ``$id`` that applies to ``schema`` (draft-07 ignores every sibling of ``$ref``)."""
+        if self.draft7 and "$ref" in schema:
+            return None
+        return schema.get("$id")
+
+    def _index(self, top: Any, top_base: str) -> None:
+        """Walk the subschemas below ``top`` (whose enclosing base URI is ``top_base``):
+        check keyword values, register resources and anchors, queue references."""
+        stack: list[tuple[Any, str]] = [(top, top_base)]
         while stack:
-            schema = stack.pop()
-            count += 1
-            if count > MAX_SUBSCHEMAS:
+            schema, base = stack.pop()
+            self._count += 1
+            if self._count > MAX_SUBSCHEMAS:
                 raise SchemaError(f"the schema has more than {MAX_SUBSCHEMAS} subschemas")
             if type(schema) is bool:
                 continue
             if type(schema) is not dict:
                 raise SchemaError(f"a schema is an object or a boolean, not {_clip(schema)}")
+            if id(schema) in self.base:
+                continue  # the same object reached twice (a YAML alias): indexed already
+            sid = self._own_id(schema)
+            if sid is not None:
+                if type(sid) is not str:
+                    raise SchemaError(f"$id must be a string, got {_clip(sid)}")
+                uri, _, frag = sid.partition("#")
+                if uri:
+                    base = _join(base, uri)
+                    self.resources.setdefault(base, schema)
+                if frag and self.draft7:
+                    self.anchors[(base, _percent_decode(frag))] = schema
+            elif schema is self.root:
+                self.resources.setdefault(base, schema)
+            self.base[id(schema)] = base
             for key in ("$anchor", "$dynamicAnchor"):
                 if key in schema:
                     if type(schema[key]) is not str:
                         raise SchemaError(f"{key} must be a string")
-                    self.anchors[schema[key]] = schema
-            sid = schema.get("$id")
-            if type(sid) is str and schema is not root:
-                base, _, frag = sid.partition("#")
-                if base:
-                    self.ids[base] = schema
-                if frag and self.draft7:
-                    self.anchors[frag] = schema
+                    self.anchors.setdefault((base, schema[key]), schema)
+            if type(schema.get("$dynamicAnchor")) is str and not self.draft7:
+                self.dynamic_anchors[(base, schema["$dynamicAnchor"])] = schema
+            for key in ("$ref", "$dynamicRef"):
+                if key in schema and (key == "$ref" or not self.draft7):
+                    self._pending.append((schema, base))
+                    break
             self._keyword_values(schema)
             if "unevaluatedItems" in schema or "unevaluatedProperties" in schema:
                 self._uses_unevaluated = True
-            stack.extend(sub for _, sub in _subschemas(schema, self.draft7))
+            stack.extend((sub, base) for _, sub in _subschemas(schema, self.draft7))
+
+    def _resolve_pending(self) -> None:
+        """Resolve every queued reference; one that lands outside the walked subschemas
+        (``#/properties/a/x-unknown``) has that place walked, which may queue more."""
+        while self._pending:
+            schema, base = self._pending.pop()
+            if "$ref" in schema:
+                self.refs[id(schema)] = self._locate(schema["$ref"], base, "$ref")
+            if "$dynamicRef" in schema and not self.draft7:
+                ref = schema["$dynamicRef"]
+                target = self._locate(ref, base, "$dynamicRef")
+                name: str | None = None
+                uri, _, frag = _join(base, ref).partition("#")
+                frag = _percent_decode(frag)
+                if frag and not frag.startswith("/") and self.dynamic_anchors.get((uri, frag)) is target:
+                    name = frag  # bookended: the dynamic scope decides
+                self.dynamic_refs[id(schema)] = (target, name)
+
+    def _locate(self, ref: Any, base: str, key: str) -> Any:
+        """The subschema ``ref`` names, resolved against ``base`` (``SchemaError`` if none)."""
+        if type(ref) is not str:
+            raise SchemaError(f"{key} must be a string, got {_clip(ref)}")
+        uri, _, frag = _join(base, ref).partition("#")
+        target = self.resources.get(uri)
+        if target is None:
+            raise SchemaError(
+                f"{key} {ref!r} points outside the schema: mockmcp never fetches a schema "
+                "(basic/index.mdx), so it cannot validate against it; put the definition in $defs"
+            )
+        frag = _percent_decode(frag)
+        if not frag:
+            return target
+        if not frag.startswith("/"):
+            if (uri, frag) in self.anchors:
+                return self.anchors[(uri, frag)]
+            raise SchemaError(f"{key} {ref!r}: no $anchor {frag!r} in the schema")
+        node, node_base, parent_base = target, uri, uri
+        for part in frag[1:].split("/"):
+            part = _unescape(part)
+            if type(node) is dict and part in node:
+                node = node[part]
+            elif type(node) is list and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                raise SchemaError(f"{key} {ref!r}: no such place in the schema")
+            parent_base = node_base
+            if type(node) is dict:
+                sid = self._own_id(node)
+                if type(sid) is str and sid.partition("#")[0]:
+                    node_base = _join(node_base, sid.partition("#")[0])
+        if type(node) is not dict and type(node) is not bool:
+            raise SchemaError(f"{key} {ref!r} does not point at a schema")
+        if type(node) is dict and id(node) not in self.base:
+            self._index(node, parent_base)  # a place the walk did not reach (below an unknown keyword)
+        return node
 
     def _keyword_values(self, s: dict[str, Any]) -> None:
         """Refuse keyword values that would make a validation raise instead of answer."""
@@ -283,60 +521,13 @@ class Validator:
         patterns = [s["pattern"]] if "pattern" in s else []
         patterns += list((s.get("patternProperties") or {}).keys())
         for pattern in patterns:
-            problem = matching.regex_problem(pattern, "pattern")
+            if type(pattern) is str and pattern not in self._patterns:
+                self._patterns[pattern] = _python_regex(pattern)
+            problem = matching.regex_problem(self._patterns.get(pattern, pattern), "pattern")
             if problem is not None:
                 raise SchemaError(problem)
-            self._patterns.add(pattern)
 
-    def _check_refs(self, root: Any) -> None:
-        stack = [root]
-        while stack:
-            schema = stack.pop()
-            if type(schema) is not dict:
-                continue
-            for key in ("$ref", "$dynamicRef"):
-                if key in schema:
-                    self.resolve(schema[key])
-            stack.extend(sub for _, sub in _subschemas(schema, self.draft7))
 
-    def resolve(self, ref: Any) -> Any:
-        """The subschema ``ref`` names in this document (``SchemaError`` if none)."""
-        if type(ref) is not str:
-            raise SchemaError(f"$ref must be a string, got {_clip(ref)}")
-        base, _, frag = ref.partition("#")
-        target: Any
-        if base:
-            root_id = self.root.get("$id") if type(self.root) is dict else None
-            if type(root_id) is str and root_id.partition("#")[0] == base:
-                target = self.root
-            elif base in self.ids:
-                target = self.ids[base]
-            else:
-                raise SchemaError(
-                    f"$ref {ref!r} points outside the schema: mockmcp never fetches a schema "
-                    "(basic/index.mdx), so it cannot validate against it; put the definition in $defs"
-                )
-        else:
-            target = self.root
-        frag = _percent_decode(frag)
-        if not frag:
-            return target
-        if not frag.startswith("/"):
-            if frag in self.anchors:
-                return self.anchors[frag]
-            raise SchemaError(f"$ref {ref!r}: no $anchor {frag!r} in the schema")
-        node = target
-        for part in frag[1:].split("/"):
-            part = _unescape(part)
-            if type(node) is dict and part in node:
-                node = node[part]
-            elif type(node) is list and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                raise SchemaError(f"$ref {ref!r}: no such place in the schema")
-        if type(node) is not dict and type(node) is not bool:
-            raise SchemaError(f"$ref {ref!r} does not point at a schema")
-        return node
 
     # ------------------------------------------------------------ compiled checks
 
@@ -366,9 +557,10 @@ class Validator:
         strs: list[Callable[[Any], bool]] = []
         arrs: list[Callable[[Any], bool]] = []
         objs: list[Callable[[Any], bool]] = []
-        for key in ("$ref", "$dynamicRef"):
-            if key in s:
-                anyv.append(self._ref(self.resolve(s[key])))
+        if "$ref" in s:
+            anyv.append(self._ref(self.refs[id(s)]))
+        if id(s) in self.dynamic_refs:  # (only ones without a dynamic scope: see __init__)
+            anyv.append(self._ref(self.dynamic_refs[id(s)][0]))
         exact: type | None = None
         if "type" in s:
             names = tuple(s["type"]) if type(s["type"]) is list else (s["type"],)
@@ -398,7 +590,7 @@ class Validator:
             high = s["maxLength"]
             strs.append(lambda v: len(v) <= high)
         if "pattern" in s:
-            pattern = s["pattern"]
+            pattern = self._patterns[s["pattern"]]
             strs.append(lambda v: matching.regex_search(pattern, v))
         self._build_array(s, arrs)
         self._build_object(s, objs)
@@ -482,7 +674,7 @@ class Validator:
             names = self._compile(s["propertyNames"])
             objs.append(lambda v: all(names(k) for k in v))
         props = {k: self._compile(x) for k, x in (s.get("properties") or {}).items()}
-        patterns = [(p, self._compile(x)) for p, x in (s.get("patternProperties") or {}).items()]
+        patterns = [(self._patterns[p], self._compile(x)) for p, x in (s.get("patternProperties") or {}).items()]
         extra = self._compile(s["additionalProperties"]) if "additionalProperties" in s else None
         if patterns or extra is not None:
 
@@ -541,11 +733,12 @@ class Validator:
                     return []
             except _Budget:
                 pass  # the evaluator meets the same bound and says where
-        run = _Run(collect=False)
+        scope: list[str] | None = [] if self.dynamic_refs else None
+        run = _Run(collect=False, scope=scope)
         try:
             if self._fast is None and self._eval(self.root, instance, (), run) is not None:
                 return []
-            run = _Run(collect=True)
+            run = _Run(collect=True, scope=scope)
             self._eval(self.root, instance, (), run)
         except _Budget as exc:
             return [str(exc)]
@@ -585,7 +778,17 @@ class Validator:
         try:
             if run.depth > MAX_DEPTH:
                 raise _Budget(f"{_at(path)}: validation nests deeper than {MAX_DEPTH} ($ref cycle?)")
-            return self._keywords(schema, v, path, run)
+            scope = run.scope
+            if scope is None:
+                return self._keywords(schema, v, path, run)
+            resource = self.base[id(schema)]
+            if scope and scope[-1] == resource:
+                return self._keywords(schema, v, path, run)
+            scope.append(resource)
+            try:
+                return self._keywords(schema, v, path, run)
+            finally:
+                scope.pop()
         finally:
             run.depth -= 1
 
@@ -600,14 +803,14 @@ class Validator:
                 items.update(ann[1])
 
         if "$ref" in s:
-            ann = self._eval(self.resolve(s["$ref"]), v, path, run)
+            ann = self._eval(self.refs[id(s)], v, path, run)
             if ann is None:
                 ok = False
             merge(ann)
             if self.draft7:
                 return (props, items) if ok else None
-        if "$dynamicRef" in s:
-            ann = self._eval(self.resolve(s["$dynamicRef"]), v, path, run)
+        if id(s) in self.dynamic_refs:
+            ann = self._eval(self._dynamic_target(s, run), v, path, run)
             if ann is None:
                 ok = False
             merge(ann)
@@ -639,7 +842,7 @@ class Validator:
             if "maxLength" in s and n > s["maxLength"]:
                 self._fail(run, path, f"{_clip(v)} is longer than {int(s['maxLength'])} characters")
                 ok = False
-            if "pattern" in s and not matching.regex_search(s["pattern"], v):
+            if "pattern" in s and not matching.regex_search(self._patterns[s["pattern"]], v):
                 self._fail(run, path, f"{_clip(v)} does not match pattern {s['pattern']!r}")
                 ok = False
         # ---- arrays
@@ -704,6 +907,18 @@ class Validator:
                         ok = False
                     props.add(key)
         return (props, items) if ok else None
+
+    def _dynamic_target(self, s: dict[str, Any], run: _Run) -> Any:
+        """Where a ``$dynamicRef`` leads: its static target, unless that bears the
+        ``$dynamicAnchor`` it names; then the outermost resource of the dynamic scope
+        that has a ``$dynamicAnchor`` of that name."""
+        target, name = self.dynamic_refs[id(s)]
+        if name is not None and run.scope is not None:
+            for resource in run.scope:
+                found = self.dynamic_anchors.get((resource, name))
+                if found is not None:
+                    return found
+        return target
 
     def _number(self, s: dict[str, Any], v: int | float, path: tuple[Any, ...], run: _Run) -> bool:
         ok = True
@@ -821,7 +1036,7 @@ class Validator:
                 if self._eval(properties[key], value, path + (key,), run) is None:
                     ok = False
             for pattern, sub in patterns.items():
-                if matching.regex_search(pattern, key):
+                if matching.regex_search(self._patterns[pattern], key):
                     covered = True
                     if self._eval(sub, value, path + (key,), run) is None:
                         ok = False
@@ -847,15 +1062,61 @@ def _multiple(v: int | float, m: int | float) -> bool:
         return False
 
 
-_compiled: dict[int, tuple[Any, Validator]] = {}
+# One validator per distinct schema value: tools often repeat one inputSchema, and building
+# a validator costs far more than serialising the schema to find it again (10,000 tools
+# with one schema built 10,000 validators, most of a cold load). The key is the schema's
+# marshal form, version 2 (no back-references, so it depends on the value alone, not on
+# which objects are shared): it tells 1 from 1.0 from true and "1" from 1 as a key, and
+# keeps key order, which decides the order of reported errors. With the dialect that a
+# schema without $schema gets, it is everything that shapes the compiled validator.
+# A schema marshal cannot write (a value YAML made that JSON has not, a cycle) is compiled
+# on its own, keyed by identity as before.
+MAX_CACHED = 1024
+_compiled: dict[bytes, Validator | SchemaError] = {}
+_by_identity: dict[int, tuple[Any, Validator | SchemaError]] = {}
+_built = 0
 
 
-def validator_for(schema: dict[str, Any]) -> Validator:
-    """The compiled validator of ``schema`` (compiled once per schema object; ``SchemaError`` if unusable)."""
-    entry = _compiled.get(id(schema))
-    if entry is None or entry[0] is not schema:
-        entry = _compiled[id(schema)] = (schema, Validator(schema))
-    return entry[1]
+def validator_for(schema: Any, default_dialect: str = DIALECT_2020) -> Validator:
+    """The compiled validator of ``schema``, shared by every equal schema (``SchemaError`` if unusable)."""
+    try:
+        key: bytes | None = default_dialect.encode() + b"\n" + marshal.dumps(schema, 2)
+    except ValueError:  # not marshallable: a cycle, or a value that is not JSON
+        key = None
+    if key is not None:
+        found = _compiled.get(key)
+        if found is None:
+            found = _build(schema, default_dialect)
+            if len(_compiled) >= MAX_CACHED:
+                del _compiled[next(iter(_compiled))]  # the oldest: its tools keep their own reference
+            _compiled[key] = found
+    else:
+        entry = _by_identity.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            if len(_by_identity) >= MAX_CACHED:
+                del _by_identity[next(iter(_by_identity))]
+            entry = _by_identity[id(schema)] = (schema, _build(schema, default_dialect))
+        found = entry[1]
+    if type(found) is SchemaError:
+        raise SchemaError(str(found))  # (a fresh one: re-raising one object would grow its traceback)
+    assert isinstance(found, Validator)
+    return found
+
+
+def _build(schema: Any, default_dialect: str) -> Validator | SchemaError:
+    """A new validator, or the reason the schema is refused (kept, so that 10,000 tools
+    with one unusable schema are refused after one attempt)."""
+    global _built
+    _built += 1
+    try:
+        return Validator(schema, default_dialect)
+    except SchemaError as exc:
+        return exc
+
+
+def validators_built() -> int:
+    """How many validators ``validator_for`` has compiled in this process (each distinct schema once)."""
+    return _built
 
 
 def _yes(v: Any) -> bool:
