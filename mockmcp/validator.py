@@ -2,7 +2,7 @@
 
 The revision says servers MUST validate tool inputs, and that schemas without
 ``$schema`` are 2020-12. This module compiles a tool's ``inputSchema`` once
-(``compile_schema``) and answers, per call, the list of places where the
+(``validator_for``) and answers, per call, the list of places where the
 arguments break it (``Validator.errors``). It is imported only when a tool with
 a schema beyond ``{type: object}`` is called (or checked), so a spawn that does
 not need it never pays for it.
@@ -20,18 +20,27 @@ What it does, and what it refuses:
   ``properties``/``patternProperties``/``additionalProperties``/``propertyNames``),
   ``unevaluatedItems``/``unevaluatedProperties`` with annotations from passing
   subschemas only; ``format`` is an annotation (2020-12's default);
-- ``$ref`` to ``#``, a JSON pointer (``#/$defs/x``), an ``$anchor`` (``#name``) or an
-  ``$id`` of the same document; ``$dynamicRef`` resolves like ``$ref`` to a
-  ``$dynamicAnchor`` of the document (no dynamic scope). A fragment is read from the
-  document's root, also inside a subschema with an ``$id`` of its own (an embedded
-  resource's own base URI is not tracked). Anything else, above all a
-  network URI, is a ``SchemaError``: it is never fetched (basic/index.mdx), and an
-  unresolved reference is refused rather than treated as permissive;
+- ``$ref`` and ``$dynamicRef`` resolved as RFC 3986 says against the base URI of
+  the schema resource they are written in (an ``$id`` starts one; ``urn:`` too):
+  to a resource of the document, a JSON pointer within it, or an ``$anchor`` /
+  ``$dynamicAnchor`` of that resource; a ``$dynamicRef`` whose target bears the
+  ``$dynamicAnchor`` it names takes the outermost one of the dynamic scope. Anything
+  outside the document, above all a network URI, is a ``SchemaError``: it is never
+  fetched (basic/index.mdx), and an unresolved reference is refused rather than
+  treated as permissive. So are the dialects' metaschemas and custom vocabularies
+  (documents mockmcp does not carry). With that, every required case of the official
+  JSON-Schema-Test-Suite (draft2020-12 and draft7) that needs no remote document
+  passes (tests/test_json_schema_suite.py);
 - draft-07 (``$schema`` naming it): ``items`` as a list, ``additionalItems``,
   ``dependencies``, ``$ref`` overriding its siblings. Any other ``$schema`` is a
   ``SchemaError`` naming the dialects supported;
 - ``pattern``/``patternProperties`` go through ``matching``'s bounded regexes (a
-  pattern whose matching time cannot be bounded is a ``SchemaError``).
+  pattern whose matching time cannot be bounded is a ``SchemaError``); ECMA-262's
+  Unicode property escapes of general categories (``\\p{Letter}``, ``\\P{Nd}``)
+  become character classes, other properties are a ``SchemaError``.
+
+``validator_for`` compiles each distinct schema value once per process and hands the
+same validator to every tool whose schema equals it.
 
 Bounds (a schema and arguments may both be large): at most ``MAX_SUBSCHEMAS``
 subschemas per schema, ``MAX_DEPTH`` nested evaluations (a ``$ref`` cycle that does
@@ -41,6 +50,7 @@ past either, the call is reported invalid with that reason, never an exception.
 
 from __future__ import annotations
 
+import json
 import marshal
 import math
 import re
@@ -274,7 +284,7 @@ _CATEGORY_NAMES = {
     "Currency_Symbol": "Sc", "Modifier_Symbol": "Sk", "Other_Symbol": "So", "Line_Separator": "Zl",
     "Paragraph_Separator": "Zp", "Surrogate": "Cs",
 }
-_PROPERTY = LazyPattern(r"\\([pP])\{(?:General_Category=|gc=)?([A-Za-z_]+)\}")
+_PROPERTY = LazyPattern(r"\\([pP])\{([^}]*)\}")
 _category_ranges: dict[str, str] = {}
 
 
@@ -314,7 +324,7 @@ def _python_regex(pattern: str) -> str:
         c = pattern[i]
         m = _PROPERTY.get().match(pattern, i) if c == "\\" else None
         if m is not None:
-            name = m.group(2)
+            name = m.group(2).removeprefix("General_Category=").removeprefix("gc=")
             category = _CATEGORY_NAMES.get(name, name)
             if category not in _CATEGORY_NAMES.values():
                 raise SchemaError(f"pattern {pattern!r}: the Unicode property {m.group(0)} is not supported (general categories are)")
@@ -510,9 +520,9 @@ class Validator:
         dep = s.get("dependentRequired")
         if dep is not None and (type(dep) is not dict or any(type(v) is not list or any(type(x) is not str for x in v) for v in dep.values())):
             raise SchemaError("dependentRequired maps property names to lists of property names")
-        for key in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
-            if key in s and type(s[key]) is not dict:
-                raise SchemaError(f"{key} must be an object")
+        for key in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependentRequired"):
+            if key in s and (type(s[key]) is not dict or any(type(k) is not str for k in s[key])):
+                raise SchemaError(f"{key} must be an object whose keys are strings")
         for key in ("prefixItems", "allOf", "anyOf", "oneOf"):
             if key in s and (type(s[key]) is not list or (key != "prefixItems" and not s[key])):
                 raise SchemaError(f"{key} must be a non-empty list of schemas")
@@ -523,8 +533,11 @@ class Validator:
         for pattern in patterns:
             if type(pattern) is str and pattern not in self._patterns:
                 self._patterns[pattern] = _python_regex(pattern)
-            problem = matching.regex_problem(self._patterns.get(pattern, pattern), "pattern")
+            python = self._patterns.get(pattern, pattern)
+            problem = matching.regex_problem(python, "pattern")
             if problem is not None:
+                if python != pattern:  # name the pattern as written, not its translation
+                    problem = problem.replace(json.dumps(python, ensure_ascii=False), json.dumps(pattern, ensure_ascii=False))
                 raise SchemaError(problem)
 
 
@@ -1073,7 +1086,7 @@ def _multiple(v: int | float, m: int | float) -> bool:
 # on its own, keyed by identity as before.
 MAX_CACHED = 1024
 _compiled: dict[bytes, Validator | SchemaError] = {}
-_by_identity: dict[int, tuple[Any, Validator | SchemaError]] = {}
+_by_identity: dict[tuple[int, str], tuple[Any, Validator | SchemaError]] = {}
 _built = 0
 
 
@@ -1091,11 +1104,11 @@ def validator_for(schema: Any, default_dialect: str = DIALECT_2020) -> Validator
                 del _compiled[next(iter(_compiled))]  # the oldest: its tools keep their own reference
             _compiled[key] = found
     else:
-        entry = _by_identity.get(id(schema))
+        entry = _by_identity.get((id(schema), default_dialect))
         if entry is None or entry[0] is not schema:
             if len(_by_identity) >= MAX_CACHED:
                 del _by_identity[next(iter(_by_identity))]
-            entry = _by_identity[id(schema)] = (schema, _build(schema, default_dialect))
+            entry = _by_identity[(id(schema), default_dialect)] = (schema, _build(schema, default_dialect))
         found = entry[1]
     if type(found) is SchemaError:
         raise SchemaError(str(found))  # (a fresh one: re-raising one object would grow its traceback)
@@ -1115,7 +1128,8 @@ def _build(schema: Any, default_dialect: str) -> Validator | SchemaError:
 
 
 def validators_built() -> int:
-    """How many validators ``validator_for`` has compiled in this process (each distinct schema once)."""
+    """How many schemas ``validator_for`` has compiled (or refused) in this process: each
+    distinct schema value once, while it stays among the ``MAX_CACHED`` latest."""
     return _built
 
 

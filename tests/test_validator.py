@@ -3,11 +3,18 @@
 The validator has two paths: compiled checks that decide a valid instance, and
 the evaluator that explains a failure (and decides alone when a schema uses
 unevaluated*). Generated schemas and instances go through both and through
-jsonschema's Draft202012Validator: all three must agree on validity. Then the
-bounds: a $ref cycle, an exponential schema, remote references refused.
+jsonschema's Draft202012Validator: all three must agree on validity (the
+official JSON-Schema-Test-Suite goes through both paths in
+test_json_schema_suite.py). Then the bounds: a $ref cycle, an exponential
+schema, remote references refused; and the compile-once cache (one validator per
+distinct schema value, answering like a fresh one).
 """
 
 from __future__ import annotations
+
+import copy
+import subprocess
+import sys
 
 import jsonschema
 import pytest
@@ -90,8 +97,7 @@ def test_agrees_with_jsonschema(schema: object, d: object, values: list[object])
     root = _root(schema, d)
     reference = jsonschema.Draft202012Validator(root)
     ours = v.Validator(root)
-    slow = v.Validator(root)
-    slow._fast = None  # the evaluator alone
+    slow = v.Validator(root, compile_checks=False)  # the evaluator alone
     for value in values:
         want = reference.is_valid(value)
         assert (ours.errors(value) == []) == want, (root, value)
@@ -163,3 +169,111 @@ def test_bounds_end_a_validation_with_a_reason() -> None:
     # each level tries both branches: 2**depth evaluations without the step budget
     blowup = {"$defs": {"x": {"anyOf": [{"$ref": "#/$defs/x"}, {"$ref": "#/$defs/x"}]}}, "$ref": "#/$defs/x"}
     assert "validation" in v.Validator(blowup).errors(1)[0]
+
+
+def test_base_uris_anchors_and_the_dynamic_scope() -> None:
+    """A fragment is read in the resource it is written in (an embedded $id starts one),
+    anchors belong to their resource, and a bookended $dynamicRef takes the outermost
+    $dynamicAnchor of the dynamic scope: on both paths."""
+    schema = {
+        "$id": "https://example.com/root.json",
+        "properties": {"a": {"$ref": "inner.json#/$defs/x"}, "b": {"$ref": "inner.json#n"}},
+        "$defs": {"inner": {"$id": "inner.json", "$defs": {"x": {"$ref": "#/$defs/y"}, "y": {"type": "integer"},
+                                                           "z": {"$anchor": "n", "type": "string"}}},
+                  "z": {"$anchor": "n", "type": "integer"}},
+    }
+    lists = {
+        "$id": "https://example.com/strings", "$dynamicAnchor": "item", "type": "string",
+        "$defs": {"generic": {"$id": "list", "type": "array", "items": {"$dynamicRef": "#item"},
+                              "$defs": {"any": {"$dynamicAnchor": "item"}}}},
+    }
+    typed = {"$id": "https://example.com/typed", "$ref": "list", "$defs": {
+        "list": {"$id": "list", "type": "array", "items": {"$dynamicRef": "#item"}, "$defs": {"any": {"$dynamicAnchor": "item"}}},
+        "item": {"$dynamicAnchor": "item", "type": "string"}}}
+    for compiled in (True, False):
+        val = v.Validator(schema, compile_checks=compiled)
+        assert val.errors({"a": 1, "b": "s"}) == []
+        assert len(val.errors({"a": "s", "b": 1})) == 2
+        assert v.Validator(lists, compile_checks=compiled).errors("x") == []
+        dyn = v.Validator(typed, compile_checks=compiled)
+        assert not dyn.has_compiled_checks  # the dynamic scope is the evaluator's
+        assert dyn.errors(["a", "b"]) == []
+        assert dyn.errors(["a", 1]) != []
+
+
+def test_unicode_property_escapes_in_patterns() -> None:
+    val = v.Validator({"type": "string", "pattern": "^\\p{Letter}+$"})
+    assert val.errors("Ἀθῆναι") == [] and val.errors("abc1") != []
+    assert v.Validator({"pattern": "^[\\p{Lu}0-9]+$"}).errors("AB9") == []
+    assert v.Validator({"pattern": "^\\P{Nd}$"}).errors("5") != []
+    with pytest.raises(v.SchemaError, match="not supported"):
+        v.Validator({"pattern": "\\p{Script=Greek}"})
+
+
+# ---------------------------------------------------------------- one validator per distinct schema
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schemas, DEF, st.lists(instances, min_size=1, max_size=4))
+def test_the_shared_validator_answers_like_a_fresh_one(schema: object, d: object, values: list[object]) -> None:
+    """validator_for shares one validator among equal schemas (built from whichever came
+    first): it must answer, messages included, what a validator of its own would."""
+    root = _root(schema, d)
+    try:
+        shared = v.validator_for(copy.deepcopy(root))
+    except v.SchemaError as exc:
+        with pytest.raises(v.SchemaError) as fresh_exc:
+            v.Validator(root)
+        assert str(fresh_exc.value) == str(exc)
+        return
+    assert v.validator_for(copy.deepcopy(root)) is shared
+    fresh = v.Validator(root)
+    for value in values:
+        assert shared.errors(value) == fresh.errors(value), (root, value)
+
+
+def test_the_cache_key_tells_apart_what_compiles_differently() -> None:
+    pairs = [
+        ({"const": True}, {"const": 1}),  # JSON's true is not 1
+        ({"enum": [1]}, {"enum": [1.0]}),  # equal in JSON, but the messages quote them
+        ({"properties": {"a": False}, "dependentRequired": {"a": ["b"], "b": ["c"]}},
+         {"dependentRequired": {"b": ["c"], "a": ["b"]}, "properties": {"a": False}}),  # key order orders the report
+    ]
+    for a, b in pairs:
+        assert v.validator_for(a) is not v.validator_for(b)
+    assert v.validator_for({"const": True}).errors(1) != [] and v.validator_for({"const": 1}).errors(1) == []
+    v.validator_for({"properties": {"1": {"type": "string"}}})
+    with pytest.raises(v.SchemaError, match="keys are strings"):
+        v.validator_for({"properties": {1: {"type": "string"}}})  # (YAML reads `1:` as a number)
+    items = {"items": [{"type": "string"}]}
+    with pytest.raises(v.SchemaError, match="prefixItems"):
+        v.validator_for(items)  # a list is prefixItems in 2020-12, the default
+    assert v.validator_for(items, v.DIALECT_07).errors([1]) != []  # the default dialect is part of the key
+    before = v.validators_built()
+    for _ in range(3):
+        with pytest.raises(v.SchemaError):
+            v.validator_for({"type": "strings"})
+    assert v.validators_built() - before == 1  # a refusal is remembered too
+
+
+TOOL = """  - name: tool{i}
+    inputSchema: {{type: object, properties: {{city: {{type: string, pattern: "^[A-Za-z ]+$"}}, days: {{type: integer, minimum: 1}}}}, required: [city], additionalProperties: false}}
+    replies: [{{steps: [{{text: ok}}]}}]
+"""
+
+COUNT = """
+import sys
+from mockmcp import cli, validator
+status = cli.main(["check", sys.argv[1]])
+print(status, validator.validators_built())
+"""
+
+
+def test_ten_thousand_tools_with_one_schema_build_one_validator(tmp_path) -> None:
+    """``mockmcp check`` (a cold load: no load cache) of 10,000 tools that share one
+    inputSchema, in a process of its own, compiles that schema once."""
+    path = tmp_path / "tools.yaml"
+    path.write_text("mockmcp: 1\nserver: {name: many, version: 1.0.0}\ntools:\n" + "".join(TOOL.format(i=i) for i in range(10_000)))
+    proc = subprocess.run([sys.executable, "-c", COUNT, str(path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["0", "1"], proc.stdout + proc.stderr[-2000:]
