@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -86,6 +86,143 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     their workers while the short ones fill in around them, instead of one starting last and
     running alone at the end of the run (longest first keeps both cores busy to the end)."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+# ---------------------------------------------------------------- no process left behind
+#
+# Every pytest process of a run (the controller, each xdist worker, or the one process under
+# ``-n 0``) checks at the end of its session that the tests left no process running, fails the run
+# naming each one, and kills them. Two ways to find them, because a leaked child is not always
+# still a descendant:
+#   - descendants: the ppid chains in /proc/*/stat, from this process down (a child, a client's
+#     own child);
+#   - a marker in the environment: ``MOCKMCP_TEST_PROCS`` holds a token ``RUN:PID`` for every
+#     pytest process above, so each process spawned by a test inherits it (mockmcp copies its
+#     environment to what it spawns, as do most tools), and a process that was reparented to init
+#     (a daemon, a double fork, a mock whose client died) is still found in /proc/*/environ.
+#     A process group or session would not do: a shell without job control keeps the whole script
+#     (and its other jobs) in one group with pytest, and a test may start a new session.
+# A worker checks for its own token and reports to the controller (``workeroutput``); the
+# controller checks after its workers are gone, for any token of its run (what a worker missed, or
+# a worker that died). A test that spawns with a hand-built environment (a client that passes only
+# PATH and HOME) is covered while the process stays a descendant.
+
+_PROCS_ENV = "MOCKMCP_TEST_PROCS"
+_GRACE = 2.0  # seconds a process that is already on its way out gets to exit
+_LEAKED = pytest.StashKey[list[str]]()
+_TOKEN = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    inherited = os.environ.get(_PROCS_ENV, "")
+    if hasattr(config, "workerinput"):  # an xdist worker: its controller's run, its own pid
+        run = inherited.rsplit(" ", 1)[-1].partition(":")[0]
+    else:  # a run of its own (a pytest a test starts is another run, checked on its own)
+        run = os.urandom(6).hex()
+    config.stash[_TOKEN] = f"{run}:{os.getpid()}"
+    config.stash[_LEAKED] = []
+    os.environ[_PROCS_ENV] = f"{inherited} {config.stash[_TOKEN]}".strip()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session) -> Any:
+    """After every other ``pytest_sessionfinish``: the session's fixtures are torn down by then,
+    and in the controller its xdist workers have exited."""
+    result = yield
+    config = session.config
+    token = config.stash[_TOKEN]
+    if hasattr(config, "workerinput"):
+        config.workeroutput["mockmcp_leaked"] = _reap_leaks(lambda t: t == token)  # type: ignore[attr-defined]
+        return result
+    run = token.partition(":")[0] + ":"
+    config.stash[_LEAKED].extend(_reap_leaks(lambda t: t.startswith(run)))
+    if config.stash[_LEAKED] and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    return result
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: a worker's report has reached the controller
+def pytest_testnodedown(node: Any, error: object) -> None:
+    leaked = getattr(node, "workeroutput", {}).get("mockmcp_leaked", [])
+    node.config.stash[_LEAKED].extend(f"[{node.gateway.id}] {line}" for line in leaked)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    leaked = config.stash.get(_LEAKED, [])
+    if not leaked:
+        return
+    terminalreporter.section("processes left behind by the tests (killed)", sep="=", red=True, bold=True)
+    for line in leaked:
+        terminalreporter.write_line(line, red=True)
+    terminalreporter.stats.setdefault("leaked", []).extend(leaked)  # "N leaked" in the last line
+
+
+def _proc_table() -> dict[int, tuple[int, bytes, bytes]]:
+    """Every live process: pid -> (ppid, state, start time), from /proc/PID/stat."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # it exited while we looked
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()  # after "pid (comm) ", which may hold spaces
+        if fields[0] not in (b"Z", b"X"):  # a zombie has exited; its parent just has not reaped it
+            table[int(entry.name)] = (int(fields[1]), fields[0], fields[19])
+    return table
+
+
+def _proc_file(pid: int, name: str) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/{name}", "rb") as f:
+            return [part.decode(errors="replace") for part in f.read().split(b"\0") if part]
+    except OSError:  # gone, or not ours to read
+        return []
+
+
+def _leaks(ours: Callable[[str], bool]) -> dict[tuple[int, bytes], str]:
+    """(pid, start time) -> command line of each live process this process left: its descendants,
+    and every process whose marker holds a token ``ours`` accepts."""
+    table = _proc_table()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found = set()
+    todo = list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        todo.extend(children.get(pid, []))
+    prefix = _PROCS_ENV + "="
+    for pid in table.keys() - found - {os.getpid()}:
+        for var in _proc_file(pid, "environ"):
+            if var.startswith(prefix) and any(ours(t) for t in var[len(prefix):].split()):
+                found.add(pid)
+                break
+    return {(pid, table[pid][2]): " ".join(_proc_file(pid, "cmdline")) or "?" for pid in found}
+
+
+def _reap_leaks(ours: Callable[[str], bool]) -> list[str]:
+    """Wait up to ``_GRACE`` for this process's leftovers to exit, then kill those still there and
+    name them (pid and command line)."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + _GRACE
+    leaks = _leaks(ours)
+    while leaks and time.monotonic() < deadline:
+        time.sleep(0.1)
+        leaks = _leaks(ours)
+    table = _proc_table()
+    for pid, start in leaks:
+        if pid in table and table[pid][2] == start:  # the same process, not a reused pid
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return [f"pid {pid}: {cmd}" for (pid, _), cmd in sorted(leaks.items())]
 
 
 def _find_shared() -> Path:
