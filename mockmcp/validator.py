@@ -794,8 +794,8 @@ class Validator:
             scope = run.scope
             if scope is None:
                 return self._keywords(schema, v, path, run)
-            resource = self.base[id(schema)]
-            if scope and scope[-1] == resource:
+            resource = self.base.get(id(schema))  # (every walked subschema has one)
+            if resource is None or (scope and scope[-1] == resource):
                 return self._keywords(schema, v, path, run)
             scope.append(resource)
             try:
