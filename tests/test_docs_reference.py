@@ -15,7 +15,7 @@ from pathlib import Path
 
 import attrs
 
-from mockmcp import model
+from mockmcp import model, model_steps  # noqa: F401  (every part of the model: their names join model's, as for the editor schema)
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "scenarios.md").read_text(encoding="utf-8")
 CODE = "\n".join(re.findall(r"```.*?```", DOC, re.S) + re.findall(r"`[^`\n]+`", re.sub(r"```.*?```", "", DOC, flags=re.S)))
