@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from . import check, errors, model, quickload
+from . import check, errors, model, quickload, scalars
 from .problems import LoadError, format_path
 
 Path_ = tuple[Any, ...]
@@ -70,7 +70,7 @@ def primitive(
     field, key = KINDS[kind]
     what = f"{kind} definition"
     if type(definition) is not dict:
-        raise InvalidFragment(what, [(at, f"expected a mapping, got {quickload.show(definition)}")], request_id=request_id)
+        raise InvalidFragment(what, [(at, f"expected a mapping, got {scalars.show(definition)}")], request_id=request_id)
     if kind == "resource" and "file" in definition:
         problem = "a resource given at run time cannot reference a file; give its text or blob"
         raise InvalidFragment(what, [(at + ("file",), problem)], request_id=request_id)

@@ -22,10 +22,10 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from . import loadcache, model, quickload
+from . import loadcache, model, quickload, scalars
 from .loadcache import bundled_dir, bundled_names, resolve  # noqa: F401 (re-exported)
 from .problems import LoadError, Problem
-from .quickload import MAX_DEPTH, MAX_INT_DIGITS, parse_duration  # noqa: F401 (re-exported)
+from .scalars import MAX_DEPTH, MAX_INT_DIGITS, parse_duration  # noqa: F401 (re-exported)
 
 # The largest resource ``file:`` the loader reads (the same bound as ``huge``).
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -80,7 +80,7 @@ def _plain_load_text(
 
     data, positions = plainload.parse_yaml(text, filename)
     if type(data) is not dict:
-        raise LoadError([Problem(filename, 1, 1, f"a scenario must be a mapping, got {quickload.show(data)}", ())])
+        raise LoadError([Problem(filename, 1, 1, f"a scenario must be a mapping, got {scalars.show(data)}", ())])
     if "mockmcp" not in data:
         raise LoadError([Problem(filename, 1, 1, "missing required key 'mockmcp' (the format version: 1)", ())])
     scenario = plainload.structure(data, positions, filename)

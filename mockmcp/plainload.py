@@ -9,7 +9,9 @@ with file, line, column and JSON path.
 
 ``loader`` runs it when the fast path (``quickload``) declines a file or finds a
 problem, and only then: importing yaml and cattrs and generating the converter's
-code is most of a cold spawn's own cost.
+code is most of a cold spawn's own cost. It is also the reference the fast path is
+checked against, so it imports nothing from it: the scalar rules both read by
+(core-schema resolvers, scalar conversion, durations, limits) are in ``scalars``.
 """
 
 from __future__ import annotations
@@ -34,20 +36,9 @@ from cattrs.gen import make_dict_structure_fn, override
 from . import model
 from . import model_steps  # noqa: F401  (every part of the model: their names join model's)
 from .problems import LoadError, Problem, did_you_mean
-from .quickload import (
-    CORE_SCHEMA,
-    MAX_DEPTH,
-    Refused,
-    acceptor,
-    parse_duration,
-    scalar,
-)
-from .quickload import (
-    STR as _STR,
-)
-from .quickload import (
-    show as _show,
-)
+from .scalars import CORE_SCHEMA, MAX_DEPTH, Refused, acceptor, parse_duration, scalar
+from .scalars import STR as _STR
+from .scalars import show as _show
 
 MAX_ALIAS_NODES = 100_000
 # ------------------------------------------------------------------ YAML

@@ -311,7 +311,7 @@ def _seconds(d: model.Duration, scope: dict[str, Any]) -> float:
     text a duration with a unit, at most ``MAX_TEMPLATED_SECONDS`` (else TemplateError: -32602)."""
     if d.template is None:
         return d.seconds
-    from .quickload import parse_duration  # only scenarios with templated sleeps need it
+    from .scalars import parse_duration  # only scenarios with templated sleeps need it
 
     text = templates.to_text(templates.render(d.template, scope))
     try:

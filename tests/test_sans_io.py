@@ -50,6 +50,7 @@ CORE = [
     "rounds",
     "services",
     "quickload",
+    "scalars",
     "tasks",
     "cassette",
     "redact",
