@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from .controlclient import AsyncControl, ControlError, SyncControl, WaitTimedOut, _Operations
+from .controlclient import AsyncControl, ControlError, ControlOperations, SyncControl, WaitTimedOut
 
 __all__ = ["CassetteServer", "ControlError", "MockServer", "ReportMissing", "RECORD_MODES", "WaitTimedOut", "prepare"]
 
@@ -34,21 +34,18 @@ class ReportMissing(AssertionError):
     """The mock has not written its report (still running, killed, or ended by an ``exit`` fault)."""
 
 
-# The control operations a MockServer offers as its own async methods (``await mock.emit_tools_changed()``);
-# the control channel's ``journal`` is ``mock.control.journal()`` (``mock.journal()`` reads the journal file).
-_CONTROL_METHODS = frozenset(
-    name for name in dir(_Operations) if not name.startswith("_") and name != "journal"
-)
 _MAX_SOCKET_PATH = 100  # a Unix socket path has at most 107 bytes (Linux); longer ones go to a short temp dir
 
 
-class MockServer:
+class MockServer(ControlOperations):
     """One mock process to be spawned, and the files it leaves behind.
 
     With ``control=True`` the mock listens on a control socket (``control_path``):
     ``await mock.wait_for(...)``, ``await mock.emit_tools_changed()``, ``await mock.arm(...)``
-    and every other operation of ``AsyncControl`` are methods of the server itself, under
-    asyncio or trio; ``mock.sync`` has the same methods, blocking.
+    and every other operation of ``AsyncControl`` are methods of the server itself (inherited
+    from ``ControlOperations``, sent through ``control``), under asyncio or trio; ``mock.sync``
+    has the same methods, blocking. The control channel's ``journal`` is ``mock.control.journal()``:
+    ``mock.journal()`` reads the journal file.
     """
 
     def __init__(
@@ -99,10 +96,10 @@ class MockServer:
             raise RuntimeError("this mock has no control channel: prepare it with control=True")
         return self.control_path
 
-    def __getattr__(self, name: str) -> Any:
-        if name in _CONTROL_METHODS:
-            return getattr(self.control, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    def call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
+        """A control operation through ``control`` (an awaitable); without a control channel the
+        ``RuntimeError`` comes at the call, before anything is awaited."""
+        return self.control.call(op, params, pick)
 
     @property
     def argv(self) -> list[str]:

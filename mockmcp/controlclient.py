@@ -9,7 +9,8 @@ A connection per call keeps concurrent calls (a ``wait_for`` in one task, an
 socket, for plain pytest tests. Both wait for the socket to appear, since the
 client under test spawns the mock when it connects.
 
-The operations are written once (``_Operations``); a call returns the
+The operations are written once (``ControlOperations``, which ``MockServer``
+shares); a call returns the
 operation's ``result`` (or one field of it), and an error response raises
 ``ControlError`` (``WaitTimedOut`` for a ``wait_for`` that timed out, an
 ``AssertionError`` too, so pytest shows its near miss as a failure).
@@ -25,7 +26,7 @@ import socket
 import time
 from typing import Any
 
-__all__ = ["AsyncControl", "ControlError", "SyncControl", "WaitTimedOut"]
+__all__ = ["AsyncControl", "ControlError", "ControlOperations", "SyncControl", "WaitTimedOut"]
 
 TIMED_OUT = -32008  # control.TIMED_OUT (not imported: this module stays light)
 CONNECT_TIMEOUT = 10.0  # seconds to wait for the mock's socket to appear
@@ -65,17 +66,20 @@ def _clean(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
 
 
-class _Operations(abc.ABC):
-    """Every control operation, once; ``_call`` is a coroutine function in the async class."""
+class ControlOperations(abc.ABC):
+    """Every control operation but ``journal``, once, over a subclass's ``call``: a coroutine
+    function in the async client (and in ``MockServer``, whose own ``journal()`` reads the file),
+    a blocking one in the sync client. Declared here, not forwarded, so IDEs and mypy see them."""
 
     @abc.abstractmethod
-    def _call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
-        """Send ``op`` and return its result (``pick``: one field of it); each subclass's transport."""
+    def call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
+        """Send the operation named ``op`` (its wire name, e.g. ``"getState"``) with ``params`` and
+        return its result (``pick``: one field of it); each subclass's transport."""
 
     # events
     def emit(self, event: str, uri: str | None = None) -> Any:
         """Deliver ``event`` now to every listening stream that asked for it; the number delivered."""
-        return self._call("emit", _clean({"event": event, "uri": uri}), "delivered")
+        return self.call("emit", _clean({"event": event, "uri": uri}), "delivered")
 
     def emit_tools_changed(self) -> Any:
         return self.emit("tools/list_changed")
@@ -91,20 +95,20 @@ class _Operations(abc.ABC):
 
     def emit_log(self, level: str, data: Any, logger: str | None = None) -> Any:
         """A log message on every stream whose listen request set a log level at or below ``level``."""
-        return self._call("emit", _clean({"event": "log", "level": level, "data": data, "logger": logger}), "delivered")
+        return self.call("emit", _clean({"event": "log", "level": level, "data": data, "logger": logger}), "delivered")
 
     def emit_task(self, task_id: str) -> Any:
         """``notifications/tasks`` with the task's whole state, now, to every stream listening for it."""
-        return self._call("emit", {"event": "tasks", "taskId": task_id}, "delivered")
+        return self.call("emit", {"event": "tasks", "taskId": task_id}, "delivered")
 
     # tasks (the Tasks extension)
     def list_tasks(self) -> Any:
         """The newest tasks (``taskId``, ``status``, ``tool``), oldest first."""
-        return self._call("listTasks", {}, "tasks")
+        return self.call("listTasks", {}, "tasks")
 
     def get_task(self, task_id: str) -> Any:
         """The task as ``tasks/get`` shows it (with its result, error or outstanding input requests)."""
-        return self._call("getTask", {"taskId": task_id}, "task")
+        return self.call("getTask", {"taskId": task_id}, "task")
 
     def set_task(
         self,
@@ -128,7 +132,7 @@ class _Operations(abc.ABC):
             "taskId": task_id, "status": status, "statusMessage": message, "result": result, "error": error,
             "inputRequests": input_requests, "pollIntervalMs": poll_interval_ms,
         })
-        return self._call("setTask", params | {"notify": notify, "force": force}, "task")
+        return self.call("setTask", params | {"notify": notify, "force": force}, "task")
 
     def complete_task(self, task_id: str, result: dict[str, Any] | None = None, *, message: str | None = None) -> Any:
         return self.set_task(task_id, "completed", result=result, message=message)
@@ -144,13 +148,13 @@ class _Operations(abc.ABC):
 
     # definitions
     def add(self, kind: str, definition: dict[str, Any], *, notify: bool = True) -> Any:
-        return self._call("add", {"kind": kind, "definition": definition, "notify": notify})
+        return self.call("add", {"kind": kind, "definition": definition, "notify": notify})
 
     def replace(self, kind: str, definition: dict[str, Any], *, notify: bool = True) -> Any:
-        return self._call("replace", {"kind": kind, "definition": definition, "notify": notify})
+        return self.call("replace", {"kind": kind, "definition": definition, "notify": notify})
 
     def remove(self, kind: str, key: str, *, notify: bool = True) -> Any:
-        return self._call("remove", {"kind": kind, "key": key, "notify": notify})
+        return self.call("remove", {"kind": kind, "key": key, "notify": notify})
 
     def add_tool(self, definition: dict[str, Any], *, notify: bool = True) -> Any:
         return self.add("tool", definition, notify=notify)
@@ -190,37 +194,34 @@ class _Operations(abc.ABC):
 
     # state and counters
     def get_state(self) -> Any:
-        return self._call("getState", {}, "state")
+        return self.call("getState", {}, "state")
 
     def set_state(self, state: str) -> Any:
-        return self._call("setState", {"state": state}, "previous")
+        return self.call("setState", {"state": state}, "previous")
 
     def counters(self) -> Any:
-        return self._call("counters", {})
+        return self.call("counters", {})
 
     # armed replies
     def arm(self, when: dict[str, Any], steps: list[Any], times: int = 1) -> Any:
         """Answer the next ``times`` requests matching ``when`` (``method`` and optionally
         ``name``/``uri`` plus any rule ``when`` key) with ``steps``; the armed reply's id."""
-        return self._call("arm", {"when": when, "steps": steps, "times": times}, "id")
+        return self.call("arm", {"when": when, "steps": steps, "times": times}, "id")
 
     def disarm(self, id: int | None = None) -> Any:
-        return self._call("disarm", _clean({"id": id}), "disarmed")
+        return self.call("disarm", _clean({"id": id}), "disarmed")
 
     # stdin
     def pause(self, seconds: float | None = None) -> Any:
-        return self._call("pause", _clean({"seconds": seconds}))
+        return self.call("pause", _clean({"seconds": seconds}))
 
     def resume(self) -> Any:
-        return self._call("resume", {})
+        return self.call("resume", {})
 
     # traffic
     def position(self) -> Any:
         """The journal position the next MCP message will get (for ``since=``)."""
-        return self._call("ping", {}, "position")
-
-    def journal(self, since: int = 0, limit: int | None = None) -> Any:
-        return self._call("journal", _clean({"since": since, "limit": limit}))
+        return self.call("ping", {}, "position")
 
     def wait_for(
         self,
@@ -235,14 +236,22 @@ class _Operations(abc.ABC):
         """The first request matching (read from now on, or from position ``since``); raises
         ``WaitTimedOut`` with the closest request after ``timeout`` seconds."""
         spec = _clean({"method": method, "name": name, "uri": uri}) | when
-        return self._call("waitFor", _clean({"when": spec, "timeout": timeout, "since": since}), "message")
+        return self.call("waitFor", _clean({"when": spec, "timeout": timeout, "since": since}), "message")
 
     def shutdown(self, *, crash: bool = False, status: int | None = None) -> Any:
         """End the mock: like the end of stdin, or (``crash``) at once with ``status`` (default 1)."""
-        return self._call("shutdown", _clean({"mode": "crash" if crash else "graceful", "status": status}))
+        return self.call("shutdown", _clean({"mode": "crash" if crash else "graceful", "status": status}))
 
 
-class SyncControl(_Operations):
+class _Client(ControlOperations):
+    """The two control clients: every operation, the control channel's ``journal`` too."""
+
+    def journal(self, since: int = 0, limit: int | None = None) -> Any:
+        """Journal records from position ``since`` (at most ``limit``): ``{records, next, dropped}``."""
+        return self.call("journal", _clean({"since": since, "limit": limit}))
+
+
+class SyncControl(_Client):
     """Blocking control calls (plain pytest tests, scripts)."""
 
     def __init__(self, path: str, *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
@@ -250,7 +259,7 @@ class SyncControl(_Operations):
         self.connect_timeout = connect_timeout
         self._ids = itertools.count(1)
 
-    def _call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
+    def call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
         return _result(exchange(self.path, _request(next(self._ids), op, params), self.connect_timeout), pick)
 
 
@@ -273,7 +282,7 @@ def exchange(path: str, data: bytes, connect_timeout: float = CONNECT_TIMEOUT) -
             return f.readline()
 
 
-class AsyncControl(_Operations):
+class AsyncControl(_Client):
     """Control calls to ``await`` under asyncio or trio (whichever loop is running)."""
 
     def __init__(self, path: str, *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
@@ -281,7 +290,7 @@ class AsyncControl(_Operations):
         self.connect_timeout = connect_timeout
         self._ids = itertools.count(1)
 
-    async def _call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
+    async def call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
         import asyncio
 
         data = _request(next(self._ids), op, params)
