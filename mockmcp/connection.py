@@ -9,7 +9,7 @@ verifier) see every inbound line and every decoded message.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, ClassVar, Protocol
 
 from . import errors, jsonrpc
 from .actions import Cancel, Output, Plan, Send
@@ -17,14 +17,60 @@ from .engine import Engine
 from .framing import DEFAULT_MAX_LINE, LineFramer, Oversized
 
 InboundObserver = Callable[[bytes | Oversized, "jsonrpc.Message | None", "errors.ClientError | None"], None]
+PlanObserver = Callable[[Plan], None]
+# A watch on state other processes share (a session directory's log): runs while the shell serves,
+# calling its argument (the shell's "tasks may have changed") when another process changed it.
+Watch = Callable[[Callable[[], None]], Awaitable[None]]
+
+
+class StdioConnection(Protocol):
+    """What the stdio shell (``server.Shell``) drives: bytes in, plans out, ids finished, and a
+    ``watch`` to run beside serving. ``proxycore.ProxyConnection`` is one too."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def watch(self) -> Watch | None:
+        """Run beside serving to notice other processes' changes (``None``: nothing to watch)."""
+        ...
+
+    def receive_data(self, data: bytes) -> list[Output]: ...
+
+    def receive_eof(self) -> list[Output]: ...
+
+    def finished(self, request_id: Any) -> None: ...
+
+
+class ShellConnection(StdioConnection, Protocol):
+    """The connection a mock's shell drives: ``Connection``, or a session directory's
+    ``SessionConnection`` that handles each input inside the session's lock. The HTTP shell hands
+    it one message at a time (``handle_line``); the journal, the verifier and the control channel
+    watch it through ``observers`` and ``plan_observers``."""
+
+    @property
+    def observers(self) -> list[InboundObserver]:
+        """Called with every inbound line and its decoded message."""
+        ...
+
+    @property
+    def plan_observers(self) -> list[PlanObserver]:
+        """Called with every plan made (which rule answered, for the journal)."""
+        ...
+
+    def handle_line(
+        self, line: bytes | Oversized, check: Callable[[jsonrpc.Message], None] | None = None
+    ) -> Output | None: ...
 
 
 class Connection:
+    watch: ClassVar[None] = None  # one process alone: no one else changes its state
+
     def __init__(self, engine: Engine, *, max_line: int = DEFAULT_MAX_LINE) -> None:
         self.engine = engine
         self.framer = LineFramer(max_line)
         self.observers: list[InboundObserver] = []
-        self.plan_observers: list[Callable[[Plan], None]] = []  # which rule answered (for the journal)
+        self.plan_observers: list[PlanObserver] = []  # which rule answered (for the journal)
         self.id_null_on_parse_error = engine.protocol.parseErrorIdNull
 
     def receive_data(self, data: bytes) -> list[Output]:
@@ -91,4 +137,4 @@ class Connection:
         self.engine.finished(request_id)
 
 
-__all__ = ["Connection", "Cancel", "Plan"]
+__all__ = ["Connection", "Cancel", "Plan", "ShellConnection", "StdioConnection"]

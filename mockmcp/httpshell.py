@@ -32,7 +32,7 @@ import trio
 from . import errors, httprules, jsonrpc, protocol as p
 from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Plan, Send,
                       StopReading)
-from .connection import Connection
+from .connection import ShellConnection
 from .interpret import no_real_server, perform
 from .log import StderrLog
 from .waits import Asks, TaskWake
@@ -138,7 +138,7 @@ class HttpShell:
 
     def __init__(
         self,
-        connection: Connection,
+        connection: ShellConnection,
         *,
         log: StderrLog | None = None,
         tool_headers: dict[str, list[httprules.ParamHeader]] | None = None,
@@ -208,7 +208,7 @@ class HttpShell:
         async with trio.open_nursery() as nursery:
             for listener in listeners:
                 nursery.start_soon(self._accept_loop, listener, nursery)
-            watch = getattr(self.conn, "watch", None)  # a session's connection (sessiondir) watches the log
+            watch = self.conn.watch  # a session's connection (sessiondir) watches the log
             if watch is not None:
                 nursery.start_soon(watch, self.wake_task_streams)
             task_status.started()
@@ -1001,7 +1001,7 @@ def _print_url(url: str) -> None:
     os.write(1, (url + "\n").encode())
 
 
-def run_http(args: Any, scenario: Any, conn: Connection, log: StderrLog, observers: dict[str, Any],
+def run_http(args: Any, scenario: Any, conn: ShellConnection, log: StderrLog, observers: dict[str, Any],
              control: Any = None) -> int:
     """``mockmcp run SCENARIO --http [HOST:]PORT``: the HTTP shell in this process's trio run."""
     host, port = args.http

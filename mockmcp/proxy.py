@@ -27,7 +27,7 @@ from .actions import Dribble, Forward
 from .framing import LineSplitter
 from .log import StderrLog
 from .proxycore import ProxyConnection
-from .server import Shell, _hard_exit
+from .server import Shell, hard_exit
 from .writer import DribbleJob
 
 
@@ -45,7 +45,7 @@ def wrong_id(rid: Any) -> Any:
 class ProxyShell(Shell):
     def __init__(self, conn: ProxyConnection, stdin: trio.abc.ReceiveStream, stdout: trio.abc.SendStream,
                  to_server: trio.MemorySendChannel[bytes], **kwargs: Any) -> None:
-        super().__init__(conn, stdin, stdout, **kwargs)  # type: ignore[arg-type]
+        super().__init__(conn, stdin, stdout, **kwargs)
         self.proxy = conn
         self.to_server = to_server
         self.owed: set[str] = set()  # forwarded requests the server has not answered (each counted busy)
@@ -206,14 +206,14 @@ def proxy(args: argparse.Namespace) -> int:
 
         # No faults file: a pass-through for either era (the client checks accept both).
         scenario, warnings = Scenario(mockmcp=1, protocol=Protocol(era="dual")), []
-    from .run import _observers, new_engine
+    from .run import attach_observers, new_engine
 
     log = StderrLog(args.log_level)
     for w in warnings:
         log("warning", str(w))
     engine = new_engine(scenario, seed=args.seed, time_scale=args.time_scale)
     conn = ProxyConnection(engine)
-    observers = _observers(args, engine, conn, log)
+    observers = attach_observers(args, engine, conn, log)
     try:
         status = trio.run(_serve, cmd, conn, args, log, observers)
     except relay.CommandError as exc:
@@ -232,7 +232,7 @@ async def _serve(cmd: list[str], conn: ProxyConnection, args: argparse.Namespace
 
     def exit_process(status: int) -> None:  # a scripted exit takes the real server with it
         proc.kill()
-        _hard_exit(status)
+        hard_exit(status)
 
     shell = ProxyShell(
         conn, trio.lowlevel.FdStream(os.dup(0)), trio.lowlevel.FdStream(os.dup(1)), to_server,

@@ -22,7 +22,7 @@ Sans-I/O.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from . import errors, jsonrpc, model, protocol as p, templates
 from .actions import Cancel, Output, Plan, Send
@@ -33,6 +33,8 @@ from .framing import LineSplitter
 
 InboundObserver = Callable[[bytes, "jsonrpc.Message | None", "errors.ClientError | None"], None]
 class ProxyConnection:
+    watch: ClassVar[None] = None  # (connection.StdioConnection: nothing shared to watch)
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.protocol = engine.protocol

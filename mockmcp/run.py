@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     import argparse
     from types import SimpleNamespace
 
+    from .connection import ShellConnection
+    from .proxycore import ProxyConnection
+
 
 def run(args: argparse.Namespace | SimpleNamespace) -> int:
     # Start-up allocates and keeps: no cyclic GC until the scenario and engine exist,
@@ -46,7 +49,8 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     if scenario.protocol.ignoreSigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     engine = new_engine(scenario, seed=args.seed, time_scale=args.time_scale)
-    conn: Any = Connection(engine, max_line=args.max_line_bytes or DEFAULT_MAX_LINE)
+    plain = Connection(engine, max_line=args.max_line_bytes or DEFAULT_MAX_LINE)
+    conn: ShellConnection = plain
     session = getattr(args, "session", None)
     if session:
         from .sessiondir import SessionConnection, SessionError, SessionStore, scenario_ref
@@ -57,7 +61,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
         except SessionError as exc:
             print(f"mockmcp: {exc}", file=sys.stderr)
             return 2
-        conn = SessionConnection(conn, store)
+        conn = SessionConnection(plain, store)
         args.journal = store.journal  # the session's journal: `mockmcp report DIR` judges it
     gc.freeze()
     # Young collections every 10,000 allocations, not 700: a busy mock allocates many
@@ -65,7 +69,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     # at the default, collecting cost 10,000 timed streams a quarter of their time.
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
-    observers = _observers(args, engine, conn, log)
+    observers = attach_observers(args, engine, conn, log)
     control = _control(args, engine, conn)
     if getattr(args, "http", None) is not None:
         from .httpshell import run_http  # (h11 is imported only here: stdio spawns stay as they were)
@@ -158,7 +162,7 @@ def _close_stdout() -> None:
     os.close(null)
 
 
-def _control(args: argparse.Namespace | SimpleNamespace, engine: Any, conn: Any) -> Any:
+def _control(args: argparse.Namespace | SimpleNamespace, engine: Any, conn: ShellConnection) -> Any:
     """With ``--control PATH``: the control core, hooked to what the connection reads and the shell writes."""
     if not getattr(args, "control", None):
         return None
@@ -170,8 +174,11 @@ def _control(args: argparse.Namespace | SimpleNamespace, engine: Any, conn: Any)
     return control
 
 
-def _observers(args: argparse.Namespace | SimpleNamespace, engine: Any, conn: Any, log: Any) -> dict[str, Any]:
-    """Hook the journal and the verifier in only when asked for (they cost start-up time)."""
+def attach_observers(
+    args: argparse.Namespace | SimpleNamespace, engine: Any, conn: ShellConnection | ProxyConnection, log: Any
+) -> dict[str, Any]:
+    """Hook the journal and the verifier in only when asked for (they cost start-up time): a mock's
+    connection or the proxy's. The observers by name (``output``, ``event``, ``finish``, ...)."""
     if not (args.journal or args.report or args.strict):
         return {}
     from .verify import attach

@@ -34,7 +34,7 @@ import trio
 from . import errors, jsonrpc, protocol as p
 from .actions import (Action, Answer, Ask, Cancel, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Output, Park, Plan,
                       Send, StopReading, WriteRaw)
-from .connection import Connection
+from .connection import StdioConnection
 from .interpret import no_real_server, perform
 from .log import StderrLog
 from .streams import TimedPlans, eligible
@@ -72,7 +72,7 @@ class Shell:
 
     def __init__(
         self,
-        connection: Connection,
+        connection: StdioConnection,
         stdin: trio.abc.ReceiveStream,
         stdout: trio.abc.SendStream,
         *,
@@ -94,7 +94,7 @@ class Shell:
         self.grace = grace
         self.ignore_eof = ignore_eof
         self.log = log or StderrLog("warning")
-        self.exit_process = exit_process or _hard_exit
+        self.exit_process = exit_process or hard_exit
         self.on_output = on_output
         self.on_event = on_event
         self.read_size = read_size
@@ -477,7 +477,7 @@ class Shell:
                 self._nursery = requests
                 if self.streams is not None:
                     requests.start_soon(self.streams.run)
-                watch = getattr(self.conn, "watch", None)  # a session's connection (sessiondir) watches the log
+                watch = self.conn.watch  # a session's connection (sessiondir) watches the log
                 if watch is not None:
                     requests.start_soon(watch, self.wake_task_streams)
                 task_status.started()
@@ -557,11 +557,13 @@ def _parks_at_once(plan: Plan) -> bool:
     return True
 
 
-def _hard_exit(status: int) -> None:
+def hard_exit(status: int) -> None:
+    """End the process now with ``status`` (a scripted ``exit``, a crash on purpose): stderr flushed
+    first so its last lines are not lost, then ``os._exit``, so no cleanup or buffered stdout runs."""
     try:
         sys.stderr.flush()
     finally:
         os._exit(status)
 
 
-__all__ = ["MAX_BYTES", "MAX_TASKS", "Shell", "StderrLog"]  # StderrLog lives in .log; the shell's users build logs from here
+__all__ = ["MAX_BYTES", "MAX_TASKS", "Shell", "StderrLog", "hard_exit"]  # StderrLog lives in .log; the shell's users build logs from here

@@ -74,10 +74,16 @@ import fcntl
 import json
 import os
 import stat
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .loader import file_kind
 from .tasks import MAX_RECORDS, TERMINAL, CorruptRecord
+
+if TYPE_CHECKING:
+    from . import jsonrpc
+    from .actions import Output
+    from .connection import Connection, InboundObserver, PlanObserver
+    from .framing import Oversized
 
 MARKER = "VERSION"
 MARKER_TEXT = "mockmcp session 2\n"
@@ -591,10 +597,11 @@ class SessionStore:
 class SessionConnection:
     """A ``Connection`` whose every input chunk (or HTTP message) is handled inside the session's lock.
 
-    The shell sees the connection it knows (everything else is the wrapped one's).
+    It is a ``connection.ShellConnection`` as ``Connection`` is: what it adds is the lock, the
+    journal's bound and ``watch``; the observers and ``finished`` are the wrapped connection's.
     """
 
-    def __init__(self, conn: Any, store: SessionStore) -> None:
+    def __init__(self, conn: Connection, store: SessionStore) -> None:
         self._conn = conn
         self._store = store
         self.engine = conn.engine
@@ -634,7 +641,18 @@ class SessionConnection:
             self._journal.due = False
             self._store.keep_journal_bounded(self._expectations)
 
-    def receive_data(self, data: bytes) -> Any:
+    @property
+    def observers(self) -> list[InboundObserver]:
+        return self._conn.observers
+
+    @property
+    def plan_observers(self) -> list[PlanObserver]:
+        return self._conn.plan_observers
+
+    def finished(self, request_id: Any) -> None:
+        self._conn.finished(request_id)
+
+    def receive_data(self, data: bytes) -> list[Output]:
         with self._store.locked():
             self._store.pull(self.engine)
             self._journal_due()
@@ -643,14 +661,16 @@ class SessionConnection:
         self._streams_may_watch()
         return out
 
-    def receive_eof(self) -> Any:
+    def receive_eof(self) -> list[Output]:
         with self._store.locked():
             self._store.pull(self.engine)
             out = self._conn.receive_eof()
             self._store.push(self.engine)
         return out
 
-    def handle_line(self, line: Any, check: Any = None) -> Any:
+    def handle_line(
+        self, line: bytes | Oversized, check: Callable[[jsonrpc.Message], None] | None = None
+    ) -> Output | None:
         """One message (the HTTP shell's way in), under the lock like a chunk of stdin."""
         with self._store.locked():
             self._store.pull(self.engine)
@@ -707,9 +727,6 @@ class SessionConnection:
             self._store.pull(self.engine)
             yield
             self._store.push(self.engine)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._conn, name)
 
 
 def open_file(path: str, flags: int, mode: int = 0o644) -> int:
