@@ -9,6 +9,8 @@ located problems) must equal the plain path's.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -102,6 +104,82 @@ def test_what_the_subset_reads_pyyaml_reads_the_same(text):
     fast = quickload.parse(text)
     if fast is not None:
         assert typed(fast) == plain_parse(text)
+
+
+# ---------------------------------------------------------------- scalars
+
+digits = st.text("0123456789", min_size=1, max_size=6)
+signs = st.sampled_from(["", "", "-", "+"])
+
+
+@st.composite
+def core_scalars(draw: Any) -> str:
+    """Plain scalars from the core schema's grammar and its near misses: every spelling of
+    its booleans and nulls (and YAML 1.1's, which are strings here), decimal, octal and hex
+    integers, floats with and without exponents, infinities and NaNs, integers at the
+    digit limit and floats past a double, and what only looks like a number."""
+    kind = draw(st.sampled_from(["word", "word", "int", "int", "radix", "float", "float", "special", "long", "odd"]))
+    if kind == "word":
+        word = draw(st.sampled_from(["true", "false", "null", "true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"]))
+        case = draw(st.sampled_from(["lower", "title", "upper", "mixed"]))  # true, True, TRUE; tRUE is a string
+        if case == "mixed":
+            return "".join(c.upper() if draw(st.booleans()) else c for c in word)
+        return str(getattr(word, case)())
+    if kind == "int":
+        return draw(signs) + draw(digits)
+    if kind == "radix":  # 0o17 and 0x1F; 0O17, 0b1, -0x1, 0o8 and 0x1g are strings
+        prefix, alphabet = draw(st.sampled_from([("0o", "01234567"), ("0x", "0123456789abcdefABCDEF")]))
+        number = prefix + draw(st.text(alphabet, min_size=1, max_size=5))
+        miss = draw(st.sampled_from(["", "", "", "upper", "0b", "-", "+", "digit", "empty"]))
+        if miss == "upper":
+            return number.upper()
+        if miss in ("0b", "-", "+"):
+            return miss + number[len(prefix) if miss == "0b" else 0 :]
+        if miss == "digit":
+            return number + ("8" if prefix == "0o" else "g")
+        return prefix if miss == "empty" else number
+    if kind == "float":
+        mantissa = draw(st.sampled_from(["{d}.{d}", "{d}.", ".{d}", "{d}"])).format(d=draw(digits))
+        exponent = draw(st.sampled_from(["", "", "e", "E"]))
+        if exponent:
+            exponent += draw(signs) + draw(digits)
+        return draw(signs) + mantissa + exponent
+    if kind == "special":
+        return draw(signs) + "." + draw(st.sampled_from(["inf", "Inf", "INF", "iNf", "nan", "NaN", "NAN", "nAn"]))
+    if kind == "long":  # around the digit limit, and floats too large for a double
+        n = draw(st.sampled_from([4299, 4300, 4301]))
+        return draw(st.sampled_from([draw(signs) + "9" * n, "1" + "0" * (n - 1), "0x" + "f" * (n * 5 // 6), "1e" + "9" * 3, "9" * 400 + ".5"]))
+    return draw(st.sampled_from(["2026-07-28", "1_000", "12:30", "0777", "1.2.3", "1e", "e5", ".", "+", "-.", "0x_1", "1,5"]))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(core_scalars(), st.sampled_from(["a: {}\n", "- {}\n", "a: [{}]\n", "a: {{b: {}}}\n", "a:\n  - {} # note\n"]))
+def test_scalars_read_the_same_both_ways(value, form):
+    """Each scalar in a block and in a flow collection: the same value type for type, or
+    the same refusal. Where PyYAML reads a value the fast path must read it too (were it
+    to decline, this comparison would compare nothing), except a ``:`` or ``,`` inside a
+    flow collection, which the subset leaves to the plain path."""
+    text = form.format(value)
+    fast, plain = quickload.parse(text), plain_parse(text)
+    if type(plain) is tuple:
+        assert fast is not None or (form[3] in "[{" and (":" in value or "," in value)), text
+        assert fast is None or typed(fast) == plain
+    else:
+        assert fast is None, text  # a refused scalar (infinity, NaN, too many digits): the plain path says why
+
+
+def test_the_plain_path_imports_nothing_from_the_fast_path():
+    """The reference must not depend on what it checks: a process that loads a file on the
+    plain path alone never imports ``quickload`` (the scalar rules come from ``scalars``)."""
+    code = (
+        "import sys\nfrom mockmcp import plainload\n"
+        "data, _ = plainload.parse_yaml(open(sys.argv[1]).read(), sys.argv[1])\n"
+        "plainload.structure(data, _, sys.argv[1])\n"
+        "print(sorted(m for m in sys.modules if m in ('mockmcp.quickload', 'mockmcp.scalars')))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(SCENARIOS / "default.yaml")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['mockmcp.scalars']"
 
 
 # ---------------------------------------------------------------- whole scenarios
