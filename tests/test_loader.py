@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, SCENARIOS
+from helpers import call
 
 from mockmcp import model
 from mockmcp.loader import load, load_text
@@ -119,6 +120,49 @@ def test_payload_values_keep_yaml_1_2_types():
     )
     sc = scenario.tools[0].replies[0].steps[0].result["structuredContent"]
     assert sc == {"a": "yes", "b": "no", "c": "2026-07-28", "d": 31, "e": 1.5, "f": True, "g": None}
+
+
+# The YAML 1.2.2 spec's core schema (example 10.9 and its tag resolution table), written
+# out by hand as the oracle: both load paths take their scalar rules from one module
+# (``scalars``), so comparing the paths with each other cannot find a wrong rule there.
+SPEC_SCALARS = [
+    ("null", None), ("Null", None), ("NULL", None), ("~", None), ("", None),
+    ("true", True), ("True", True), ("TRUE", True), ("false", False), ("False", False), ("FALSE", False),
+    ("0", 0), ("0o7", 7), ("0x3A", 58), ("-19", -19), ("+12", 12), ("0777", 777),
+    ("0.", 0.0), ("-0.0", -0.0), (".5", 0.5), ("+12e03", 12000.0), ("-2E+05", -200000.0), ("1e3", 1000.0),
+    # YAML 1.1's booleans, dates, sexagesimals, binary and underscores, and near misses: strings
+    ("yes", "yes"), ("No", "No"), ("on", "on"), ("OFF", "OFF"), ("y", "y"), ("tRUE", "tRUE"), ("nULL", "nULL"),
+    ("2001-12-14", "2001-12-14"), ("190:20:30", "190:20:30"), ("0b101", "0b101"), ("1_000", "1_000"),
+    ("0O7", "0O7"), ("0X3A", "0X3A"), ("-0x1", "-0x1"), ("0o8", "0o8"), ("0x", "0x"), ("-.nan", "-.nan"), ("1e", "1e"),
+]
+SCALARS_SCENARIO = "mockmcp: 1\n{extra}tools:\n  - name: t\n    replies:\n      - steps:\n          - result:\n              content: []\n              structuredContent:\n{values}"
+
+
+@pytest.mark.parametrize("path", ["fast", "plain"])
+def test_scalars_resolve_as_the_yaml_1_2_core_schema_says(tmp_path, path):
+    """Through a real process, on each load path (a literal block scalar sends a file to the
+    plain path): every spelling of the spec's table gives its value, type for type."""
+    values = "".join(f"                k{i}: {text}\n" for i, (text, _) in enumerate(SPEC_SCALARS))
+    extra = "" if path == "fast" else "description: |\n  a literal block: the fast path declines the file\n"
+    scenario = tmp_path / "scalars.yaml"
+    scenario.write_text(SCALARS_SCENARIO.format(extra=extra, values=values))
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mockmcp", "run", str(scenario), "--no-cache"],
+        input=(json.dumps(call(1, "t")) + "\n").encode(), capture_output=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    imported = {row.split("|")[-1].strip() for row in proc.stderr.decode().splitlines() if row.startswith("import time:")}
+    assert ("yaml" in imported) == (path == "plain")
+    got = json.loads(proc.stdout)["result"]["structuredContent"]
+    assert [(text, repr(got[f"k{i}"])) for i, (text, _) in enumerate(SPEC_SCALARS)] == [(t, repr(v)) for t, v in SPEC_SCALARS]
+
+
+@pytest.mark.parametrize("text", [".inf", "-.Inf", "+.INF", ".nan", ".NaN", ".NAN"])
+def test_the_spec_infinities_and_nans_are_refused_with_their_place(text):
+    """The spec's core schema reads them as floats; JSON cannot carry them, so the file is refused."""
+    assert one_problem(result_with(text)) == (
+        f"s.yaml:6:58: {text} is not a JSON number (at $.tools[0].replies[0].steps[0].result.structuredContent.a)"
+    )
 
 
 def test_durations():
