@@ -69,7 +69,7 @@ def _run_command(sub: _Sub) -> None:
     )
     run.add_argument("scenario", help="a scenario file, or the name of a bundled scenario (see `mockmcp list`)")
     groups: dict[str, Any] = {}
-    for option in runargs.RUN_OPTIONS:  # the table quick_parse reads too
+    for option in runargs.RUN_OPTIONS:  # the one table of run's options
         target: Any = run
         if option.group is not None:
             if option.group not in groups:
@@ -295,11 +295,6 @@ def _silence_stdout() -> None:
 
 def _dispatch(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else argv
-    quick = runargs.quick_parse(words)  # a spawn's usual command line, without argparse
-    if quick is not None:
-        from .run import run
-
-        return run(quick)
     parser = _parser(words[0] if words and words[0] in _COMMANDS else None)
     args = parser.parse_args(argv)
     match args.command:

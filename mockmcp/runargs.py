@@ -1,24 +1,15 @@
-"""The options of ``mockmcp run``, declared once, and a reader of its usual command lines
-that does not import argparse.
+"""The options of ``mockmcp run``, declared once.
 
-Suites spawn ``mockmcp run`` once per test, and argparse is a good part of a
-spawn's own cost: importing it (and gettext) and building the ``run`` parser
-(a help formatter per option; measured in docs/performance.md). ``RUN_OPTIONS``
-is the one table of the options: ``cli`` gives it to argparse for help, errors
-and every unusual form. ``quick_parse`` reads
-the forms spawns use (``run SCENARIO``, options written ``--name VALUE`` or
-``--flag``, in any order) into the values argparse would give, and declines
-(``None``) everything else: help, ``--name=VALUE``, abbreviations, a value
-that starts with ``-``, a value a converter rejects, a second positional, and
-the combinations ``cli`` refuses after parsing. argparse then parses those and
-says what is wrong. ``tests/test_runargs.py`` compares both readers over
-generated command lines.
+``RUN_OPTIONS`` is the one table of ``run``'s options, from which ``cli`` builds
+the argparse parser (values, help, errors), and ``refusal`` says what ``cli``
+refuses after parsing. argparse reads every command line: a hand-written reader
+of a spawn's usual lines beside it saved too small a share of a warm spawn to be
+worth a second path (the measurement is in docs/performance.md).
 """
 
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "quiet")
@@ -148,8 +139,6 @@ RUN_OPTIONS = (
            " then 408)", convert=positive_float, default=30.0, metavar="S", group=HTTP_GROUP),
 )
 
-_BY_FLAG = {option.flag: option for option in RUN_OPTIONS}
-
 
 def refusal(args: Any) -> str | None:
     """What ``cli`` refuses in parsed ``run`` options (argparse cannot say it), or ``None``."""
@@ -159,47 +148,3 @@ def refusal(args: Any) -> str | None:
         return f"--http {args.http[0]}: not a loopback address; add --http-any-host to listen there"
     return None
 
-
-def quick_parse(argv: Sequence[str]) -> SimpleNamespace | None:
-    """``argv`` (without the program name) read as argparse would, or ``None``: let argparse read it."""
-    if len(argv) < 2 or argv[0] != "run":
-        return None
-    values: dict[str, Any] = {"command": "run", "scenario": None}
-    for option in RUN_OPTIONS:
-        values[option.dest] = option.default
-    i, n = 1, len(argv)
-    while i < n:
-        word = argv[i]
-        i += 1
-        if word[:1] != "-":
-            if values["scenario"] is not None:
-                return None  # a second positional: argparse's error
-            values["scenario"] = word
-            continue
-        found = _BY_FLAG.get(word)
-        if found is None:
-            return None  # --help, --name=value, an abbreviation, a typo, "--": argparse's to read
-        option = found
-        if option.kind == "flag":
-            values[option.dest] = True
-            continue
-        if i == n or argv[i][:1] == "-":
-            return None  # no value, or one argparse reads by its own rules (negative numbers, options)
-        text = argv[i]
-        i += 1
-        value: Any = text
-        if option.convert is not None:
-            try:
-                value = option.convert(text)
-            except ValueError:  # BadValue, or int()'s: argparse words the error
-                return None
-        if option.choices is not None and value not in option.choices:
-            return None
-        if option.kind == "append":
-            values[option.dest] = [*(values[option.dest] or ()), value]
-        else:
-            values[option.dest] = value
-    if values["scenario"] is None:
-        return None
-    args = SimpleNamespace(**values)
-    return None if refusal(args) is not None else args
