@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 from typing import Any, Callable
 
 import trio
 
-from . import cassette, relay
+from . import cassette, relay, signals
 from .connection import Connection
 from .log import StderrLog
 from .run import new_engine
@@ -110,14 +109,9 @@ async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, scenario: A
             await relay.drain(out_recv, stdout)
             nursery.cancel_scope.cancel()
 
-        async def signals() -> None:
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
-                async for _ in received:
-                    nursery.cancel_scope.cancel()
-                    return
-
-        for task in (client_side, engine_side, server_side, to_server, to_client, signals):
+        for task in (client_side, engine_side, server_side, to_server, to_client):
             nursery.start_soon(task)
+        nursery.start_soon(signals.watch, nursery.cancel_scope)
     status = finish()
     with trio.CancelScope(shield=True):
         await relay.stop(proc, 0.0)

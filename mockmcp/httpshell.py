@@ -948,12 +948,11 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
     ``control``: a bound control server and its socket (``--control``), served beside. At EOF (or
     the control channel's graceful shutdown) no more connections are accepted and scripted replies
     get ``grace`` seconds, as on stdio; a signal stops at once."""
-    import signal
+    from .signals import shutdown_signals
 
-    sigs = {signal.SIGINT} | (set() if ignore_sigterm else {signal.SIGTERM})
     # The signal receiver is open before the URL is printed: a suite that stops the mock as
     # soon as it has read the URL must find SIGTERM handled, not the default action.
-    with trio.open_signal_receiver(*sigs) as received:
+    with shutdown_signals(ignore_sigterm) as received:
         listeners = (await trio.open_tcp_listeners(port, host=host))[:1]  # one socket: one port, one URL
         bound = listeners[0].socket.getsockname()
         url = url_for(host, bound[1])
@@ -963,14 +962,7 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
                 await nursery.start(control[0].serve, control[1])
             (print_url or _print_url)(url)
             shell.log("info", f"serving Streamable HTTP at {url}")
-
-            async def watch_signals() -> None:
-                async for signum in received:
-                    shell.log("info", f"received {signal.Signals(signum).name}; shutting down")
-                    nursery.cancel_scope.cancel()
-                    return
-
-            nursery.start_soon(watch_signals)
+            nursery.start_soon(received.cancel_on_first, nursery.cancel_scope, shell.log)
             nursery.start_soon(_until_eof, shell, ignore_eof)
             await shell.stopping.wait()
             await shell.drain()

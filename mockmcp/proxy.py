@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 from typing import Any
 
@@ -28,6 +27,7 @@ from .framing import LineSplitter
 from .log import StderrLog
 from .proxycore import ProxyConnection
 from .server import Shell, hard_exit
+from .signals import Signals, shutdown_signals
 from .writer import DribbleJob
 
 
@@ -242,7 +242,7 @@ async def _serve(cmd: list[str], conn: ProxyConnection, args: argparse.Namespace
     # One signal receiver for the whole session, shutdown included: a SIGTERM while the real
     # server is being stopped (a client that gave up waiting for us to exit) must still let the
     # report be written, not kill the process with the default handler.
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+    with shutdown_signals() as received:
         try:
             return await _session(proc, shell, to_server, from_proxy, server_stdin, server_stdout, log, received)
         finally:
@@ -256,7 +256,7 @@ async def _serve(cmd: list[str], conn: ProxyConnection, args: argparse.Namespace
 
 
 async def _session(proc: trio.Process, shell: ProxyShell, to_server: Any, from_proxy: Any, server_stdin: Any,
-                   server_stdout: Any, log: StderrLog, received: Any) -> int:
+                   server_stdout: Any, log: StderrLog, received: Signals) -> int:
     status = 0
     async with trio.open_nursery() as nursery:
         nursery.start_soon(relay.drain, from_proxy, server_stdin)
@@ -277,12 +277,7 @@ async def _session(proc: trio.Process, shell: ProxyShell, to_server: Any, from_p
             log("info", f"the server ended (status {proc.returncode})")
             nursery.cancel_scope.cancel()
 
-        async def signals() -> None:
-            async for _ in received:
-                nursery.cancel_scope.cancel()
-                return
-
-        nursery.start_soon(signals)
+        nursery.start_soon(received.cancel_on_first, nursery.cancel_scope)
         await nursery.start(serve)
         nursery.start_soon(server_side)
     return status if status > 0 else 0

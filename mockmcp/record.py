@@ -18,13 +18,12 @@ import argparse
 import json
 import os
 import re
-import signal
 import sys
 from typing import Any
 
 import trio
 
-from . import cassette, relay, yamlemit
+from . import cassette, relay, signals, yamlemit
 from .redact import Redactor
 
 MODES = ("once", "new_episodes", "all", "none")
@@ -183,14 +182,9 @@ async def _record(cmd: list[str], rec: cassette.Recorder, startup: float, grace:
             await relay.settle(proc, lambda: rec.in_flight, grace)
             nursery.cancel_scope.cancel()
 
-        async def signals() -> None:
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
-                async for _ in received:
-                    nursery.cancel_scope.cancel()
-                    return
-
-        for task in (client_side, server_side, to_client, to_server, signals):
+        for task in (client_side, server_side, to_client, to_server):
             nursery.start_soon(task)
+        nursery.start_soon(signals.watch, nursery.cancel_scope)
     # The cassette first: a client that gave up on us (SIGTERM, then SIGKILL) must not cost it.
     status: int = finish()
     with trio.CancelScope(shield=True):

@@ -6,6 +6,7 @@ import gc
 import os
 import signal
 import sys
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
             return 2
     import trio
 
+    from . import signals
     from .connection import Connection
     from .framing import DEFAULT_MAX_LINE
     from .pipes import PipeReceiveStream, PipeSendStream
@@ -102,19 +104,10 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
             if listening is None:
                 return 2
         async with trio.open_nursery() as nursery:
-
-            async def watch_signals(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-                sigs = {signal.SIGINT} | ({signal.SIGTERM} if not scenario.protocol.ignoreSigterm else set())
-                with trio.open_signal_receiver(*sigs) as received:
-                    task_status.started()  # the handlers are in place before the first line is read
-                    async for signum in received:
-                        log("info", f"received {signal.Signals(signum).name}; shutting down")
-                        nursery.cancel_scope.cancel()
-                        return
-
             # Started, not start_soon: stdin is read without a yield first (pipes.py), so a client
             # could get an answer, and send a signal, before a task merely scheduled had run.
-            await nursery.start(watch_signals)
+            await nursery.start(partial(signals.watch, nursery.cancel_scope, log=log,
+                                        ignore_sigterm=scenario.protocol.ignoreSigterm))
             if listening is not None:
                 await nursery.start(listening[0].serve, listening[1])
             status = await shell.serve()

@@ -130,7 +130,7 @@ def test_the_core_modules_exist():
         assert importlib.util.find_spec(f"mockmcp.{name}") is not None, name
 
 
-@pytest.mark.parametrize("name", ["server", "plainload"])
+@pytest.mark.parametrize("name", ["server", "plainload", "signals"])
 def test_the_blocker_catches_the_shell_and_the_loader(name):
     proc = import_blocked(f"mockmcp.{name}")
     assert proc.returncode != 0
