@@ -23,6 +23,13 @@ import attrs
 
 from . import matching, model, protocol as p, templates
 from .definitions import compile_uri_template, iter_rules, validates_input
+from .model_faults import (
+    DribbleStep, EndSubscriptionStep, ExitStep, HttpSpec, HttpStep, HugeStep, RawBytesStep, RequestStep, SetStateStep, StopReadingStep,
+)
+from .model_notify import EmitStep, LoopStep, ProgressStep
+from .model_rounds import InputRequiredStep
+from .model_steps import TERMINAL_STEPS, Step
+from .model_tasks import TaskFaults, TaskSpec, TaskStep
 
 # The most steps one reply may run once its loops are unrolled, counting loops with
 # a literal ``times`` (a template-given count is capped when the reply runs).
@@ -40,7 +47,7 @@ class Found:
     level: str = "error"
 
 
-def iter_step_lists(s: model.Scenario) -> Iterator[tuple[Path_, str, list[model.Step]]]:
+def iter_step_lists(s: model.Scenario) -> Iterator[tuple[Path_, str, list[Step]]]:
     for path, method, rule in iter_rules(s):
         if rule.steps is not None:
             yield path + ("steps",), method, rule.steps
@@ -49,16 +56,16 @@ def iter_step_lists(s: model.Scenario) -> Iterator[tuple[Path_, str, list[model.
     yield ("subscriptions", "timeline"), p.SUBSCRIPTIONS_LISTEN, s.subscriptions.timeline
 
 
-def iter_steps(s: model.Scenario) -> Iterator[tuple[Path_, model.Step]]:
+def iter_steps(s: model.Scenario) -> Iterator[tuple[Path_, Step]]:
     """Every step, including those inside ``loop`` steps."""
     for path, _, steps in iter_step_lists(s):
         yield from _walk(path, steps)
 
 
-def _walk(path: Path_, steps: list[model.Step]) -> Iterator[tuple[Path_, model.Step]]:
+def _walk(path: Path_, steps: list[Step]) -> Iterator[tuple[Path_, Step]]:
     for i, step in enumerate(steps):
         yield path + (i,), step
-        if isinstance(step, model.LoopStep):
+        if isinstance(step, LoopStep):
             yield from _walk(path + (i, "loop", "steps"), step.loop.steps)
 
 
@@ -145,7 +152,7 @@ def _input_request_problems(key: str, req: Any) -> str | None:
     return None
 
 
-def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[Found], *, timeline: bool) -> None:
+def _check_steps(path: Path_, method: str, steps: list[Step], found: list[Found], *, timeline: bool) -> None:
     last_progress: float | None = None
     for i, step in enumerate(steps):
         sp = path + (i,)
@@ -158,7 +165,7 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
             if not templates.has_template(step.result):
                 for sub, msg in _result_problems(method, step.result):
                     found.append(Found(sp + ("result",) + sub, msg))
-        elif isinstance(step, model.InputRequiredStep):
+        elif isinstance(step, InputRequiredStep):
             if method not in p.INPUT_REQUIRED_METHODS:
                 found.append(Found(sp, f"input_required is not allowed on {method} (only tools/call, prompts/get, resources/read); write it as a raw step to send it deliberately"))
             spec = step.inputRequired
@@ -168,7 +175,7 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
                 problem = _input_request_problems(key, req)
                 if problem:
                     found.append(Found(sp + ("inputRequired", "inputRequests", key), problem))
-        elif isinstance(step, model.ProgressStep):
+        elif isinstance(step, ProgressStep):
             value = step.progress.progress
             if isinstance(value, str):
                 last_progress = None  # a template's values are known only when it runs
@@ -176,31 +183,31 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
                 if last_progress is not None and value <= last_progress and not step.progress.deliberate:
                     found.append(Found(sp, f"progress must increase ({value} after {last_progress}); mark it deliberate: true if meant", "warning"))
                 last_progress = value
-        elif isinstance(step, model.LoopStep):
+        elif isinstance(step, LoopStep):
             inner = step.loop.steps
             for j, inner_step in enumerate(inner):
-                if isinstance(inner_step, (*model.TERMINAL_STEPS, model.EndSubscriptionStep)):
+                if isinstance(inner_step, (*TERMINAL_STEPS, EndSubscriptionStep)):
                     found.append(Found(sp + ("loop", "steps", j), "a loop holds only non-final steps (progress, log, sleep, emit, ...)"))
-            _check_steps(sp + ("loop", "steps"), method, [x for x in inner if not isinstance(x, (model.TERMINAL_STEPS, model.EndSubscriptionStep))], found, timeline=True)
+            _check_steps(sp + ("loop", "steps"), method, [x for x in inner if not isinstance(x, (TERMINAL_STEPS, EndSubscriptionStep))], found, timeline=True)
             if type(step.loop.times) is int and step.loop.times < 0:
                 found.append(Found(sp + ("loop", "times"), "times must be at least 0"))
-        elif isinstance(step, model.EmitStep):
+        elif isinstance(step, EmitStep):
             if step.emit.event == "resources/updated" and step.emit.uri is None:
                 found.append(Found(sp + ("emit",), "resources/updated needs a 'uri'"))
-        elif isinstance(step, model.EndSubscriptionStep) and not timeline:
+        elif isinstance(step, EndSubscriptionStep) and not timeline:
             found.append(Found(sp, "endSubscription is only for the subscriptions timeline"))
-        elif isinstance(step, model.HugeStep):
+        elif isinstance(step, HugeStep):
             if step.huge.bytes < 0 or not step.huge.char:
                 found.append(Found(sp + ("huge",), "huge needs bytes >= 0 and a non-empty char"))
             elif step.huge.bytes > MAX_HUGE_BYTES:
                 found.append(Found(sp + ("huge", "bytes"), f"huge is at most {MAX_HUGE_BYTES} bytes (64 MiB), got {step.huge.bytes}"))
-        elif isinstance(step, model.ExitStep):
+        elif isinstance(step, ExitStep):
             _exit_status(sp + ("exit", "status"), step.exit.status, found)
-        elif isinstance(step, model.TaskStep):
+        elif isinstance(step, TaskStep):
             _check_task(sp + ("task",), method, step.task, found, timeline=timeline)
-        elif isinstance(step, model.HttpStep):
+        elif isinstance(step, HttpStep):
             found.extend(Found(sp + ("http",) + where, text) for where, text in http_step_problems(step.http))
-        elif isinstance(step, model.RequestStep):
+        elif isinstance(step, RequestStep):
             if step.request.timeout.template is not None:
                 found.append(Found(sp + ("request", "timeout"), "only a sleep's duration may be a template"))
             if step.request.expect is not None:
@@ -212,28 +219,28 @@ def _check_steps(path: Path_, method: str, steps: list[model.Step], found: list[
                 problem = _input_request_problems("request", {"method": step.request.method, "params": step.request.params})
                 if problem:
                     found.append(Found(sp + ("request",), problem.replace("input request 'request': ", "")))
-        elif isinstance(step, model.DribbleStep) and step.dribble.pause.template is not None:
+        elif isinstance(step, DribbleStep) and step.dribble.pause.template is not None:
             found.append(Found(sp + ("dribble", "pause"), "only a sleep's duration may be a template"))
-        elif isinstance(step, model.StopReadingStep) and isinstance(step.stopReading, model.Duration) and step.stopReading.template is not None:
+        elif isinstance(step, StopReadingStep) and isinstance(step.stopReading, model.Duration) and step.stopReading.template is not None:
             found.append(Found(sp + ("stopReading",), "only a sleep's duration may be a template"))
-        elif isinstance(step, model.RawBytesStep):
+        elif isinstance(step, RawBytesStep):
             try:
                 step.rawBytes.encode("latin-1")
             except UnicodeEncodeError:
                 found.append(Found(sp + ("rawBytes",), "rawBytes holds one byte per character (U+0000..U+00FF); use \\xNN escapes"))
-        if isinstance(step, model.TERMINAL_STEPS) and i < len(steps) - 1:
+        if isinstance(step, TERMINAL_STEPS) and i < len(steps) - 1:
             found.append(Found(path + (i + 1,), "steps after a final step (result, text, error, inputRequired, hang, exit) never run", "warning"))
             break
-    if not timeline and not (steps and isinstance(steps[-1], model.TERMINAL_STEPS)) and not any(isinstance(s, model.TERMINAL_STEPS) for s in steps):
+    if not timeline and not (steps and isinstance(steps[-1], TERMINAL_STEPS)) and not any(isinstance(s, TERMINAL_STEPS) for s in steps):
         found.append(Found(path, "a reply must end with result, text, error, inputRequired, hang or exit"))
 
 
-_TASK_OUTCOMES = (model.TextStep, model.ResultStep, model.ErrorStep, model.HugeStep)
+_TASK_OUTCOMES = (model.TextStep, model.ResultStep, model.ErrorStep, HugeStep)
 
 
-def _check_task(path: Path_, method: str, spec: model.TaskSpec, found: list[Found], *, timeline: bool) -> None:
+def _check_task(path: Path_, method: str, spec: TaskSpec, found: list[Found], *, timeline: bool) -> None:
     """A ``task:`` step: where it may answer, phases that can end, keys unique over the task's life."""
-    faults = spec.faults or model.TaskFaults()
+    faults = spec.faults or TaskFaults()
     if timeline:
         found.append(Found(path, "a task answers a request; it cannot be part of a subscription timeline or a loop"))
         return
@@ -285,7 +292,7 @@ _HTTP_VALUE = re.compile(r"[\x20-\x7e\t\x80-\xff]*")
 _SHELL_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
 
 
-def http_step_problems(spec: model.HttpSpec) -> list[tuple[Path_, str]]:
+def http_step_problems(spec: HttpSpec) -> list[tuple[Path_, str]]:
     """What the HTTP shell could not send as written (h11 refuses such a head or body)."""
     out: list[tuple[Path_, str]] = []
     if spec.status is not None and not (200 <= spec.status <= 599) or spec.status in (204, 304):
@@ -328,12 +335,12 @@ def _exit_status(path: Path_, status: int, found: list[Found]) -> None:
         found.append(Found(path, f"an exit status is 0 to 255, got {status}"))
 
 
-def reply_steps(steps: list[model.Step]) -> int:
+def reply_steps(steps: list[Step]) -> int:
     """How many steps a reply runs at most with its literal loops unrolled (stops
     counting past ``MAX_REPLY_STEPS``: the caller only compares)."""
     total = 0
     for step in steps:
-        if isinstance(step, model.LoopStep):
+        if isinstance(step, LoopStep):
             times = step.loop.times if type(step.loop.times) is int else 1
             total += max(0, times) * reply_steps(step.loop.steps)
         else:
@@ -447,7 +454,7 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
         found.extend(Found(path, message) for path, message in expectation_problems(s.expectations))
     if s.protocol.era == "modern":
         for sp, step in iter_steps(s):
-            if isinstance(step, model.RequestStep):
+            if isinstance(step, RequestStep):
                 found.append(Found(sp, "requests to the client exist only in the legacy era (protocol.era: legacy or dual); this revision uses inputRequired"))
     if not s.protocol.versions:
         found.append(Found(("protocol", "versions"), "at least one protocol version is needed"))
@@ -460,7 +467,7 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
     states = s.state.states
     if states is not None:
         for sp, step in iter_steps(s):
-            if isinstance(step, model.SetStateStep) and step.setState not in states:
+            if isinstance(step, SetStateStep) and step.setState not in states:
                 found.append(Found(sp + ("setState",), f"unknown state {step.setState!r} (declared: {', '.join(states)})"))
     for i, c in enumerate(s.completions):
         if (c.prompt is None) == (c.resourceTemplate is None):

@@ -26,7 +26,7 @@ import itertools
 import json
 
 import attrs
-from typing import Any, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from . import errors, jsonrpc, matching, model, protocol as p, tasks, templates
 from .actions import Emit, Send
@@ -34,6 +34,9 @@ from .armed import Armed
 from .context import RequestContext
 from .framing import Oversized
 from .problems import did_you_mean
+
+if TYPE_CHECKING:
+    from .model_tasks import TaskSpec
 
 Path_ = tuple[Any, ...]
 
@@ -82,7 +85,7 @@ class Fragments(Protocol):
         what: str = ...,
     ) -> model.Rule: ...
 
-    def task_change(self, phase: dict[str, Any] | None, outcome: dict[str, Any] | None, *, request_id: Any) -> model.TaskSpec: ...
+    def task_change(self, phase: dict[str, Any] | None, outcome: dict[str, Any] | None, *, request_id: Any) -> TaskSpec: ...
 
 
 # ---------------------------------------------------------------- outcomes

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import model, protocol as p
+
+if TYPE_CHECKING:
+    from .model_options import Icon
+    from .model_tasks import TaskSpec
 
 
 def iter_rules(s: model.Scenario) -> Iterator[tuple[tuple[Any, ...], str, model.Rule]]:
@@ -35,7 +39,7 @@ def iter_rules(s: model.Scenario) -> Iterator[tuple[tuple[Any, ...], str, model.
             yield ("methods", i, "replies", j), o.method, r
 
 
-def _walk(steps: list[Any], specs: list[model.TaskSpec]) -> bool:
+def _walk(steps: list[Any], specs: list[TaskSpec]) -> bool:
     """Append the ``task:`` steps of ``steps`` (loops included) to ``specs``; do any of them log?"""
     logs = False
     for step in steps:
@@ -49,14 +53,14 @@ def _walk(steps: list[Any], specs: list[model.TaskSpec]) -> bool:
     return logs
 
 
-def scenario_facts(scenario: model.Scenario) -> tuple[list[model.TaskSpec], bool]:
+def scenario_facts(scenario: model.Scenario) -> tuple[list[TaskSpec], bool]:
     """Every ``task:`` step of the replies, in file order (a stored task names its spec by
     index), and whether any reply or the timeline logs.
 
     One tight walk: it runs at every start-up, and large scenarios have a hundred
     thousand rules (a walk per fact and a call per rule were 100 ms of a warm start
     of 100,000 rules)."""
-    specs: list[model.TaskSpec] = []
+    specs: list[TaskSpec] = []
     logs = _walk(scenario.subscriptions.timeline, [])
     for items in (scenario.tools, scenario.prompts, scenario.resources, scenario.resourceTemplates, scenario.methods):
         for item in items:
@@ -77,7 +81,7 @@ def scenario_facts(scenario: model.Scenario) -> tuple[list[model.TaskSpec], bool
     return specs, logs
 
 
-def derive_capabilities(scenario: model.Scenario, facts: tuple[list[model.TaskSpec], bool] | None = None) -> dict[str, Any]:
+def derive_capabilities(scenario: model.Scenario, facts: tuple[list[TaskSpec], bool] | None = None) -> dict[str, Any]:
     """Server capabilities implied by what the scenario defines (``facts``: its ``scenario_facts``, if known)."""
     caps: dict[str, Any] = {}
     specs, logs = scenario_facts(scenario) if facts is None else facts
@@ -100,7 +104,7 @@ def drop_none(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
-def icons(icons: list[model.Icon] | None) -> list[dict[str, Any]] | None:
+def icons(icons: list[Icon] | None) -> list[dict[str, Any]] | None:
     if icons is None:
         return None
     return [drop_none({"src": i.src, "mimeType": i.mimeType, "sizes": i.sizes, "theme": i.theme}) for i in icons]

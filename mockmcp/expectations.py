@@ -10,13 +10,16 @@ scenario checker runs at load time (unknown ids, contradicting counts).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import model, protocol as p
+from . import protocol as p
 from .matching import pattern_problems, value_matches
 
+if TYPE_CHECKING:
+    from .model_options import Expectation
 
-def describe(e: model.Expectation) -> str:
+
+def describe(e: Expectation) -> str:
     """A short human name for an expectation, e.g. ``tools/call echo {"text": "hi"}``."""
     parts = [e.method]
     if e.name is not None:
@@ -32,7 +35,7 @@ def describe(e: model.Expectation) -> str:
     return " ".join(parts)
 
 
-def wanted(e: model.Expectation) -> str:
+def wanted(e: Expectation) -> str:
     if e.never:
         return "never"
     if e.exactly is not None:
@@ -48,11 +51,11 @@ def _times(n: int) -> str:
     return f"{n} time" if n == 1 else f"{n} times"
 
 
-def label(index: int, e: model.Expectation) -> str:
+def label(index: int, e: Expectation) -> str:
     return e.id if e.id is not None else f"expectations[{index}]"
 
 
-def request_matches(e: model.Expectation, method: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> bool:
+def request_matches(e: Expectation, method: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> bool:
     if method != e.method:
         return False
     if not e.retries and method in p.INPUT_REQUIRED_METHODS and ("requestState" in params or "inputResponses" in params):
@@ -85,7 +88,7 @@ class ExpectationTracker:
     session's verdict can be carried on from where the last one stopped
     instead of judging the whole journal again."""
 
-    def __init__(self, expectations: list[model.Expectation]) -> None:
+    def __init__(self, expectations: list[Expectation]) -> None:
         self.expectations = list(expectations)
         self.seen: list[list[tuple[int, Any]]] = [[] for _ in self.expectations]  # (sequence number, request id)
         self.counts = [0] * len(self.expectations)
@@ -164,7 +167,7 @@ def failure_message(verdicts: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def problems(expectations: list[model.Expectation]) -> list[tuple[tuple[Any, ...], str]]:
+def problems(expectations: list[Expectation]) -> list[tuple[tuple[Any, ...], str]]:
     """Static problems of an ``expectations:`` list, as (path, message)."""
     out: list[tuple[tuple[Any, ...], str]] = []
     ids: dict[str, int] = {}

@@ -18,6 +18,7 @@ import attrs
 
 from . import check, errors, model, quickload, scalars
 from .problems import LoadError, format_path
+from .model_tasks import TaskSpec, TaskStep
 
 Path_ = tuple[Any, ...]
 
@@ -145,7 +146,7 @@ _TASK_PLACES: dict[Path_, Path_] = {
 }
 
 
-def task_change(phase: dict[str, Any] | None, outcome: dict[str, Any] | None, *, request_id: Any) -> model.TaskSpec:
+def task_change(phase: dict[str, Any] | None, outcome: dict[str, Any] | None, *, request_id: Any) -> TaskSpec:
     """The phase (status, message, input requests, poll interval) and outcome step (a ``result``
     or an ``error`` step) the control channel puts a task in, structured and checked as the
     ``phases`` and ``outcome`` of a ``task`` step in a file; ``InvalidFragment`` otherwise."""
@@ -161,7 +162,7 @@ def task_change(phase: dict[str, Any] | None, outcome: dict[str, Any] | None, *,
     if bad:
         raise InvalidFragment("task change", bad, request_id=request_id)
     steps = frag.tools[0].replies[0].steps
-    assert steps is not None and isinstance(steps[0], model.TaskStep)
+    assert steps is not None and isinstance(steps[0], TaskStep)
     return steps[0].task
 
 

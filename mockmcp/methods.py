@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from . import errors, jsonrpc, matching, model, protocol as p, tasks, templates
+from . import errors, jsonrpc, matching, protocol as p, tasks, templates
 from .actions import Action, answered, Emit, Park, Plan, Send, Sleep
 from .context import RequestContext
 from .definitions import drop_none, prompt_definition, resource_definition, template_definition, tool_definition
 from .services import Services
 from .session import Subscription
 from .steps import Mode
+
+if TYPE_CHECKING:
+    from .model_notify import Timer
+    from .model_tasks import TaskFaults
 
 Handler = Callable[[Services, RequestContext], Plan]
 
@@ -325,7 +329,7 @@ def _task_response(svc: Services, ctx: RequestContext, result_text: str) -> Plan
     return answered(ctx.id, Send(None, data, True), ctx.method, None)
 
 
-def _faulty_status(table: tasks.TaskTable, rec: tasks.TaskRecord, body: dict[str, Any], faults: model.TaskFaults) -> dict[str, Any]:
+def _faulty_status(table: tasks.TaskTable, rec: tasks.TaskRecord, body: dict[str, Any], faults: TaskFaults) -> dict[str, Any]:
     """What a faulty server reports instead of the task's true state (once it has ended)."""
     if rec.status not in tasks.TERMINAL:
         return body
@@ -354,7 +358,7 @@ def _tasks_cancel(svc: Services, ctx: RequestContext) -> Plan:
     return _with_notifications(svc, svc.final(ctx, {}), rec)
 
 
-def _timer_events(svc: Services, ctx: RequestContext, timers: list[model.Timer]) -> list[tuple[float, Emit]]:
+def _timer_events(svc: Services, ctx: RequestContext, timers: list[Timer]) -> list[tuple[float, Emit]]:
     """Every timed event of one stream as (seconds after the ack, event), in time order."""
     events = []
     scale = svc.steps.time_scale

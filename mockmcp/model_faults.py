@@ -5,9 +5,9 @@ Faults (``raw``, ``rawBytes``, ``hang``, ``exit``, ``dribble``, ``stderr``,
 proxy), server requests (``request``) and the state and subscription controls
 (``setState``, ``endSubscription``).
 
-A part of ``model`` (see its docstring): defined only when a scenario uses one of these
-classes, since creating an attrs class is not free (see ``model``) and a warm
-spawn creates the model first. Importing this module adds its names to ``model``'s.
+A part of the model (see ``model``'s docstring): imported only where one of these
+classes is needed, since creating an attrs class is not free (see ``model``) and a warm
+spawn creates the model first.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Literal
 import attrs
 from attrs import field, frozen
 
-from . import model
 from .model import JSON, Duration, Model
 
 __all__ = [
@@ -255,5 +254,3 @@ class ForwardStep(Model):
 
     forward: Literal["pass", "drop", "duplicate", "wrong-id"]
 
-
-model.adopt(globals())

@@ -1,19 +1,21 @@
 """The model classes of what a reply sends besides its answer, and when: progress,
 log messages and emitted events, loops, random sleeps, and the subscription timers.
 
-A part of ``model`` (see its docstring): defined only when a scenario uses one of these
-classes, since creating an attrs class is not free (see ``model``) and a warm
-spawn creates the model first. Importing this module adds its names to ``model``'s.
+A part of the model (see ``model``'s docstring): imported only where one of these
+classes is needed, since creating an attrs class is not free (see ``model``) and a warm
+spawn creates the model first.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from attrs import frozen
 
-from . import model
 from .model import JSON, Duration, Model
+
+if TYPE_CHECKING:  # a step list holds any step (resolved by ``model_steps``)
+    from .model_steps import Step
 
 __all__ = ["RandomDelay", "ProgressSpec", "LogSpec", "EmitSpec", "ProgressStep", "LogStep", "EmitStep", "LoopSpec", "LoopStep", "Timer"]
 
@@ -77,7 +79,7 @@ class LoopSpec(Model):
     ``"{{ default(arguments.steps, 3) }}"``); ``{{ index }}`` counts from 1."""
 
     times: int | str
-    steps: list[model.Step]
+    steps: list[Step]
 
 
 @frozen(repr=False, eq=False)
@@ -102,5 +104,3 @@ class Timer(Model):
     every: Duration | None = None
     count: int = 1
 
-
-model.adopt(globals())

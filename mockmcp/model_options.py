@@ -1,9 +1,9 @@
 """The model classes of a scenario's optional pieces: icons, method overrides, cache
 hints, ``exitAfter`` and expectations.
 
-A part of ``model`` (see its docstring): defined only when a scenario uses one of these
-classes, since creating an attrs class is not free (see ``model``) and a warm
-spawn creates the model first. Importing this module adds its names to ``model``'s.
+A part of the model (see ``model``'s docstring): imported only where one of these
+classes is needed, since creating an attrs class is not free (see ``model``) and a warm
+spawn creates the model first.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Literal
 import attrs
 from attrs import frozen
 
-from . import model
 from .model import JSON, Model, Rule
 
 __all__ = ["Icon", "MethodOverride", "CacheHints", "ExitAfter", "Expectation"]
@@ -82,5 +81,3 @@ class Expectation(Model):
     id: str | None = None
     headers: dict[str, JSON] | None = None  # HTTP request headers (names in any case); none on stdio
 
-
-model.adopt(globals())

@@ -1,8 +1,8 @@
 """The model classes of ``input_required`` results (multi round-trip requests).
 
-A part of ``model`` (see its docstring): defined only when a scenario uses one of these
-classes, since creating an attrs class is not free (see ``model``) and a warm
-spawn creates the model first. Importing this module adds its names to ``model``'s.
+A part of the model (see ``model``'s docstring): imported only where one of these
+classes is needed, since creating an attrs class is not free (see ``model``) and a warm
+spawn creates the model first.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import attrs
 from attrs import frozen
 
-from . import model
 from .model import JSON, Model
 
 __all__ = ["InputRequiredSpec", "InputRequiredStep"]
@@ -36,5 +35,3 @@ class InputRequiredStep(Model):
 
     inputRequired: InputRequiredSpec
 
-
-model.adopt(globals())

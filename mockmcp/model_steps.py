@@ -1,7 +1,11 @@
 """The union of every step class and the step tables, which need every part of the model.
 
-Imported by what needs them (the loaders, the checks, the schema; ``model.Step`` and
-the tables name it lazily), never by a warm spawn: it imports every part of the model.
+Imported by what needs them (the loaders, the checks, the schema), never by a warm
+spawn: it imports every part of the model. Importing it also resolves the annotations
+of every model class (``attrs.resolve_types``): those that name a class of another
+part (``Rule.steps: list[Step]``) cannot be resolved in their own module without
+an import cycle, so the code that reads field types (cattrs, ``quickload``,
+``schema``) finds them resolved here, against ``NAMESPACE``.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from typing import Union
 
 import attrs
 
-from . import model, model_options  # noqa: F401  (model_options: no step, but a part; all are defined once this is)
+from . import model, model_faults, model_notify, model_options, model_rounds, model_tasks
 from .model import ErrorStep, ResultStep, SleepStep, TextStep
 from .model_faults import (
     CloseStdoutStep,
@@ -32,7 +36,7 @@ from .model_notify import EmitStep, LogStep, LoopStep, ProgressStep
 from .model_rounds import InputRequiredStep
 from .model_tasks import TaskStep
 
-__all__ = ["Step", "STEP_TYPES", "STEP_KEYS", "TERMINAL_STEPS"]
+__all__ = ["Step", "STEP_TYPES", "STEP_KEYS", "TERMINAL_STEPS", "PARTS", "NAMESPACE", "CLASSES"]
 
 Step = Union[
     ResultStep,
@@ -65,4 +69,15 @@ STEP_TYPES: tuple[type, ...] = Step.__args__  # type: ignore[attr-defined]
 STEP_KEYS: dict[str, type] = {attrs.fields(t)[0].name: t for t in STEP_TYPES}
 TERMINAL_STEPS = (ResultStep, TextStep, ErrorStep, InputRequiredStep, HangStep, ExitStep, HugeStep, TaskStep, ForwardStep)
 
-model.adopt(globals())
+# The modules that hold the model: its core, then its parts.
+PARTS = (model, model_rounds, model_notify, model_tasks, model_options, model_faults)
+# Every name of the model, as the annotations of its classes use them.
+NAMESPACE: dict[str, object] = {"Step": Step}
+for _module in PARTS:
+    NAMESPACE.update({k: v for k, v in vars(_module).items() if not k.startswith("__")})
+# Every class of the model, its annotations resolved.
+CLASSES: tuple[type, ...] = tuple(
+    v for m in PARTS for v in vars(m).values() if isinstance(v, type) and attrs.has(v) and v.__module__ == m.__name__
+)
+for _cls in CLASSES:
+    attrs.resolve_types(_cls, NAMESPACE)

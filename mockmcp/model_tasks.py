@@ -1,19 +1,21 @@
 """The model classes of the Tasks extension's ``task:`` step.
 
-A part of ``model`` (see its docstring): defined only when a scenario uses one of these
-classes, since creating an attrs class is not free (see ``model``) and a warm
-spawn creates the model first. Importing this module adds its names to ``model``'s.
+A part of the model (see ``model``'s docstring): imported only where one of these
+classes is needed, since creating an attrs class is not free (see ``model``) and a warm
+spawn creates the model first.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 from attrs import frozen
 
-from . import model
 from .model import JSON, Duration, Model
+
+if TYPE_CHECKING:  # a step list holds any step (resolved by ``model_steps``)
+    from .model_steps import Step
 
 __all__ = ["TaskPhase", "TaskFaults", "TaskSpec", "TaskStep"]
 
@@ -60,7 +62,7 @@ class TaskSpec(Model):
     """
 
     phases: list[TaskPhase] = attrs.Factory(list)
-    outcome: list[model.Step] = attrs.Factory(list)
+    outcome: list[Step] = attrs.Factory(list)
     ttlMs: int | None = 3_600_000
     pollIntervalMs: int = 1000
     statusMessage: str | None = None
@@ -78,5 +80,3 @@ class TaskStep(Model):
 
     task: TaskSpec
 
-
-model.adopt(globals())

@@ -34,7 +34,7 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn, override
 
 from . import model
-from . import model_steps  # noqa: F401  (every part of the model: their names join model's)
+from .model_steps import STEP_KEYS, Step
 from .problems import LoadError, Problem, did_you_mean
 from .scalars import CORE_SCHEMA, MAX_DEPTH, Refused, acceptor, parse_duration, scalar
 from .scalars import STR as _STR
@@ -263,16 +263,16 @@ def make_converter() -> cattrs.Converter:
 
     def structure_step(value: Any, _: Any) -> Any:
         if type(value) is not dict or not value:
-            raise TypeError(f"expected a step (a mapping with one of {', '.join(model.STEP_KEYS)}), got {_show(value)}")
-        kinds = [k for k in value if k in model.STEP_KEYS]
+            raise TypeError(f"expected a step (a mapping with one of {', '.join(STEP_KEYS)}), got {_show(value)}")
+        kinds = [k for k in value if k in STEP_KEYS]
         if len(kinds) != 1:
             if not kinds:
                 raise ValueError(_unknown_step(list(value)))
             raise ValueError(f"a step has exactly one kind, found {', '.join(kinds)}")
-        return conv.structure(value, model.STEP_KEYS[kinds[0]])
+        return conv.structure(value, STEP_KEYS[kinds[0]])
 
     def structure_union(value: Any, tp: Any) -> Any:
-        if tp == model.Step:
+        if tp == Step:
             return structure_step(value, tp)
         for arg in typing.get_args(tp):
             if _accepts(arg, value):
@@ -331,10 +331,10 @@ def converter() -> cattrs.Converter:
 def _unknown_step(keys: list[str]) -> str:
     """Suggest the closest step kind; list them all only when none is close."""
     for key in keys:
-        hint = did_you_mean(key, model.STEP_KEYS)
+        hint = did_you_mean(key, STEP_KEYS)
         if hint:
             return f"unknown step {key!r}{hint}"
-    return f"unknown step {', '.join(map(repr, keys))}: expected one of {', '.join(model.STEP_KEYS)}"
+    return f"unknown step {', '.join(map(repr, keys))}: expected one of {', '.join(STEP_KEYS)}"
 
 
 def _yaml_keys(cls: Any) -> list[str]:

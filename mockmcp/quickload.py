@@ -31,8 +31,8 @@ from typing import Any, Literal, Union
 
 import attrs
 
-from . import model
-from . import model_steps  # noqa: F401  (every part of the model: their names join model's)
+from . import model, model_steps
+from .model_steps import STEP_KEYS, Step
 from .scalars import MAX_DEPTH, Refused, acceptor, parse_duration, resolve_plain, scalar
 
 # ------------------------------------------------------------------ YAML subset
@@ -345,7 +345,7 @@ class _Structure:
             return self._match(self._class(model.Match))
         if origin is list:
             return self._list(tp)
-        if tp == model.Step:
+        if tp == Step:
             return self._step()
         if origin in (Union, types.UnionType):
             return self._union(tp)
@@ -378,11 +378,11 @@ class _Structure:
         return run
 
     def _step(self) -> Structurer:
-        kinds = {key: self.get(cls) for key, cls in model.STEP_KEYS.items()}
+        kinds = {key: self.get(cls) for key, cls in STEP_KEYS.items()}
         # a one-key step (``{text: hi}``, the usual one) whose class needs only that key:
         # its class, the field's alias and structure function, without the class's checks
         alone = {key: (cls, f.alias, self.get(_hints(cls)[f.name]))
-                 for key, cls in model.STEP_KEYS.items()
+                 for key, cls in STEP_KEYS.items()
                  for f in attrs.fields(cls) if f.metadata.get("key", f.name) == key and _required(cls) == {key}}
 
         def run(value: Any) -> Any:
@@ -452,7 +452,7 @@ class _Structure:
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     """A model class's field types (evaluated once: the step dispatch and the class both need them)."""
-    return typing.get_type_hints(cls)
+    return typing.get_type_hints(cls, model_steps.NAMESPACE)
 
 
 def _required(cls: type) -> frozenset[str]:

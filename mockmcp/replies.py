@@ -21,12 +21,15 @@ Sans-I/O.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import jsonrpc, model, templates
 from .actions import Send
 from .context import ROOTS, RequestContext
 from .envelope import Envelope
+
+if TYPE_CHECKING:
+    from .model_steps import Step
 
 # A private-use code point around a counter: written unescaped by the encoder, and
 # checked to occur exactly once in the encoded response (else: not compiled).
@@ -143,9 +146,9 @@ class ReplyCache:
 
     def __init__(self, envelope: Envelope) -> None:
         self.envelope = envelope
-        self._compiled: dict[int, tuple[model.Step, str, Render | None]] = {}
+        self._compiled: dict[int, tuple[Step, str, Render | None]] = {}
 
-    def send(self, step: model.Step, ctx: RequestContext) -> Send | None:
+    def send(self, step: Step, ctx: RequestContext) -> Send | None:
         """The response ``step`` gives to this request, or ``None``: take the general path."""
         entry = self._compiled.get(id(step))
         if entry is None or entry[1] != ctx.method:
@@ -164,7 +167,7 @@ class ReplyCache:
         return sum(1 for _, _, reply in self._compiled.values() if reply is not None)
 
 
-def compile_reply(envelope: Envelope, method: str, step: model.Step) -> Render | None:
+def compile_reply(envelope: Envelope, method: str, step: Step) -> Render | None:
     """Compile ``step`` as answered to ``method``, or ``None`` if it takes the general path."""
     holes: list[Fill | None] = []  # hole n is written as _MARK.format(n)
 

@@ -12,12 +12,15 @@ Sans-I/O.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import errors, model, mrtr, protocol as p, templates
+from . import errors, mrtr, protocol as p, templates
 from .actions import Plan, Send, answered
 from .context import Reask, RequestContext
 from .envelope import Envelope
+
+if TYPE_CHECKING:
+    from .model_rounds import InputRequiredSpec
 
 
 class Rounds:
@@ -76,7 +79,7 @@ class Rounds:
             reask=reask,
         )
 
-    def ask_step(self, ctx: RequestContext, spec: model.InputRequiredSpec) -> Send:
+    def ask_step(self, ctx: RequestContext, spec: InputRequiredSpec) -> Send:
         """The answer of an ``inputRequired:`` step."""
         scope = ctx.scope()
         requests = templates.render(spec.inputRequests, scope)

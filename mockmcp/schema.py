@@ -5,7 +5,7 @@ cannot drift from what the loader accepts: a new field, step or class in
 ``model`` shows up here without touching this module. It is only imported by
 ``mockmcp schema`` and the tests, never on the ``mockmcp run`` path.
 
-Mapping (mirrors ``loader.make_converter``):
+Mapping (mirrors ``plainload.make_converter``):
 
 - an attrs class -> an object in ``$defs`` with ``additionalProperties: false``;
   ``required`` lists the fields without defaults; ``metadata={"key": ...}``
@@ -23,15 +23,13 @@ Mapping (mirrors ``loader.make_converter``):
 from __future__ import annotations
 
 import inspect
-import sys
 import types
 import typing
 from typing import Any, Literal, Union
 
 import attrs
 
-from . import model
-from . import model_steps  # noqa: F401  (every part of the model: their names join model's)
+from . import model, model_steps
 
 SCHEMA_ID = "https://mockmcp.invalid/schema/scenario.json"
 DURATION_PATTERN = r"^[0-9]+(\.[0-9]+)?(ms|s|m)$|\{\{"  # or a template (in sleep)
@@ -69,7 +67,7 @@ class _Generator:
         self.defs: dict[str, Any] = {}
         self._aliases = {
             id(value): name
-            for name, value in vars(model).items()
+            for name, value in model_steps.NAMESPACE.items()
             if _is_union(value) and not name.startswith("_")
         }
 
@@ -88,7 +86,8 @@ class _Generator:
                 "description": _docstring(cls) or "a duration",
                 "examples": ["250ms", "1.5s", "2m"],
             }
-        hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+        # (the model's own annotations name classes of other parts: ``NAMESPACE`` holds them all)
+        hints = typing.get_type_hints(cls, model_steps.NAMESPACE if cls in model_steps.CLASSES else None)
         props: dict[str, Any] = {}
         required: list[str] = []
         for f in attrs.fields(cls):

@@ -9,7 +9,7 @@ answers with the next entry of it. Sans-I/O.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 
 from . import errors, model
@@ -17,8 +17,11 @@ from .context import RequestContext
 from .matching import matches, near_miss
 from .session import Session
 
+if TYPE_CHECKING:
+    from .model_steps import Step
+
 # One shared empty step list, for rules without steps.
-NO_STEPS: list[model.Step] = []
+NO_STEPS: list[Step] = []
 
 
 class Random(Protocol):
@@ -40,7 +43,7 @@ class Chosen:
 
     __slots__ = ("rule", "steps")
 
-    def __init__(self, rule: model.Rule, steps: list[model.Step]) -> None:
+    def __init__(self, rule: model.Rule, steps: list[Step]) -> None:
         self.rule = rule
         self.steps = steps
 

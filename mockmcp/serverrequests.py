@@ -17,11 +17,14 @@ client's capabilities, the level ``logging/setLevel`` set and the URIs
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import errors, jsonrpc, matching, model, protocol as p, templates
+from . import errors, jsonrpc, matching, protocol as p, templates
 from .actions import Ask
 from .context import RequestContext
+
+if TYPE_CHECKING:
+    from .model_faults import RequestSpec
 
 # The client capability each server request needs (2025-11-25 lifecycle); ping needs none.
 NEEDS = {p.SAMPLE: "sampling", p.ELICIT: "elicitation", p.LIST_ROOTS: "roots"}
@@ -45,11 +48,11 @@ class LegacyState:
         return f"mockmcp-{self.next_id}"
 
 
-def response_name(spec: model.RequestSpec) -> str:
+def response_name(spec: RequestSpec) -> str:
     return spec.name if spec.name is not None else spec.method.split("/")[0]
 
 
-def ask(state: LegacyState, ctx: RequestContext, spec: model.RequestSpec, *, time_scale: float, check_capabilities: bool,
+def ask(state: LegacyState, ctx: RequestContext, spec: RequestSpec, *, time_scale: float, check_capabilities: bool,
         unmatched: list[dict[str, Any]] | None = None) -> Ask:
     """The ``Ask`` for a ``request`` step of ``ctx``'s reply (ClientError if it cannot be sent)."""
     if ctx.meta.get(p.META_PROTOCOL_VERSION) != p.LEGACY_VERSION:

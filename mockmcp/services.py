@@ -9,7 +9,7 @@ matching rule's steps, else ``NoRuleMatched``. Sans-I/O.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 from . import model
 from .actions import Plan, answered
@@ -20,6 +20,9 @@ from .rounds import Rounds
 from .select import Selector
 from .session import Session
 from .steps import Mode, StepExpander
+
+if TYPE_CHECKING:
+    from .model_steps import Step
 
 _Item = TypeVar("_Item", model.Tool, model.Prompt, model.Resource, model.ResourceTemplate)
 
@@ -80,7 +83,7 @@ class Services:
         rule = chosen.rule
         return self.steps.expand(ctx, chosen.steps, rule.name if rule.name is not None else self.rule_label(rule))
 
-    def expand(self, ctx: RequestContext, steps: list[model.Step], rule: model.Rule | None, mode: Mode = Mode.REQUEST) -> Plan:
+    def expand(self, ctx: RequestContext, steps: list[Step], rule: model.Rule | None, mode: Mode = Mode.REQUEST) -> Plan:
         return self.steps.expand(ctx, steps, None if rule is None else self.rule_label(rule), mode)
 
     def final(self, ctx: RequestContext, result: dict[str, Any], hints: CacheHints = NO_HINTS) -> Plan:

@@ -15,7 +15,7 @@ Sans-I/O.
 from __future__ import annotations
 
 import enum
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from . import errors, jsonrpc, model, protocol as p, tasks as task_rules, templates
 from . import serverrequests
@@ -27,6 +27,11 @@ from .replies import ReplyCache
 from .rounds import Rounds
 from .select import Random
 from .session import Session
+
+if TYPE_CHECKING:
+    from .model_notify import LoopSpec
+    from .model_steps import Step
+    from .model_tasks import TaskSpec
 
 EAGER_BUDGET = 256  # step evaluations done before a plan continues lazily
 MAX_REPEAT = 100_000  # a template-given loop count cannot make a plan without end
@@ -63,7 +68,7 @@ class StepExpander:
         self.rng = rng
         self.time_scale = time_scale
 
-    def expand(self, ctx: RequestContext, steps: list[model.Step], rule: str | None, mode: Mode = Mode.REQUEST) -> Plan:
+    def expand(self, ctx: RequestContext, steps: list[Step], rule: str | None, mode: Mode = Mode.REQUEST) -> Plan:
         """The plan for ``steps``; ``rule`` names the answering rule for the journal."""
         replies = self.replies
         if replies is not None and len(steps) == 1 and mode is Mode.REQUEST:
@@ -85,7 +90,7 @@ class StepExpander:
 
     # ------------------------------------------------------------ steps -> actions
 
-    def _actions(self, ctx: RequestContext, steps: Iterable[model.Step], mode: Mode) -> Iterator[Action | None]:
+    def _actions(self, ctx: RequestContext, steps: Iterable[Step], mode: Mode) -> Iterator[Action | None]:
         """Every action of the steps, ``None`` for a step evaluation that produced none."""
         for step in _unroll(ctx, steps):
             if step is None:
@@ -104,7 +109,7 @@ class StepExpander:
                 # The checker rejects replies without a final step; be loud if one slips through.
                 yield self.envelope.error(ctx.id, p.INTERNAL_ERROR, "mockmcp: the scripted reply ended without an answer")
 
-    def _action(self, ctx: RequestContext, step: model.Step, mode: Mode) -> Action | None:
+    def _action(self, ctx: RequestContext, step: Step, mode: Mode) -> Action | None:
         env = self.envelope
         scope = ctx.scope()
         match step:
@@ -128,16 +133,45 @@ class StepExpander:
                 return env.error(ctx.id, e.code, message, data)
             case model.SleepStep(sleep=model.Duration() as d):
                 return Sleep((d.seconds if d.template is None else _seconds(d, scope)) * self.time_scale)
-            # The cases from here on name classes of the model's parts (``model_*.py``),
-            # defined only for scenarios that use them: a step reaches a case only
-            # after the ones above it, so its first use may import the parts named
-            # before it, once a process. The parts most scenarios use come first.
-            case model.InputRequiredStep():
-                return self.rounds.ask_step(ctx, step.inputRequired)
-            case model.SleepStep(sleep=model.RandomDelay() as r):
+            case model.SleepStep(sleep=r):  # a RandomDelay (model_notify)
+                assert not isinstance(r, model.Duration)
                 low, high = _seconds(r.min, scope), _seconds(r.max, scope)
                 return Sleep(self.rng.uniform(min(low, high), max(low, high)) * self.time_scale)
-            case model.ProgressStep():
+            case _:
+                # A step of a part of the model (``model_*.py``): a scenario that
+                # uses no part imports none (see ``_part_action``).
+                return self._part_action(ctx, step, mode)
+
+    def _part_action(self, ctx: RequestContext, step: Step, mode: Mode) -> Action | None:
+        """The action of a step whose class is in a part of the model, by that part (its
+        module's name: comparing it needs no part imported, and each method below imports
+        only its own part, which the scenario holding the step has imported already)."""
+        part = type(step).__module__.rpartition(".")[2]
+        if part == "model_rounds":
+            return self._rounds_action(ctx, step, mode)
+        if part == "model_notify":
+            return self._notify_action(ctx, step, mode)
+        if part == "model_tasks":
+            return self._tasks_action(ctx, step, mode)
+        if part == "model_faults":
+            return self._faults_action(ctx, step, mode)
+        raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the model's steps are all above
+
+    def _rounds_action(self, ctx: RequestContext, step: Step, mode: Mode) -> Action | None:
+        from .model_rounds import InputRequiredStep
+
+        match step:
+            case InputRequiredStep():
+                return self.rounds.ask_step(ctx, step.inputRequired)
+        raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the part's steps are all above
+
+    def _notify_action(self, ctx: RequestContext, step: Step, mode: Mode) -> Action | None:
+        from .model_notify import EmitStep, LogStep, LoopStep, ProgressStep
+
+        env = self.envelope
+        scope = ctx.scope()
+        match step:
+            case ProgressStep():
                 token = ctx.meta.get(p.META_PROGRESS_TOKEN)
                 if token is None:
                     return None
@@ -151,7 +185,7 @@ class StepExpander:
                     }
                 )
                 return env.notification(p.PROGRESS, params)
-            case model.LogStep():
+            case LogStep():
                 level = ctx.meta.get(p.META_LOG_LEVEL)
                 lg = step.log
                 if level is None or p.LOG_LEVEL_RANK[lg.level] < p.LOG_LEVEL_RANK[level]:
@@ -159,25 +193,44 @@ class StepExpander:
                 params = drop_none({"level": lg.level, "logger": lg.logger})
                 params["data"] = templates.render(lg.data, scope)
                 return env.notification(p.MESSAGE, params)
-            case model.EmitStep():
+            case EmitStep():
                 uri = templates.render(step.emit.uri, scope)
                 if mode is Mode.SUBSCRIPTION:
                     return Emit(step.emit.event, uri, ctx.id, has_only=True)
                 return Emit(step.emit.event, uri)
-            case model.TaskStep():
+            case LoopStep():  # pragma: no cover - _unroll never yields a loop
+                raise AssertionError("loops are unrolled before this point")
+        raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the part's steps are all above
+
+    def _tasks_action(self, ctx: RequestContext, step: Step, mode: Mode) -> Action | None:
+        from .model_tasks import TaskStep
+
+        match step:
+            case TaskStep():
                 return self._task(ctx, step.task, mode)
-            case model.SetStateStep():
+        raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the part's steps are all above
+
+    def _faults_action(self, ctx: RequestContext, step: Step, mode: Mode) -> Action | None:
+        from .model_faults import (
+            CloseStdoutStep, DribbleStep, EndSubscriptionStep, ExitStep, ForwardStep, HangStep, HttpStep, HugeStep, RawBytesStep,
+            RawStep, RequestStep, SetStateStep, StderrStep, StopReadingStep,
+        )
+
+        env = self.envelope
+        scope = ctx.scope()
+        match step:
+            case SetStateStep():
                 self.session.set_state(step.setState)
                 ctx.set_state(step.setState)
                 return None
-            case model.EndSubscriptionStep():
+            case EndSubscriptionStep():
                 if step.endSubscription.how == "cancelled":
                     params = {"requestId": ctx.id, "reason": "subscription ended by the server"}
                     return env.notification(p.CANCELLED, params, final=True)
                 return env.final(ctx.id, env.complete(ctx.method, {"_meta": {p.META_SUBSCRIPTION_ID: ctx.id}}))
-            case model.RawStep():
+            case RawStep():
                 return WriteRaw(jsonrpc.encode(templates.render(step.raw, scope)))
-            case model.RawBytesStep():
+            case RawBytesStep():
                 text = templates.to_text(templates.render(step.rawBytes, scope))
                 try:
                     return WriteRaw(text.encode("latin-1"))
@@ -187,47 +240,45 @@ class StepExpander:
                         "the request gave a character outside it",
                         request_id=ctx.id,
                     ) from None
-            case model.HangStep():
+            case HangStep():
                 return Park()
-            case model.ExitStep():
+            case ExitStep():
                 partial = b""
                 if step.exit.partialBytes is not None:
                     result = env.complete(ctx.method, env.text_result(ctx.method, ctx.uri, ""))
                     partial = jsonrpc.encode(jsonrpc.result_response(ctx.id, result))[: step.exit.partialBytes]
                 return Exit(step.exit.status, partial)
-            case model.DribbleStep():
+            case DribbleStep():
                 return Dribble(max(1, step.dribble.chunkBytes), step.dribble.pause.seconds * self.time_scale)
-            case model.StderrStep():
+            case StderrStep():
                 return Stderr(templates.to_text(templates.render(step.stderr, scope)), step.repeat)
-            case model.StopReadingStep(stopReading=model.Duration() as pause):
+            case StopReadingStep(stopReading=model.Duration() as pause):
                 return StopReading(pause.seconds * self.time_scale)
-            case model.StopReadingStep():
+            case StopReadingStep():
                 return StopReading(None)  # "forever"
-            case model.CloseStdoutStep():
+            case CloseStdoutStep():
                 return CloseStdout()
-            case model.HttpStep():
+            case HttpStep():
                 f = step.http
                 return HttpFault(
                     f.status, f.body.encode("utf-8"), tuple(f.headers.items()), f.contentType,
                     0.0 if f.delay is None else f.delay.seconds * self.time_scale, f.respondAs,
                     None if f.write is None else f.write.encode("latin-1"), f.endStream, f.reset,
                 )
-            case model.RequestStep():
+            case RequestStep():
                 return serverrequests.ask(
                     self.session.legacy, ctx, step.request, time_scale=self.time_scale, check_capabilities=self.rounds.check_capabilities,
                     unmatched=self.session.unmatched,
                 )
-            case model.HugeStep():
+            case HugeStep():
                 h = step.huge
                 text = h.char * max(0, h.bytes // max(1, len(h.char.encode())))
                 return env.final(ctx.id, env.complete(ctx.method, env.text_result(ctx.method, ctx.uri, text)))
-            case model.ForwardStep():
+            case ForwardStep():
                 return Forward(step.forward)
-            case model.LoopStep():  # pragma: no cover - _unroll never yields a loop
-                raise AssertionError("loops are unrolled before this point")
-        raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the model's steps are all above
+        raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the part's steps are all above
 
-    def _task(self, ctx: RequestContext, spec: model.TaskSpec, mode: Mode) -> Action | None:
+    def _task(self, ctx: RequestContext, spec: TaskSpec, mode: Mode) -> Action | None:
         """A ``task:`` step: the ``CreateTaskResult``, or what a client without the extension gets."""
         faults = spec.faults
         if not task_rules.has_extension(ctx.meta) and not (faults is not None and faults.ignoreCapability):
@@ -240,7 +291,7 @@ class StepExpander:
         rec = self.tasks.create(ctx, spec)
         return self.envelope.final(ctx.id, self.tasks.created_result(rec))
 
-    def outcome(self, ctx: RequestContext, steps: list[model.Step]) -> dict[str, Any]:
+    def outcome(self, ctx: RequestContext, steps: list[Step]) -> dict[str, Any]:
         """How a task ended, from its ``outcome`` steps: ``{"result": ...}`` or ``{"error": ...}``.
 
         Built like the synchronous answer, so a task's result is exactly what
@@ -259,20 +310,20 @@ class StepExpander:
         return {"result": message.get("result", {"content": []})}
 
 
-def _ends(step: model.Step) -> bool:
+def _ends(step: Step) -> bool:
     """Steps after which nothing more of the list is run: the model's terminal steps and
     the end of a subscription stream (a class attribute: a tuple of those classes would
     need every part of the model imported by every process)."""
     return step.FINAL
 
 
-def _unroll(ctx: RequestContext, steps: Iterable[model.Step]) -> Iterator[model.Step | None]:
+def _unroll(ctx: RequestContext, steps: Iterable[Step]) -> Iterator[Step | None]:
     """The steps with every ``loop`` unrolled lazily; ``None`` marks a repetition of an empty body."""
     for step in steps:
-        if step.KEY != "loop":  # (not ``type(step) is LoopStep``: that would define the loop's part)
+        if step.KEY != "loop":  # (not ``type(step) is LoopStep``: that would import the loop's part)
             yield step
             continue
-        loop: model.LoopSpec = step.loop  # type: ignore[union-attr]  # (a loop step: its KEY says so)
+        loop: LoopSpec = step.loop  # type: ignore[union-attr]  # (a loop step: its KEY says so)
         times = _number(ctx, loop.times)
         if type(times) is not int and not (type(times) is float and times.is_integer()):
             raise errors.InvalidParams(f"Invalid params: loop count {times!r} is not a whole number", request_id=ctx.id)

@@ -21,12 +21,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from . import errors, jsonrpc, model, mrtr, protocol as p, templates
+from . import errors, jsonrpc, mrtr, protocol as p, templates
 from .actions import Action, Send, WaitTasks
 from .context import RequestContext
 from .envelope import Envelope
+
+if TYPE_CHECKING:
+    from .model_steps import Step
+    from .model_tasks import TaskPhase, TaskSpec
 
 Clock = Callable[[], float]  # seconds (wall time in the shell: tasks outlive processes)
 
@@ -151,7 +155,7 @@ class TaskTable:
     process.
     """
 
-    def __init__(self, specs: list[model.TaskSpec], envelope: Envelope, clock: Clock, time_scale: float, key: bytes) -> None:
+    def __init__(self, specs: list[TaskSpec], envelope: Envelope, clock: Clock, time_scale: float, key: bytes) -> None:
         self.specs = specs
         self._index = {id(s): i for i, s in enumerate(self.specs)}
         self.envelope = envelope
@@ -171,7 +175,7 @@ class TaskTable:
         self.serial = 0
         self._texts: dict[str, tuple[int, str]] = {}  # task id -> (version, tasks/get result text)
         self.state: Callable[[], str] = lambda: "start"
-        self.render_outcome: Callable[[RequestContext, list[model.Step]], dict[str, Any]] | None = None
+        self.render_outcome: Callable[[RequestContext, list[Step]], dict[str, Any]] | None = None
         self.changed = False  # set on every change; the shell wakes the streams that watch tasks
         # task id -> {subscription id: the state last sent (seen_key)}: the streams listening for it
         self.watchers: dict[str, dict[Any, tuple[Any, ...] | None]] = {}
@@ -184,7 +188,7 @@ class TaskTable:
         h = hmac.new(self._key, str(self.serial).encode(), hashlib.sha256).hexdigest()
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
-    def create(self, ctx: RequestContext, spec: model.TaskSpec) -> TaskRecord:
+    def create(self, ctx: RequestContext, spec: TaskSpec) -> TaskRecord:
         now = self.clock()
         params = {k: v for k, v in ctx.params.items() if k in ("name", "arguments")}
         index = self._index.get(id(spec))
@@ -206,10 +210,10 @@ class TaskTable:
 
     # ------------------------------------------------------------ the life of a task
 
-    def spec_of(self, rec: TaskRecord) -> model.TaskSpec:
+    def spec_of(self, rec: TaskRecord) -> TaskSpec:
         return self.specs[rec.spec]
 
-    def _enter(self, rec: TaskRecord, spec: model.TaskSpec) -> None:
+    def _enter(self, rec: TaskRecord, spec: TaskSpec) -> None:
         """Take the status and message of the phase the record is now in."""
         if rec.phase < len(spec.phases):
             phase = spec.phases[rec.phase]
@@ -221,7 +225,7 @@ class TaskTable:
         rec.version += 1
         self.changed = True
 
-    def _phase_end(self, rec: TaskRecord, phase: model.TaskPhase, now: float) -> float | None:
+    def _phase_end(self, rec: TaskRecord, phase: TaskPhase, now: float) -> float | None:
         """When the current phase ended (``None``: it has not)."""
         if phase.status == "input_required":
             keys = self.input_keys(rec, phase)
@@ -256,7 +260,7 @@ class TaskTable:
             self._enter(rec, spec)
         return rec.version != before
 
-    def _finish(self, rec: TaskRecord, spec: model.TaskSpec, at: float) -> None:
+    def _finish(self, rec: TaskRecord, spec: TaskSpec, at: float) -> None:
         outcome: dict[str, Any] = {"result": {"content": []}}
         if spec.outcome and self.render_outcome is not None:
             outcome = self.render_outcome(self.context(rec), spec.outcome)
@@ -277,11 +281,11 @@ class TaskTable:
         after = spec.phases[rec.phase].after
         return None if after is None else rec.phase_start + after.seconds * self.time_scale
 
-    def expires(self, rec: TaskRecord, spec: model.TaskSpec) -> float:
+    def expires(self, rec: TaskRecord, spec: TaskSpec) -> float:
         assert spec.ttlMs is not None
         return rec.created + spec.ttlMs / 1000 * self.time_scale
 
-    def input_keys(self, rec: TaskRecord, phase: model.TaskPhase) -> list[str]:
+    def input_keys(self, rec: TaskRecord, phase: TaskPhase) -> list[str]:
         keys = list(phase.inputRequests or {})
         faults = self.spec_of(rec).faults
         if faults is not None and faults.reuseInputKey and keys:
@@ -291,7 +295,7 @@ class TaskTable:
         return keys
 
     @staticmethod
-    def _first_input_key(spec: model.TaskSpec) -> str | None:
+    def _first_input_key(spec: TaskSpec) -> str | None:
         for phase in spec.phases:
             for key in phase.inputRequests or {}:
                 return key

@@ -23,6 +23,12 @@ from mockmcp.rounds import Rounds
 from mockmcp.select import Selector
 from mockmcp.session import Session, Subscription
 from mockmcp.steps import EAGER_BUDGET, Mode, StepExpander
+from mockmcp.model_faults import CloseStdoutStep, DribbleSpec, DribbleStep, EndSubscriptionSpec, EndSubscriptionStep, ExitSpec, ExitStep, ForwardStep, HangStep, HttpSpec, HttpStep, HugeSpec, HugeStep, RawBytesStep, RawStep, RequestSpec, RequestStep, SetStateStep, StderrStep, StopReadingStep
+from mockmcp.model_notify import EmitSpec, EmitStep, LogSpec, LogStep, LoopSpec, LoopStep, ProgressSpec, ProgressStep, RandomDelay
+from mockmcp.model_options import CacheHints
+from mockmcp.model_rounds import InputRequiredSpec, InputRequiredStep
+from mockmcp.model_steps import STEP_TYPES, Step
+from mockmcp.model_tasks import TaskSpec, TaskStep
 
 SERVER_INFO = {"name": "units", "version": "9"}
 
@@ -50,7 +56,7 @@ def context(rid: Any = 1, method: str = "tools/call", state: str = "start", meta
     return RequestContext(jsonrpc.Request(rid, method, params, message), meta or {}, state)
 
 
-def rule(*steps: model.Step, name: str | None = None, **when: Any) -> model.Rule:
+def rule(*steps: Step, name: str | None = None, **when: Any) -> model.Rule:
     return model.Rule(when=model.Match(**when), steps=list(steps), name=name)
 
 
@@ -152,7 +158,7 @@ def test_selector_counts_only_requests_that_match_the_rest_of_when() -> None:
 
 
 def test_selector_sequence_stops_at_the_last_entry_or_cycles() -> None:
-    entries: list[list[model.Step]] = [[text("a")], [text("b")], [text("c")]]
+    entries: list[list[Step]] = [[text("a")], [text("b")], [text("c")]]
     for cycle, expected in [(False, "abccc"), (True, "abcab")]:
         selector = Selector(Session("start"), FixedRandom())
         rules = [model.Rule(sequence=entries, cycle=cycle)]
@@ -187,7 +193,7 @@ def test_selector_near_miss_of_a_rule_skipped_by_its_targeting() -> None:
 
 
 def test_envelope_complete_adds_result_type_server_info_and_cache_hints() -> None:
-    env = Envelope(scenario(cache=model.Cache(ttlMs=5, cacheScope="private", tools=model.CacheHints(ttlMs=7))))
+    env = Envelope(scenario(cache=model.Cache(ttlMs=5, cacheScope="private", tools=CacheHints(ttlMs=7))))
     listed = env.complete("tools/list", {"tools": []})
     assert listed == {"tools": [], "resultType": "complete", "_meta": {p.META_SERVER_INFO: SERVER_INFO},
                       "ttlMs": 7, "cacheScope": "private"}
@@ -263,7 +269,7 @@ def expander(*, compiled: bool = False, time_scale: float = 1.0, sc: model.Scena
     return StepExpander(env, session, rounds, ReplyCache(env) if compiled else None, FixedRandom(), time_scale), session
 
 
-def expand(*steps: model.Step, mode: Mode = Mode.REQUEST, ctx: RequestContext | None = None, **kw: Any) -> list[Any]:
+def expand(*steps: Step, mode: Mode = Mode.REQUEST, ctx: RequestContext | None = None, **kw: Any) -> list[Any]:
     steps_expander, _ = expander(**kw)
     plan = steps_expander.expand(ctx or context(1, name="t"), list(steps), "r", mode)
     return list(plan.all_actions())
@@ -284,47 +290,47 @@ ELICIT = {"method": "elicitation/create", "params": {"message": "ok?", "requeste
 SECOND = model.Duration(1.0)
 
 # (step, context params/meta, check of the actions it plans)
-STEP_CASES: list[tuple[model.Step, dict[str, Any], Any]] = [
+STEP_CASES: list[tuple[Step, dict[str, Any], Any]] = [
     (model.ResultStep(result={"content": [], "structuredContent": {"n": "{{ arguments.n }}"}}), {"arguments": {"n": 4}},
      lambda a: result_of(a[0])["structuredContent"] == {"n": 4} and len(a) == 1),
     (model.TextStep(text="hi {{ name }}"), {},
      lambda a: result_of(a[0])["content"] == [{"type": "text", "text": "hi t"}]),
     (model.ErrorStep(error=model.ErrorSpec(code=-32000, message="no {{ name }}", data={"k": 1})), {},
      lambda a: a[0].message["error"] == {"code": -32000, "message": "no t", "data": {"k": 1}}),
-    (model.InputRequiredStep(inputRequired=model.InputRequiredSpec(inputRequests={"e": ELICIT})), {"meta": {CC: {"elicitation": {}}}},
+    (InputRequiredStep(inputRequired=InputRequiredSpec(inputRequests={"e": ELICIT})), {"meta": {CC: {"elicitation": {}}}},
      lambda a: result_of(a[0])["resultType"] == "input_required" and result_of(a[0])["inputRequests"] == {"e": ELICIT}),
     (model.SleepStep(sleep=SECOND), {}, lambda a: a[0] == Sleep(2.0)),  # time_scale 2
-    (model.SleepStep(sleep=model.RandomDelay(min=model.Duration(1.0), max=model.Duration(3.0))), {}, lambda a: a[0] == Sleep(4.0)),
-    (model.ProgressStep(progress=model.ProgressSpec(progress=1, total="{{ arguments.n }}")), {"arguments": {"n": 2}, "meta": {p.META_PROGRESS_TOKEN: "tok"}},
+    (model.SleepStep(sleep=RandomDelay(min=model.Duration(1.0), max=model.Duration(3.0))), {}, lambda a: a[0] == Sleep(4.0)),
+    (ProgressStep(progress=ProgressSpec(progress=1, total="{{ arguments.n }}")), {"arguments": {"n": 2}, "meta": {p.META_PROGRESS_TOKEN: "tok"}},
      lambda a: a[0].message["params"] == {"progressToken": "tok", "progress": 1, "total": 2}),
-    (model.ProgressStep(progress=model.ProgressSpec(progress=1)), {}, planned_nothing),  # no token: nothing
-    (model.LogStep(log=model.LogSpec(level="warning", data="w")), {"meta": {p.META_LOG_LEVEL: "info"}},
+    (ProgressStep(progress=ProgressSpec(progress=1)), {}, planned_nothing),  # no token: nothing
+    (LogStep(log=LogSpec(level="warning", data="w")), {"meta": {p.META_LOG_LEVEL: "info"}},
      lambda a: a[0].message["params"] == {"level": "warning", "data": "w"}),
-    (model.LogStep(log=model.LogSpec(level="debug", data="d")), {"meta": {p.META_LOG_LEVEL: "info"}}, planned_nothing),
-    (model.EmitStep(emit=model.EmitSpec(event="resources/updated", uri="{{ uri }}")), {"uri": "file:///x"},
+    (LogStep(log=LogSpec(level="debug", data="d")), {"meta": {p.META_LOG_LEVEL: "info"}}, planned_nothing),
+    (EmitStep(emit=EmitSpec(event="resources/updated", uri="{{ uri }}")), {"uri": "file:///x"},
      lambda a: a[0] == Emit("resources/updated", "file:///x")),
-    (model.SetStateStep(setState="open"), {}, planned_nothing),
-    (model.EndSubscriptionStep(endSubscription=model.EndSubscriptionSpec(how="cancelled")), {},
+    (SetStateStep(setState="open"), {}, planned_nothing),
+    (EndSubscriptionStep(endSubscription=EndSubscriptionSpec(how="cancelled")), {},
      lambda a: a[0].final and a[0].message["params"]["requestId"] == 1 and len(a) == 1),
-    (model.RawStep(raw={"jsonrpc": "2.0", "id": "{{ id }}", "result": 1}), {}, lambda a: a[0] == WriteRaw(b'{"jsonrpc":"2.0","id":1,"result":1}\n')),
-    (model.RawBytesStep(rawBytes="a\x00\xff"), {}, lambda a: a[0] == WriteRaw(b"a\x00\xff")),
-    (model.HangStep(hang=True), {}, lambda a: a == [Park()]),
-    (model.ExitStep(exit=model.ExitSpec(status=4, partialBytes=5)), {}, lambda a: a == [Exit(4, b'{"jso')]),
-    (model.DribbleStep(dribble=model.DribbleSpec(chunkBytes=0, pause=SECOND)), {}, lambda a: a[0] == Dribble(1, 2.0)),
-    (model.StderrStep(stderr="oops {{ id }}", repeat=3), {}, lambda a: a[0] == Stderr("oops 1", 3)),
-    (model.StopReadingStep(stopReading=SECOND), {}, lambda a: a[0] == StopReading(2.0)),
-    (model.StopReadingStep(stopReading="forever"), {}, lambda a: a[0] == StopReading(None)),
-    (model.CloseStdoutStep(closeStdout=True), {}, lambda a: a[0] == CloseStdout()),
-    (model.ForwardStep(forward="drop"), {}, lambda a: a == [Forward("drop")]),  # the proxy hands it on
-    (model.HugeStep(huge=model.HugeSpec(bytes=7, char="é")), {}, lambda a: result_of(a[0])["content"][0]["text"] == "ééé"),
+    (RawStep(raw={"jsonrpc": "2.0", "id": "{{ id }}", "result": 1}), {}, lambda a: a[0] == WriteRaw(b'{"jsonrpc":"2.0","id":1,"result":1}\n')),
+    (RawBytesStep(rawBytes="a\x00\xff"), {}, lambda a: a[0] == WriteRaw(b"a\x00\xff")),
+    (HangStep(hang=True), {}, lambda a: a == [Park()]),
+    (ExitStep(exit=ExitSpec(status=4, partialBytes=5)), {}, lambda a: a == [Exit(4, b'{"jso')]),
+    (DribbleStep(dribble=DribbleSpec(chunkBytes=0, pause=SECOND)), {}, lambda a: a[0] == Dribble(1, 2.0)),
+    (StderrStep(stderr="oops {{ id }}", repeat=3), {}, lambda a: a[0] == Stderr("oops 1", 3)),
+    (StopReadingStep(stopReading=SECOND), {}, lambda a: a[0] == StopReading(2.0)),
+    (StopReadingStep(stopReading="forever"), {}, lambda a: a[0] == StopReading(None)),
+    (CloseStdoutStep(closeStdout=True), {}, lambda a: a[0] == CloseStdout()),
+    (ForwardStep(forward="drop"), {}, lambda a: a == [Forward("drop")]),  # the proxy hands it on
+    (HugeStep(huge=HugeSpec(bytes=7, char="é")), {}, lambda a: result_of(a[0])["content"][0]["text"] == "ééé"),
     # a task for a client without the extension: the outcome at once, as scripted (tasks: tests/test_tasks.py)
-    (model.TaskStep(task=model.TaskSpec(withoutCapability="answer", outcome=[model.TextStep(text="later {{ name }}")])), {},
+    (TaskStep(task=TaskSpec(withoutCapability="answer", outcome=[model.TextStep(text="later {{ name }}")])), {},
      lambda a: result_of(a[0])["content"] == [{"type": "text", "text": "later t"}] and len(a) == 1),
-    (model.HttpStep(http=model.HttpSpec(status=503, body="é", headers={"Retry-After": "1"}, delay=SECOND,
+    (HttpStep(http=HttpSpec(status=503, body="é", headers={"Retry-After": "1"}, delay=SECOND,
                                         respondAs="sse", write="\xff", reset=True)), {},
      lambda a: a[0] == HttpFault(503, "é".encode(), (("Retry-After", "1"),), None, 2.0, "sse", b"\xff", False, True)),
     # a legacy request to the client: its own id, params rendered, the timeout scaled; nobody answers here
-    (model.RequestStep(request=model.RequestSpec(method="ping", params={"n": "{{ arguments.n }}"}, timeout=SECOND)),
+    (RequestStep(request=RequestSpec(method="ping", params={"n": "{{ arguments.n }}"}, timeout=SECOND)),
      {"arguments": {"n": 3}, "meta": {p.META_PROTOCOL_VERSION: p.LEGACY_VERSION}},
      lambda a: type(a[0]) is Ask and a[0].message == {"jsonrpc": "2.0", "id": "mockmcp-1", "method": "ping", "params": {"n": 3}}
      and a[0].timeout == 2.0),
@@ -332,7 +338,7 @@ STEP_CASES: list[tuple[model.Step, dict[str, Any], Any]] = [
 
 
 @pytest.mark.parametrize(("step", "given", "check"), STEP_CASES, ids=[f"{type(s).__name__}-{i}" for i, (s, _, _) in enumerate(STEP_CASES)])
-def test_each_step_class_plans_its_actions(step: model.Step, given: dict[str, Any], check: Any) -> None:
+def test_each_step_class_plans_its_actions(step: Step, given: dict[str, Any], check: Any) -> None:
     params = {"name": "t", **{k: v for k, v in given.items() if k != "meta"}}
     ctx = context(1, meta=given.get("meta"), **params)
     actions = expand(step, ctx=ctx, time_scale=2.0)
@@ -340,40 +346,40 @@ def test_each_step_class_plans_its_actions(step: model.Step, given: dict[str, An
 
 
 def test_every_step_class_of_the_model_has_a_case() -> None:
-    step_classes = {c for c in vars(model).values() if isinstance(c, type) and c.__name__.endswith("Step")}
-    assert step_classes - {type(s) for s, _, _ in STEP_CASES} == {model.LoopStep}  # loops: below
+    step_classes = set(STEP_TYPES)
+    assert step_classes - {type(s) for s, _, _ in STEP_CASES} == {LoopStep}  # loops: below
 
 
 def test_steps_after_a_final_step_are_not_planned_and_a_missing_answer_is_loud() -> None:
     assert len(expand(text("one"), text("two"))) == 1
-    (only,) = expand(model.SetStateStep(setState="x"))
+    (only,) = expand(SetStateStep(setState="x"))
     assert only.final and only.message["error"]["code"] == p.INTERNAL_ERROR and "without an answer" in only.message["error"]["message"]
 
 
 def test_set_state_changes_the_session_and_the_scope_of_later_steps() -> None:
     steps, session = expander()
-    plan = steps.expand(context(1, name="t"), [model.SetStateStep(setState="open"), text("now {{ state }}")], "r")
+    plan = steps.expand(context(1, name="t"), [SetStateStep(setState="open"), text("now {{ state }}")], "r")
     assert session.state == "open"
     assert result_of(plan.actions[0])["content"][0]["text"] == "now open"
 
 
 def test_subscription_mode_emits_to_its_own_stream_and_parks() -> None:
-    emit = model.EmitStep(emit=model.EmitSpec(event="tools/list_changed"))
+    emit = EmitStep(emit=EmitSpec(event="tools/list_changed"))
     assert expand(emit, mode=Mode.SUBSCRIPTION) == [Emit("tools/list_changed", None, 1, has_only=True), Park()]
     assert expand(emit, mode=Mode.NOTIFICATION) == [Emit("tools/list_changed", None)]
 
 
 def test_a_rawbytes_character_outside_latin1_is_the_requests_fault() -> None:
     with pytest.raises(errors.InvalidParams):
-        expand(model.RawBytesStep(rawBytes="{{ arguments.a }}"), ctx=context(1, name="t", arguments={"a": "\u20ac"}))
+        expand(RawBytesStep(rawBytes="{{ arguments.a }}"), ctx=context(1, name="t", arguments={"a": "\u20ac"}))
 
 
-def loop(times: int | str, *steps: model.Step) -> model.LoopStep:
-    return model.LoopStep(loop=model.LoopSpec(times=times, steps=list(steps)))
+def loop(times: int | str, *steps: Step) -> LoopStep:
+    return LoopStep(loop=LoopSpec(times=times, steps=list(steps)))
 
 
-def progress(value: str) -> model.ProgressStep:
-    return model.ProgressStep(progress=model.ProgressSpec(progress=value))
+def progress(value: str) -> ProgressStep:
+    return ProgressStep(progress=ProgressSpec(progress=value))
 
 
 def test_a_loop_sets_the_index_and_restores_the_outer_one() -> None:
@@ -411,7 +417,7 @@ def test_a_loop_that_produces_nothing_still_hands_control_back() -> None:
 def test_a_client_mistake_in_the_lazy_rest_ends_the_plan_with_its_error() -> None:
     ctx = context(1, name="t", arguments={"total": "x"}, meta={p.META_PROGRESS_TOKEN: "p"})
     steps, _ = expander()
-    bad = model.ProgressStep(progress=model.ProgressSpec(progress="{{ index }}", total="{{ arguments.total }}"))
+    bad = ProgressStep(progress=ProgressSpec(progress="{{ index }}", total="{{ arguments.total }}"))
     # fine for the eager part, then a total that is no number once the plan runs lazily
     plan = steps.expand(ctx, [loop(EAGER_BUDGET + 10, progress("{{ index }}")), loop(2, bad), text("done")], "r")
     assert plan.rest is not None
@@ -426,7 +432,7 @@ def test_a_loop_count_that_is_no_whole_number_is_invalid_params() -> None:
 
 
 def test_compiled_replies_give_the_same_send_as_the_general_path() -> None:
-    steps: list[model.Step] = [model.ResultStep(result={"content": [{"type": "text", "text": "{{ arguments.v }}"}]})]
+    steps: list[Step] = [model.ResultStep(result={"content": [{"type": "text", "text": "{{ arguments.v }}"}]})]
     written = []
     for compiled in (True, False):
         expanded, _ = expander(compiled=compiled)
@@ -444,23 +450,23 @@ def _every_step(steps: Any) -> Any:
     """Every step, loops opened, depth first in file order (the plain walk the tight one is checked against)."""
     for step in steps:
         yield step
-        if isinstance(step, model.LoopStep):
+        if isinstance(step, LoopStep):
             yield from _every_step(step.loop.steps)
 
 
-def _loop(*steps: Any) -> model.LoopStep:
-    return model.LoopStep(model.LoopSpec(times=2, steps=list(steps)))
+def _loop(*steps: Any) -> LoopStep:
+    return LoopStep(LoopSpec(times=2, steps=list(steps)))
 
 
 def test_scenario_facts_finds_task_steps_in_order_and_logs_anywhere() -> None:
     from mockmcp.definitions import scenario_facts
     from mockmcp.loader import bundled_names, load
 
-    task_a, task_b, task_c = (model.TaskSpec(ttlMs=n) for n in (1, 2, 3))  # told apart by ==
-    log = model.LogStep(model.LogSpec(level="info", data="x"))
+    task_a, task_b, task_c = (TaskSpec(ttlMs=n) for n in (1, 2, 3))  # told apart by ==
+    log = LogStep(LogSpec(level="info", data="x"))
     rules = [
-        model.Rule(steps=[model.TaskStep(task_a)]),
-        model.Rule(sequence=[[_loop(model.TextStep("t"), model.TaskStep(task_b))], [model.TaskStep(task_c)]]),
+        model.Rule(steps=[TaskStep(task_a)]),
+        model.Rule(sequence=[[_loop(model.TextStep("t"), TaskStep(task_b))], [TaskStep(task_c)]]),
     ]
     tools = [model.Tool(name="t", replies=rules)]
     assert scenario_facts(model.Scenario(mockmcp=1, tools=tools)) == ([task_a, task_b, task_c], False)
@@ -473,8 +479,8 @@ def test_scenario_facts_finds_task_steps_in_order_and_logs_anywhere() -> None:
         owners = [*scenario.tools, *scenario.prompts, *scenario.resources, *scenario.resourceTemplates, *scenario.methods]
         lists = [steps for o in owners for r in o.replies for steps in [r.steps or [], *(r.sequence or [])]]
         steps = [s for lst in lists for s in _every_step(lst)]
-        specs = [s.task for s in steps if isinstance(s, model.TaskStep)]
-        logs = any(isinstance(s, model.LogStep) for s in [*steps, *_every_step(scenario.subscriptions.timeline)])
+        specs = [s.task for s in steps if isinstance(s, TaskStep)]
+        logs = any(isinstance(s, LogStep) for s in [*steps, *_every_step(scenario.subscriptions.timeline)])
         assert scenario_facts(scenario) == (specs, logs), name
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import attrs
 
-from mockmcp import model, model_steps  # noqa: F401  (every part of the model: their names join model's, as for the editor schema)
+from mockmcp import model, model_steps
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "scenarios.md").read_text(encoding="utf-8")
 CODE = "\n".join(re.findall(r"```.*?```", DOC, re.S) + re.findall(r"`[^`\n]+`", re.sub(r"```.*?```", "", DOC, flags=re.S)))
@@ -27,7 +27,7 @@ def _classes(tp: object, seen: set[type]) -> None:
             return
         seen.add(tp)
         for f in attrs.fields(tp):
-            _classes(f.type if not isinstance(f.type, str) else typing.get_type_hints(tp)[f.name], seen)
+            _classes(f.type if not isinstance(f.type, str) else typing.get_type_hints(tp, model_steps.NAMESPACE)[f.name], seen)
         return
     for arg in typing.get_args(tp):
         _classes(arg, seen)
@@ -38,7 +38,7 @@ def model_keys() -> dict[str, set[str]]:
     _classes(model.Scenario, seen)
     keys: dict[str, set[str]] = {}
     for cls in seen:
-        hints = typing.get_type_hints(cls)
+        hints = typing.get_type_hints(cls, model_steps.NAMESPACE)
         for f in attrs.fields(cls):
             assert f.name in hints
             keys.setdefault(f.metadata.get("key", f.name), set()).add(cls.__name__)

@@ -35,7 +35,7 @@ import jsonschema
 import pytest
 from conftest import LEAN_PYTEST_ADDOPTS
 
-from mockmcp import loader
+from mockmcp import loader, plainload
 from mockmcp.problems import LoadError
 from mockmcp.schema import scenario_schema
 
@@ -123,7 +123,7 @@ def test_yaml_snippet(snippet: Snippet, validator: jsonschema.Draft202012Validat
     unknown = set(snippet.flags) - {"fragment"}
     assert not unknown, f"{snippet.id}: unknown flag(s) {sorted(unknown)} (use ```yaml or ```yaml fragment)"
     try:
-        data, _ = loader.parse_yaml(snippet.text, snippet.id)
+        data, _ = plainload.parse_yaml(snippet.text, snippet.id)
         if "fragment" in snippet.flags:
             return
         loader.load_text(snippet.text, snippet.id, base_dir=snippet.path.parent)

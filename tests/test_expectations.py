@@ -8,13 +8,13 @@ import pytest
 from fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
 from helpers import call, engine_for
 
-from mockmcp import model
 from mockmcp.expectations import ExpectationTracker, failure_message
 from mockmcp.loader import load_text
 from mockmcp.problems import LoadError
+from mockmcp.model_options import Expectation
 
 
-def verdicts(expectations: list[model.Expectation], *requests: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def verdicts(expectations: list[Expectation], *requests: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
     tracker = ExpectationTracker(expectations)
     for i, (method, params) in enumerate(requests, 1):
         tracker.observe(i, method, params)
@@ -28,8 +28,8 @@ def echo(text: str = "hi") -> tuple[str, dict[str, Any]]:
 LIST = ("tools/list", {})
 
 
-def E(**kw: Any) -> model.Expectation:
-    return model.Expectation(**{"method": "tools/call", **kw})
+def E(**kw: Any) -> Expectation:
+    return Expectation(**{"method": "tools/call", **kw})
 
 
 def test_default_is_at_least_once() -> None:
@@ -68,7 +68,7 @@ def test_argument_and_param_matchers() -> None:
         E(name="echo", arguments={"text": {"$regex": "^he"}}),
         E(name="echo", arguments={"text": "bye"}, never=True),
         E(params={"arguments": {"text": {"$type": "string"}}}, exactly=2),
-        model.Expectation(method="resources/read", uri="file:///a", exactly=1),
+        Expectation(method="resources/read", uri="file:///a", exactly=1),
     ]
     v = verdicts(exp, echo("hello"), echo("xyz"), ("resources/read", {"uri": "file:///a"}), ("resources/read", {"uri": "file:///b"}))
     assert [x["count"] for x in v] == [1, 0, 2, 1]
@@ -86,7 +86,7 @@ def test_retries_count_only_when_asked() -> None:
 
 
 def test_order_before_and_after() -> None:
-    exp = [model.Expectation(method="tools/list", id="list", before="call"), E(name="echo", id="call"), E(name="echo", id="late", after="list")]
+    exp = [Expectation(method="tools/list", id="list", before="call"), E(name="echo", id="call"), E(name="echo", id="late", after="list")]
     good = verdicts(exp, LIST, echo())
     assert [x["verdict"] for x in good] == ["passed", "passed", "passed"]
     bad = verdicts(exp, echo(), LIST)
@@ -96,7 +96,7 @@ def test_order_before_and_after() -> None:
 
 
 def test_order_when_only_the_other_was_seen() -> None:
-    exp = [model.Expectation(method="tools/list", id="list", atMost=5, before="call"), E(name="echo", id="call")]
+    exp = [Expectation(method="tools/list", id="list", atMost=5, before="call"), E(name="echo", id="call")]
     v = verdicts(exp, echo())
     assert v[0]["verdict"] == "failed" and "only that one was seen" in v[0]["why"]
     # neither seen: the order holds vacuously, counts decide
@@ -123,7 +123,7 @@ expectations:
 
 def test_loader_accepts_expectations() -> None:
     s, _ = load_text(SCENARIO + "  - {method: tools/call, name: echo, atLeast: 1, id: a}\n  - {method: tools/list, before: a}\n", "<t>")
-    assert s.expectations[0] == model.Expectation(method="tools/call", name="echo", atLeast=1, id="a")
+    assert s.expectations[0] == Expectation(method="tools/call", name="echo", atLeast=1, id="a")
     assert s.expectations[1].before == "a"
 
 

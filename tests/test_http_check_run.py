@@ -15,11 +15,12 @@ from mockmcp.connection import Connection
 from mockmcp.httpshell import HttpShell
 from mockmcp.log import StderrLog
 from mockmcp.run import new_engine
+from mockmcp.model_faults import HttpSpec, HttpStep
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 latin = st.text(st.characters(min_codepoint=0, max_codepoint=255), max_size=12)
 specs = st.builds(
-    model.HttpSpec,
+    HttpSpec,
     status=st.one_of(st.none(), st.sampled_from([200, 201, 205, 299, 307, 400, 429, 500, 503, 599]), st.integers(0, 700)),
     body=st.text(max_size=20),
     headers=st.dictionaries(
@@ -35,7 +36,7 @@ specs = st.builds(
 )
 
 
-def scenario(steps: list[model.HttpStep]) -> model.Scenario:
+def scenario(steps: list[HttpStep]) -> model.Scenario:
     tool = model.Tool(name="t", replies=[model.Rule(steps=[*steps, model.TextStep(text="answer")])])
     return model.Scenario(mockmcp=1, tools=[tool])
 
@@ -66,8 +67,8 @@ def serve(sc: model.Scenario) -> bytes:
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(specs, min_size=1, max_size=3))
-def test_checked_http_steps_are_served(spec_list: list[model.HttpSpec]) -> None:
+def test_checked_http_steps_are_served(spec_list: list[HttpSpec]) -> None:
     if any(check.http_step_problems(s) for s in spec_list):
         return  # refused at check time (the loader reports it at its place)
-    out = serve(scenario([model.HttpStep(http=s) for s in spec_list]))
+    out = serve(scenario([HttpStep(http=s) for s in spec_list]))
     assert out.startswith(b"HTTP/1.1 ") or out == b"", out[:200]

@@ -9,7 +9,8 @@ from typing import Any, Iterator
 import pytest
 
 from httpmock import HttpMock, mcp_headers, msg
-from mockmcp import check, model
+from mockmcp import check
+from mockmcp.model_faults import HttpSpec
 
 
 @pytest.fixture(scope="module")
@@ -140,16 +141,16 @@ def test_http_steps_are_ignored_on_stdio() -> None:
 
 
 @pytest.mark.parametrize(("spec", "where"), [
-    (model.HttpSpec(status=99), ("status",)),
-    (model.HttpSpec(status=204, body="x"), ("status",)),
-    (model.HttpSpec(headers={"Bad Name": "x"}), ("headers", "Bad Name")),
-    (model.HttpSpec(headers={"X-A": "a\r\nInjected: yes"}), ("headers", "X-A")),
-    (model.HttpSpec(headers={"Content-Length": "5"}), ("headers", "Content-Length")),
-    (model.HttpSpec(write="snow ☃"), ("write",)),
+    (HttpSpec(status=99), ("status",)),
+    (HttpSpec(status=204, body="x"), ("status",)),
+    (HttpSpec(headers={"Bad Name": "x"}), ("headers", "Bad Name")),
+    (HttpSpec(headers={"X-A": "a\r\nInjected: yes"}), ("headers", "X-A")),
+    (HttpSpec(headers={"Content-Length": "5"}), ("headers", "Content-Length")),
+    (HttpSpec(write="snow ☃"), ("write",)),
 ])
-def test_check_refuses_what_the_shell_cannot_send(spec: model.HttpSpec, where: tuple[str, ...]) -> None:
+def test_check_refuses_what_the_shell_cannot_send(spec: HttpSpec, where: tuple[str, ...]) -> None:
     assert [w for w, _ in check.http_step_problems(spec)] == [where]
-    assert check.http_step_problems(model.HttpSpec(status=503, headers={"Retry-After": "1"})) == []
+    assert check.http_step_problems(HttpSpec(status=503, headers={"Retry-After": "1"})) == []
 
 
 def test_server_survives_a_client_that_resets(mock: HttpMock) -> None:

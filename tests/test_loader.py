@@ -18,8 +18,8 @@ import yaml
 from conftest import ROOT, SCENARIOS
 from helpers import call
 
-from mockmcp import model
 from mockmcp.loader import load, load_text
+from mockmcp.model_steps import STEP_KEYS
 from mockmcp.problems import LoadError
 
 BROKEN = sorted((Path(__file__).parent / "data" / "broken").glob("*.yaml"))
@@ -30,7 +30,7 @@ def expected_lines(path: Path) -> list[str]:
     out = []
     for ln in path.read_text().splitlines():
         if ln.startswith("# expect: "):
-            text = ln[len("# expect: ") :].replace("{step_kinds}", ", ".join(model.STEP_KEYS))
+            text = ln[len("# expect: ") :].replace("{step_kinds}", ", ".join(STEP_KEYS))
             out.append(f"{path}:{text}")
     assert out, f"{path.name} has no '# expect:' line"
     return out
@@ -213,8 +213,8 @@ def test_bundled_scenarios_read_the_same_without_libyaml(path):
 LOAD_WITHOUT_LIBYAML = """
 import sys, yaml
 del yaml.CSafeLoader  # as on a machine where PyYAML was built without libyaml
-from mockmcp import loader
-assert loader._BaseLoader is yaml.SafeLoader
+from mockmcp import loader, plainload
+assert plainload._BaseLoader is yaml.SafeLoader
 scenario, _ = loader.load(sys.argv[1], use_cache=False)
 print(len(scenario.tools))
 """

@@ -1,14 +1,15 @@
-"""The model's parts (``model_*.py``): each defined only for scenarios that use its classes.
+"""The model's parts (``model_*.py``): plain modules, each imported only where its classes are used.
 
 A warm spawn of a scenario whose classes are all in ``model`` itself (``default``) must
 import no part (that is their point: creating attrs classes is a real share of a warm
-spawn, see docs/performance.md), one that uses a class of a part must import that part, and in every case the
-names read as ``model.X`` and the type hints of ``model``'s classes are the same objects.
+spawn, see docs/performance.md); one that uses a class of a part must import that part
+(the cached pickle names each class's own module) and no other; ``model`` imports no
+part, and no part writes into another module: the resolved type hints of ``model``'s
+classes are the parts' own classes.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -19,9 +20,11 @@ import attrs
 from conftest import ROOT, line, request
 from helpers import call
 
-from mockmcp import model, model_steps  # noqa: F401  (every part of the model)
+from mockmcp import model, model_faults, model_notify, model_steps
+from mockmcp.model_faults import EndSubscriptionStep
+from mockmcp.model_steps import STEP_KEYS, STEP_TYPES, TERMINAL_STEPS, Step
 
-PART_MODULES = {f"mockmcp.{name}" for name in model.PARTS}
+PART_MODULES = {m.__name__ for m in model_steps.PARTS if m is not model} | {"mockmcp.model_steps"}
 
 FAULTY = """\
 mockmcp: 1
@@ -87,34 +90,39 @@ def test_a_warm_spawn_imports_the_parts_its_scenario_uses(tmp_path):
     assert answers[2]["result"]["content"][0]["text"] == "counted"  # type: ignore[index]
 
 
-def test_importing_model_alone_defines_no_part_until_one_of_its_names_is_used():
+def test_importing_model_alone_imports_no_part_and_a_part_only_itself():
     code = (
         "import sys; from mockmcp import model\n"
         "parts = lambda: {m for m in sys.modules if m.startswith('mockmcp.model_')}\n"
-        "assert parts() == set() and 'TaskStep' not in vars(model), parts()\n"
-        "model.TaskStep\n"
-        "assert parts() == {'mockmcp.model_tasks'} and 'TaskSpec' in vars(model), parts()\n"
-        "model.Step\n"
-        "assert len(parts()) == len(model.PARTS), parts()\n"
+        "assert parts() == set() and not hasattr(model, 'TaskStep'), parts()\n"
+        "from mockmcp.model_tasks import TaskStep\n"
+        "assert parts() == {'mockmcp.model_tasks'} and not hasattr(model, 'TaskSpec'), parts()\n"
+        "from mockmcp.model_steps import Step\n"
+        f"assert parts() == set({sorted(PART_MODULES)!r}) and not hasattr(model, 'Step'), parts()\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)
 
 
-def test_every_name_of_every_part_is_the_same_object_through_model():
-    for name, names in model.PARTS.items():
-        part = importlib.import_module(f"mockmcp.{name}")
-        assert tuple(part.__all__) == names, name  # model's table of names says what each part holds
-        for n in names:
-            assert getattr(model, n) is getattr(part, n), n
-    assert set(model.STEP_TYPES) == set(typing.get_args(model.Step))
-    hint = typing.get_type_hints(model.Rule)["steps"]
-    assert typing.get_args(typing.get_args(hint)[0])[0] is model.Step
+def test_every_class_is_named_by_its_own_module_and_the_hints_are_resolved_to_them():
+    for part in model_steps.PARTS:
+        classes = [v for v in vars(part).values() if isinstance(v, type) and attrs.has(v) and v.__module__ == part.__name__]
+        assert classes, part  # (the pickle finds a class by its __module__ and __qualname__)
+        for cls in classes:
+            assert getattr(part, cls.__qualname__) is cls
+            assert cls in model_steps.CLASSES
+    assert not hasattr(model, "HangStep") and not hasattr(model, "Step") and not hasattr(model, "__getattr__")
+    assert set(STEP_TYPES) == set(typing.get_args(Step))
+    hint = attrs.fields(model.Rule).steps.type  # resolved by model_steps, against its NAMESPACE
+    assert typing.get_args(typing.get_args(hint)[0])[0] is Step
+    assert attrs.fields(model_notify.LoopSpec).steps.type == list[Step]
+    assert attrs.fields(model.SleepStep).sleep.type == model.Duration | model_notify.RandomDelay
+    assert typing.get_type_hints(model_faults.HangStep, model_steps.NAMESPACE)
 
 
 def test_key_and_final_say_what_the_step_classes_are():
-    for key, cls in model.STEP_KEYS.items():
+    for key, cls in STEP_KEYS.items():
         assert cls.KEY == key == attrs.fields(cls)[0].name
-    assert {t for t in model.STEP_TYPES if t.FINAL} == {*model.TERMINAL_STEPS, model.EndSubscriptionStep}
+    assert {t for t in STEP_TYPES if t.FINAL} == {*TERMINAL_STEPS, EndSubscriptionStep}
     # and only step classes say either
-    others = [c for c in vars(model).values() if isinstance(c, type) and attrs.has(c) and c not in model.STEP_TYPES]
+    others = [c for c in model_steps.CLASSES if c not in STEP_TYPES]
     assert others and not [c for c in others if c.KEY or c.FINAL]

@@ -19,7 +19,8 @@ import attrs
 import jsonschema
 import pytest
 
-from mockmcp import loader, model
+from mockmcp import loader, model, model_steps, plainload
+from mockmcp.model_steps import STEP_TYPES
 from mockmcp.problems import LoadError
 from mockmcp.schema import DURATION_PATTERN, _Generator, scenario_schema
 
@@ -36,7 +37,7 @@ def validator() -> jsonschema.Draft202012Validator:
 
 
 def _errors(validator: jsonschema.Draft202012Validator, path: Path) -> list[str]:
-    data, _ = loader.parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    data, _ = plainload.parse_yaml(path.read_text(encoding="utf-8"), str(path))
     return [f"{e.json_path}: {e.message[:300]}" for e in validator.iter_errors(data)]
 
 
@@ -80,16 +81,16 @@ def test_every_model_class_and_field_is_described() -> None:
             seen.add(tp)
             if tp is model.Duration:
                 continue
-            hints = typing.get_type_hints(tp, vars(sys.modules[tp.__module__]))  # (its own module: a part of the model, or model)
+            hints = typing.get_type_hints(tp, model_steps.NAMESPACE)  # (every name of the model and its parts)
             fields = attrs.fields(tp)
             assert set(defs[tp.__name__]["properties"]) == {f.metadata.get("key", f.name) for f in fields}
             assert defs[tp.__name__]["additionalProperties"] is False
             todo.extend(hints.values())
         else:
             todo.extend(getattr(tp, "__args__", ()))
-    assert set(model.STEP_TYPES) <= seen
+    assert set(STEP_TYPES) <= seen
     step_refs = {one["$ref"].rsplit("/", 1)[1] for one in defs["Step"]["oneOf"]}
-    assert step_refs == {t.__name__ for t in model.STEP_TYPES}
+    assert step_refs == {t.__name__ for t in STEP_TYPES}
 
 
 def test_meta_key_and_duration_and_required() -> None:
