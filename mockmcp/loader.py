@@ -30,18 +30,6 @@ from .scalars import MAX_DEPTH, MAX_INT_DIGITS, parse_duration  # noqa: F401 (re
 # The largest resource ``file:`` the loader reads (the same bound as ``huge``).
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
-# The plain path's names, imported on first use (``loader.parse_yaml`` and friends).
-_PLAIN = frozenset({"parse_yaml", "structure", "make_converter", "converter", "MAX_ALIAS_NODES", "Positions", "_BaseLoader", "_CoreSchemaLoader"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _PLAIN:
-        from . import plainload
-
-        return getattr(plainload, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def load_text(
     text: str, filename: str, *, base_dir: Path | None = None, allow_absolute: bool = False
 ) -> tuple[model.Scenario, list[Problem]]:
