@@ -341,12 +341,7 @@ class ClientChecker:
         if "method" in message or "id" not in message:
             return
         rid = message["id"]
-        dup = self.duplicates.get(rid)
-        if dup:  # one of two responses with this id: the request stays in flight until the other
-            if dup == 1:
-                del self.duplicates[rid]
-            else:
-                self.duplicates[rid] = dup - 1
+        if self._one_of_duplicates(rid):  # one of two responses with this id: the other is still in flight
             return
         req = self.in_flight.pop(rid, None)
         result = message.get("result")
@@ -364,8 +359,21 @@ class ClientChecker:
         del self.rounds[:-256]  # a client that never retries must not grow this forever
 
     def ended(self, rid: Any) -> None:
-        """A request ended without a response (cancelled by the client)."""
-        self.in_flight.pop(rid, None)
+        """A request ended without a response (cancelled, its stream ended, answered by an HTTP
+        fault); while another request holds the same id, that one stays in flight."""
+        if not self._one_of_duplicates(rid):
+            self.in_flight.pop(rid, None)
+
+    def _one_of_duplicates(self, rid: Any) -> bool:
+        """Count off one of the requests sharing ``rid`` beyond the first, if any is left."""
+        dup = self.duplicates.get(rid)
+        if not dup:
+            return False
+        if dup == 1:
+            del self.duplicates[rid]
+        else:
+            self.duplicates[rid] = dup - 1
+        return True
 
 
 # The _meta keys the revision defines under its reserved prefix (a client may send the first four;

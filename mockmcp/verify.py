@@ -141,15 +141,7 @@ class Verifier:
 
     def _ended(self, rid: Any) -> None:
         """A request ended without a response (cancelled, or answered by an HTTP fault): not in flight."""
-        checker = self.checker
-        dup = checker.duplicates.get(rid)
-        if dup:  # another request with the same id is still in flight (over HTTP: another client's)
-            if dup == 1:
-                del checker.duplicates[rid]
-            else:
-                checker.duplicates[rid] = dup - 1
-        else:
-            checker.ended(rid)
+        self.checker.ended(rid)
         self.rules.pop(rid, None)
 
     # ------------------------------------------------------------ findings
