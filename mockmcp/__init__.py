@@ -27,13 +27,13 @@ _WHERE = {
     "WaitTimedOut": "controlclient",
     "AsyncControl": "controlclient",
     "SyncControl": "controlclient",
-    "load": "loader",
-    "load_text": "loader",
-    "LoadError": "problems",
-    "Problem": "problems",
-    "Connection": "connection",
-    "Engine": "engine",
-    "new_engine": "run",
+    "load": "scenario.loader",
+    "load_text": "scenario.loader",
+    "LoadError": "scenario.problems",
+    "Problem": "scenario.problems",
+    "Connection": "core.connection",
+    "Engine": "core.engine",
+    "new_engine": "launch.run",
 }
 
 __all__ = ["__version__", *_WHERE]

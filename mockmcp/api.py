@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from .controlclient import AsyncControl, ControlError, ControlOperations, SyncControl, WaitTimedOut
+from mockmcp.controlclient import AsyncControl, ControlError, ControlOperations, SyncControl, WaitTimedOut
 
 __all__ = ["CassetteServer", "ControlError", "MockServer", "ReportMissing", "RECORD_MODES", "WaitTimedOut", "prepare"]
 
@@ -141,7 +141,7 @@ class MockServer(ControlOperations):
 
     def journal(self) -> list[dict[str, Any]]:
         """Every journal record so far (a torn last line is skipped); empty if none yet."""
-        from .journal import read_journal
+        from mockmcp.verify.journal import read_journal
 
         older = self.journal_path.with_name("journal.1.jsonl")  # a session's journal, rotated past its bound
         records = read_journal(older) if older.exists() else []
@@ -191,7 +191,7 @@ class MockServer(ControlOperations):
         report = self.report()
         failed = [v for v in report["expectations"] if v["verdict"] == "failed"]
         if failed:
-            from .expectations import failure_message
+            from mockmcp.scenario.expectations import failure_message
 
             raise AssertionError(failure_message(report["expectations"]) + "\n" + self._seen())
 
@@ -203,7 +203,7 @@ class MockServer(ControlOperations):
         problems = []
         failed = [v for v in report["expectations"] if v["verdict"] == "failed"]
         if failed:
-            from .expectations import failure_message
+            from mockmcp.scenario.expectations import failure_message
 
             problems.append(failure_message(report["expectations"]))
         if bad:

@@ -9,7 +9,7 @@ path). After the client is closed, ``server.report()``, ``server.findings()``,
 client did. The mock is a subprocess, so asyncio, anyio and trio suites use it
 alike.
 
-``mockmcp.cassette("name", command=[...], mode="once")`` puts a real server
+``mockmcp.record.cassette("name", command=[...], mode="once")`` puts a real server
 behind ``mockmcp record``: the first run records ``cassettes/<test
 module>/<name>.yaml`` beside the test file, later runs replay it, and
 ``--mockmcp-record-mode MODE`` overrides every test's mode for one run (as
@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from .api import RECORD_MODES, CassetteServer, MockServer, prepare
+from mockmcp.api import RECORD_MODES, CassetteServer, MockServer, prepare
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mockmcp")
     group.addoption("--mockmcp-record-mode", choices=RECORD_MODES, default=None,
-                    help="record mode for every mockmcp.cassette(...) in this run, whatever the test says "
+                    help="record mode for every mockmcp.record.cassette(...) in this run, whatever the test says "
                          "(once, new_episodes, all, none)")
 
 
@@ -55,7 +55,7 @@ class MockMCP:
         """Record ``command`` (the real server) into ``cassettes/<test module>/<name>.yaml`` beside the
         test file, or replay that cassette, as ``mode`` (or ``--mockmcp-record-mode``) says."""
         if self.test_file is None:
-            raise RuntimeError("mockmcp.cassette needs a test in a file (the cassette is stored beside it)")
+            raise RuntimeError("mockmcp.record.cassette needs a test in a file (the cassette is stored beside it)")
         path = self.test_file.parent / "cassettes" / self.test_file.stem / f"{name}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         server = CassetteServer(path, list(command), self.tmp_path / f"mockmcp-{len(self.servers) + 1}",
@@ -102,8 +102,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def _timeline(journal: Path) -> str:
     """Write the journal's HTML timeline beside it; its path, or why there is none."""
-    from .journal import NotAJournal, load_journal
-    from .timeline import render
+    from mockmcp.verify.journal import NotAJournal, load_journal
+    from mockmcp.verify.timeline import render
 
     out = journal.with_name("timeline.html")
     try:
@@ -117,7 +117,7 @@ def _timeline(journal: Path) -> str:
 def _transcript(path: Path, limit: int = 200) -> str:
     import io
 
-    from .journal import print_transcript
+    from mockmcp.verify.journal import print_transcript
 
     out = io.StringIO()
     print_transcript(path, color="never", out=out)

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from support.paths import ROOT, SCHEMA_PATH
+from support.process import LEAN_PYTEST_ADDOPTS
 
-ROOT = Path(__file__).resolve().parents[1]
 _FINER_UNITS = pytest.StashKey[bool]()  # the run uses the default distribution chosen below
 
 
@@ -225,37 +226,6 @@ def _reap_leaks(ours: Callable[[str], bool]) -> list[str]:
     return [f"pid {pid}: {cmd}" for (pid, _), cmd in sorted(leaks.items())]
 
 
-def _find_shared() -> Path:
-    """``$MOCKMCP_SHARED``, else ``shared/`` beside this checkout, else beside the repository
-    it was cloned from (a throwaway ``git clone`` into a temporary folder still finds it)."""
-    if os.environ.get("MOCKMCP_SHARED"):
-        return Path(os.environ["MOCKMCP_SHARED"])
-    candidates = [ROOT.parent / "shared"]
-    try:
-        origin = subprocess.run(
-            ["git", "-C", str(ROOT), "config", "--get", "remote.origin.url"], capture_output=True, text=True
-        ).stdout.strip()
-    except OSError:
-        origin = ""
-    if origin and "://" not in origin and not origin.startswith("git@"):
-        candidates.append((ROOT / origin).resolve().parent / "shared")
-    for candidate in candidates:
-        if (candidate / "spec").is_dir():
-            return candidate
-    return candidates[0]
-
-
-SHARED = _find_shared()
-SCHEMA_PATH = SHARED / "spec" / "2026-07-28" / "schema.json"
-EXAMPLES = SHARED / "spec" / "2026-07-28" / "examples"
-SCENARIOS = ROOT / "scenarios"
-
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "0"},
-}
-
 # Result shape by request method, for schema validation of responses.
 RESULT_DEF = {
     "server/discover": "DiscoverResult",
@@ -355,32 +325,9 @@ def typescript_client() -> None:
     pytest.fail(message, pytrace=False)  # outside the except: the report is that line, no traceback
 
 
-# The pytest runs a test starts itself (pytester, the documentation's test snippets) test the
-# mockmcp fixture; none uses pytest-trio or hypothesis, and pytest-trio imports all of hypothesis
-# when it loads: about 2 CPU seconds of every such run, half its cost. Left out there.
-LEAN_PYTEST_ADDOPTS = "-p no:trio -p no:hypothesispytest"
-
-
 @pytest.fixture
 def lean_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
     """Inner pytest runs of this test load only the plugins they use (``LEAN_PYTEST_ADDOPTS``)."""
     monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_PYTEST_ADDOPTS)
 
 
-def request(rid: Any, method: str, params: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    p = dict(params or {})
-    p["_meta"] = {**META, **(meta or {})}
-    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": p}
-
-
-def line(msg: Any) -> bytes:
-    return (json.dumps(msg) + "\n").encode()
-
-
-def mockmcp_cmd(*args: str) -> list[str]:
-    """The command that spawns the mock from this checkout's interpreter."""
-    return [sys.executable, "-m", "mockmcp", *args]
-
-
-def run_mock(*args: str, input: bytes = b"", timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(mockmcp_cmd(*args), input=input, capture_output=True, timeout=timeout)

@@ -72,10 +72,11 @@ def session() -> list[tuple[str, bytes]]:
 
 
 def bench() -> list[dict]:
-    from mockmcp import cassette, yamlemit
-    from mockmcp.loader import load
-    from mockmcp.record import HEADER, write_atomic
-    from mockmcp.redact import Redactor
+    from mockmcp.record import cassette
+    from mockmcp.record import yamlemit
+    from mockmcp.scenario.loader import load
+    from mockmcp.record.recording import HEADER, write_atomic
+    from mockmcp.record.redact import Redactor
 
     lines = session()
     best_feed = best_write = best_cpu = float("inf")

@@ -198,7 +198,7 @@ def session_report(workdir: Path) -> dict[str, Any] | None:
     if it wrote no report (it died, or was killed), there is none, even if the probe wrote one.
     Its report judges every process of the session directory (the probe's discover too).
     """
-    from mockmcp.journal import read_journal
+    from mockmcp.verify.journal import read_journal
 
     journal = journal_path(workdir)
     requests: dict[int, int] = {}
@@ -223,7 +223,7 @@ def journal_path(workdir: Path) -> Path:
 
 def inbound_methods(journal: Path) -> dict[str, int]:
     """How many of each method the mock received (both processes), from its journal."""
-    from mockmcp.journal import read_journal
+    from mockmcp.verify.journal import read_journal
 
     counts: dict[str, int] = {}
     if journal.exists():
@@ -256,8 +256,8 @@ def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOU
     session of every cell still going (``jobs`` at once), and the clients' drivers run side
     by side. Cells that need no further session drop out; a round is one spawn per client.
     """
-    from mockmcp import loader
-    from mockmcp.problems import LoadError
+    from mockmcp.scenario import loader
+    from mockmcp.scenario.problems import LoadError
 
     results: list[dict[str, Any]] = [{} for _ in cells]
     runs: dict[str, list[tuple[int, CellRun]]] = {}
@@ -624,7 +624,7 @@ def keep_hand_written(generated: str, previous: str) -> str:
     """``generated`` with the hand-written sections of ``previous`` put back where they were.
 
     A level-2 section of the previous page that the generator does not write (the Tasks
-    extension's, written from tests/test_interop_tasks.py) is hand-written: it is kept word
+    extension's, written from tests/interop/test_interop_tasks.py) is hand-written: it is kept word
     for word, after the section it followed there (the nearest earlier one the generator still
     writes; at the top, after the table). Generated sections are replaced as a whole."""
     new = _sections(generated)
@@ -675,7 +675,7 @@ def _anchor(title: str) -> str:
 def run_matrix(names: list[str], clients: list[str], *, jobs: int = 2,
                timeout_ms: int = DEFAULT_TIMEOUT_MS) -> dict[str, dict[str, dict[str, Any]]]:
     """Every scenario x client (``jobs`` sessions at once per client, see ``run_cells``)."""
-    from mockmcp import loadcache
+    from mockmcp.scenario import loadcache
 
     cells = [(n, c) for n in names for c in clients]
     got = run_cells([(loadcache.bundled_dir() / f"{n}.yaml", c) for n, c in cells], timeout_ms=timeout_ms, jobs=jobs)
@@ -687,7 +687,7 @@ def run_matrix(names: list[str], clients: list[str], *, jobs: int = 2,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mockmcp import loadcache
+    from mockmcp.scenario import loadcache
 
     ap = argparse.ArgumentParser(description="Run the interop matrix and write docs/interop.md.")
     ap.add_argument("--scenarios", help="comma-separated bundled names (default: all)")

@@ -1,7 +1,7 @@
 """A small server written with fastmcp (fastmcp==4.1.6, a test extra), to record and proxy.
 
 Nobody on this project wrote fastmcp: it is the second real implementation the
-recorder is proven on (tests/test_record_servers.py). Tools (one with progress, one
+recorder is proven on (tests/record/test_record_servers.py). Tools (one with progress, one
 that fails), a prompt, a static resource and a resource template.
 """
 

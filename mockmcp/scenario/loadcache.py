@@ -1,0 +1,211 @@
+"""Finding scenario files and the pickle load cache, without yaml or cattrs.
+
+Split out of ``loader`` so that ``mockmcp run`` on a scenario it has loaded
+before never imports yaml or cattrs (tens of milliseconds per spawn, and suites
+spawn the mock once per test).
+
+The cache key covers everything that decides what a loaded scenario is: the
+file's bytes, its folder, the flags that change loading, Python's version, the
+identity of every module of this package (size, inode, modification and change
+times: an edit or a copy with preserved mtimes is still told apart) and the
+versions of attrs, cattrs and PyYAML. So an entry can only be stale if a file's
+bytes changed without its change time moving (the file system offers no way to)
+or a SHA-256 collides.
+
+Each entry carries the SHA-256 of its pickle, checked before unpickling: a file
+that was damaged on disk is a miss. Reading it is therefore allowed to fail in
+one way only, ``OSError`` (no entry, or one we may not read); any exception from
+``pickle.loads`` of verified bytes is a bug in mockmcp and is not hidden.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+
+_PACKAGE = Path(__file__).resolve().parent.parent  # the mockmcp package
+_MAGIC = b"mockmcp-load-cache 2\n"
+_DIGEST = 32  # bytes of SHA-256 after the magic line
+# (module to locate, distribution name as in its .dist-info folder)
+_DEPENDENCIES = (("attr", "attrs"), ("cattrs", "cattrs"), ("yaml", "pyyaml"))
+
+
+def bundled_dir() -> Path:
+    packaged = _PACKAGE / "scenarios"
+    return packaged if packaged.is_dir() else _PACKAGE.parent / "scenarios"
+
+
+def bundled_names() -> list[str]:
+    return sorted(p.stem for p in bundled_dir().glob("*.yaml"))
+
+
+def _locate(name_or_path: str) -> Path | None:
+    """The file a scenario argument names (a path, or a bundled scenario's name), or ``None``."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or os.sep in name_or_path or p.exists():
+        return p
+    candidate = bundled_dir() / f"{name_or_path}.yaml"
+    return candidate if candidate.exists() else None
+
+
+def resolve(name_or_path: str) -> Path:
+    """A scenario argument is a file path, or the name of a bundled scenario."""
+    found = _locate(name_or_path)
+    if found is not None:
+        return found
+    from mockmcp.scenario.problems import LoadError, Problem, did_you_mean  # (errors only: a warm spawn skips the import)
+
+    hint = did_you_mean(name_or_path, bundled_names()) or " (`mockmcp list` shows the bundled ones)"
+    raise LoadError([Problem(name_or_path, 0, 0, f"no such file or bundled scenario{hint}", ())])
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "mockmcp"
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> bytes:
+    """SHA-256 over what identifies this package's module files and the versions of the
+    libraries that build a scenario (computed once per process).
+
+    A module is identified by its name, size, inode and modification and change times,
+    not by its bytes: reading and hashing 700 kB of source was 4% of a warm spawn. Any
+    write to a file moves its change time (``st_ctime_ns``, which no tool can set back),
+    and a copy is a new inode, so an edit, a checkout or a copy with preserved
+    modification times is still a miss; unchanged files always hit.
+    """
+    h = hashlib.sha256()
+    folders = [_PACKAGE]
+    while folders:  # every module of every layer folder: a cached scenario names classes in several
+        folder = folders.pop()
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            if entry.name.endswith(".py"):
+                st = entry.stat()
+                h.update(b"%s\0%d\0%d\0%d\0%d\0%d\0" % (
+                    entry.path.encode(), st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns))
+            elif entry.is_dir(follow_symlinks=False) and entry.name.isidentifier():
+                folders.append(Path(entry.path))
+    for module, dist in _DEPENDENCIES:
+        h.update(b"\0%s=%s" % (dist.encode(), _version(module, dist).encode()))
+    return h.digest()
+
+
+def _origin(module: str) -> str | None:
+    """Where a top-level module's file is, as ``importlib.util.find_spec`` finds it: the loaded
+    module's spec, else the first meta-path finder's (the finders' public protocol; importing
+    ``importlib.util`` and its ABCs just for this cost every spawn)."""
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        spec = getattr(loaded, "__spec__", None)
+        return None if spec is None else spec.origin
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is not None:
+            spec = find(module, None)
+            if spec is not None:
+                return spec.origin  # type: ignore[no-any-return]
+    return None
+
+
+def _version(module: str, dist: str) -> str:
+    """A library's version from its ``.dist-info`` folder name, found without
+    importing the library (``importlib.metadata`` alone costs ~30 ms a spawn).
+
+    Where no such folder sits beside the library (a vendored or source copy) its
+    ``__init__`` file's size and mtime stand in for the version.
+    """
+    origin = _origin(module)
+    if origin is None:
+        return "absent"
+    site = os.path.dirname(os.path.dirname(origin))
+    prefix = dist.lower() + "-"
+    for entry in os.listdir(site):
+        low = entry.lower()
+        if low.startswith(prefix) and low.endswith(".dist-info"):
+            return entry[len(prefix) : -len(".dist-info")]
+    st = os.stat(origin)
+    return f"file {st.st_size} {st.st_mtime_ns}"
+
+
+def cache_file(path: Path, raw: bytes, allow_absolute: bool) -> Path:
+    digest = hashlib.sha256(
+        b"%s\0%s\0%d\0%s\0"
+        % (sys.version.encode(), str(path.resolve().parent).encode(), allow_absolute, code_fingerprint())
+        + raw
+    ).hexdigest()
+    return cache_dir() / f"{digest}.pickle"
+
+
+def read(file: Path) -> Any:
+    """The cached (scenario, warnings), or None: no entry, an unreadable one, or a damaged one."""
+    try:
+        blob = file.read_bytes()
+    except OSError:
+        return None  # no entry yet (or a cache folder we may not read): load from YAML
+    head = len(_MAGIC) + _DIGEST
+    payload = blob[head:]
+    if blob[: len(_MAGIC)] != _MAGIC or blob[len(_MAGIC) : head] != hashlib.sha256(payload).digest():
+        return None  # damaged or from another format: load from YAML and overwrite it
+    return pickle.loads(payload)
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles attrs instances as ``cls(*values)``.
+
+    attrs' own pickling of slotted frozen classes stores a dict per object and
+    restores it with a Python-level ``__setstate__`` loop; calling the
+    generated ``__init__`` with positional values loads about twice as fast,
+    which matters for scenarios with 100,000 rules. Classes whose ``__init__``
+    does not take every field positionally keep the default.
+    """
+
+    _positional: dict[type, bool] = {}
+
+    def reducer_override(self, obj: Any) -> Any:
+        cls = type(obj)
+        fields = getattr(cls, "__attrs_attrs__", None)
+        if fields is None:
+            return NotImplemented
+        ok = self._positional.get(cls)
+        if ok is None:
+            ok = self._positional[cls] = not hasattr(cls, "__attrs_post_init__") and all(
+                f.init and not f.kw_only and f.converter is None and f.alias == f.name for f in fields
+            )
+        if not ok:
+            return NotImplemented
+        return cls, tuple([getattr(obj, f.name) for f in fields])
+
+
+def write(file: Path, result: Any) -> None:
+    import io
+
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(result)
+    payload = buffer.getvalue()
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+        os.replace(tmp, file)
+    except OSError:
+        pass  # a read-only home is fine: we just load from YAML next time
+
+
+def load_cached(name_or_path: str, *, allow_absolute: bool = False) -> Any:
+    """The fast path of ``loader.load``: a cache hit, or None (then call ``loader.load``)."""
+    path = _locate(name_or_path)
+    if path is None:
+        return None  # ``loader.load`` reports it properly
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    return read(cache_file(path, raw, allow_absolute))

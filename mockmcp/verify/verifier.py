@@ -1,0 +1,275 @@
+"""Client verification wired into ``mockmcp run``: journal, checks, expectations, report.
+
+``attach`` is called by ``run`` only when ``--journal``, ``--report`` or
+``--strict`` is given (so plain runs pay nothing). It hooks the sans-I/O
+pieces (``checks``, ``expectations``, ``journal``) to the connection's inbound
+observers and the shell's output/event callbacks, and returns the callbacks
+``run`` passes on. ``finish`` writes the report and the stderr summary and
+applies ``--strict``.
+
+An ``exit`` fault ends the process with ``os._exit`` from the shell's writer:
+the journal is complete up to that point (one write per record), but no
+report is written then (docs/verification.md says so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from mockmcp.wire import jsonrpc
+from mockmcp.verify.checks import CHECKS, ClientChecker, Finding
+from mockmcp.scenario.expectations import ExpectationTracker, failure_message
+from mockmcp.wire.framing import Oversized
+from mockmcp.verify.journal import JournalWriter, raw_text
+
+MAX_PER_CHECK = 100  # findings kept per check id (the rest are only counted)
+# Events of a request answered by a fault instead of its response (an HTTP status, a reset, a stream
+# ended early, the connection dropped): the request is over, its id free again.
+_ENDS_A_REQUEST = frozenset({"httpStatus", "httpReset", "httpEndStream", "closeStdout"})
+
+
+class Verifier:
+    def __init__(self, engine: Any, log: Any, *, journal: str | None, report: str | None, strict: bool, session: str | None = None) -> None:
+        self.engine = engine
+        self.session = session  # a session directory: the report judges all its processes
+        self.log = log
+        self.strict = strict
+        self.report_path = report.replace("{pid}", str(os.getpid())) if report else None
+        self.journal = JournalWriter(journal) if journal else None
+        self.checker = ClientChecker(modern_only=engine.protocol.era == "modern")
+        self.tracker = ExpectationTracker(engine.scenario.expectations)
+        self.tasks = None
+        if engine.tasks.specs or any(e.method.startswith("tasks/") for e in engine.scenario.expectations):
+            from mockmcp.verify.task_checks import TaskChecker
+
+            self.tasks = TaskChecker(engine.services.steps.time_scale)
+        self.findings: list[Finding] = []
+        self.per_check: dict[str, int] = {}
+        self.counts = {"requests": 0, "notifications": 0, "clientResponses": 0, "invalid": 0, "sent": 0, "rawWrites": 0, "cancelled": 0}
+        self.rules: dict[Any, str] = {}
+        self._unmatched_seen = 0
+        self._headers: dict[str, str] | None = None  # the HTTP request whose body comes next
+        if self.journal is not None:
+            self.journal.write("start", scenario=engine.scenario.description or "", argv=sys.argv[1:], versions=list(engine.protocol.versions))
+
+    # ------------------------------------------------------------ hooks
+
+    def inbound(self, line: bytes | Oversized, msg: jsonrpc.Message | None, error: Any) -> None:
+        if isinstance(line, Oversized):
+            self.counts["invalid"] += 1
+            if self.journal is not None:
+                self.journal.write("in", oversized=line.length, error=str(error) if error else None)
+            self._found(self.checker.oversized(line.length))
+            return
+        if msg is None:
+            self.counts["invalid"] += 1
+            text = error.message if error is not None else "not a JSON-RPC message"
+            if self.journal is not None:
+                self.journal.write("in", raw=raw_text(line.rstrip(b"\r\n")), error=text)
+            self._found(self.checker.invalid_line(line, text))
+            return
+        headers, self._headers = self._headers, None
+        if self.journal is not None:
+            if headers is None:
+                self.journal.write("in", message=msg.message)
+            else:  # over HTTP: the request's headers too (a session's verdict is judged from the journal)
+                self.journal.write("in", message=msg.message, headers=headers)
+        if type(msg) is jsonrpc.Request:
+            self.counts["requests"] += 1
+            self.tracker.observe(msg.id, msg.method, msg.params, headers)
+            found = self.checker.request(msg.id, msg.method, msg.params, msg.message)
+            if headers is not None:
+                # Over HTTP a connection carries one request at a time, so an id in flight is another
+                # connection's: ids are unique per sender, and two clients of one mock may share one.
+                found = [f for f in found if f.check != "id.reused"]
+            self._found(found)
+            if self.tasks is not None:
+                self._found(self.tasks.request(msg.id, msg.method, msg.params, msg.message, time.monotonic()))
+        elif type(msg) is jsonrpc.Notification:
+            self.counts["notifications"] += 1
+            # expectations can ask for notifications too (e.g. notifications/cancelled after a timeout)
+            self.tracker.observe(None, msg.method, msg.params, headers)
+            self._found(self.checker.notification(msg.method, msg.params, msg.message))
+        else:
+            self.counts["clientResponses"] += 1
+            self._found(self.checker.response(msg.message))
+
+    def http_request(self, headers: dict[str, str]) -> None:
+        """The HTTP shell's request headers (names lower-cased), for the body it hands in next."""
+        self._headers = headers
+
+    def http_finding(self, check: str, text: str, message: Any = None, request_id: Any = None) -> None:
+        """A client check the HTTP shell's rules found (headers, Accept, method, Retry-After)."""
+        self._found([Finding(check, text, message, request_id)])
+
+    def plan(self, plan: Any) -> None:
+        if plan.rule is not None:
+            self.rules[plan.request_id] = plan.rule
+
+    def output(self, message: Any, data: bytes) -> None:
+        self._drain_unmatched()
+        if message is None:
+            self.counts["rawWrites"] += 1
+            if self.journal is not None:
+                self.journal.write("out", raw=raw_text(data), fault=True)
+            return
+        self.counts["sent"] += 1
+        rule = None
+        if type(message) is dict and "id" in message and "method" not in message:
+            rule = self.rules.pop(message["id"], None)
+        if self.journal is not None:
+            if rule is not None:
+                self.journal.write("out", message=message, rule=rule)
+            else:
+                self.journal.write("out", message=message)
+        self.checker.server_message(message)
+        if self.tasks is not None:
+            self.tasks.server_message(message, time.monotonic())
+
+    def event(self, kind: str, info: dict[str, Any]) -> None:
+        if kind == "cancelled":
+            self.counts["cancelled"] += 1
+            self._ended(info.get("id"))
+        elif kind in _ENDS_A_REQUEST and info.get("id") is not None:
+            self._ended(info["id"])
+        if self.journal is not None:
+            self.journal.write("event", kind=kind, **info)
+
+    def _ended(self, rid: Any) -> None:
+        """A request ended without a response (cancelled, or answered by an HTTP fault): not in flight."""
+        self.checker.ended(rid)
+        self.rules.pop(rid, None)
+
+    # ------------------------------------------------------------ findings
+
+    def _drain_unmatched(self) -> None:
+        unmatched = self.engine.unmatched
+        while self._unmatched_seen < len(unmatched):
+            u = unmatched[self._unmatched_seen]
+            self._unmatched_seen += 1
+            miss = u.get("nearMiss")
+            if "invalidArguments" in u:
+                text = f"{u['method']} id {u['id']!r} of {u['what']} has arguments that break its inputSchema: " + "; ".join(u["invalidArguments"])
+                self._found([Finding("tools.arguments.invalid", text, None, u["id"])])
+                continue
+            if u.get("answer"):  # a legacy request step's expect (a cassette's recorded answer)
+                text = f"{u['method']} id {u['id']!r}: the client's answer differs from the recorded one ({u['what']}): {miss['reason']}"
+                self._found([Finding("expect.answer", text, None, u["id"], {"nearMiss": miss})])
+                continue
+            if u.get("undefined"):
+                text = f"{u['method']} id {u['id']!r} asks for {u['what']}, which the scenario does not define"
+                if miss:
+                    text += f"; closest: {miss['rule']!r}"
+            else:
+                text = f"no rule of {u['what']} matched {u['method']} id {u['id']!r}"
+                if miss:
+                    text += f"; closest: {miss['rule']} ({miss['reason']})"
+            self._found([Finding("expect.unmatched", text, None, u["id"], {"nearMiss": miss} if miss else None)])
+
+    def _found(self, findings: list[Finding]) -> None:
+        for f in findings:
+            n = self.per_check.get(f.check, 0) + 1
+            self.per_check[f.check] = n
+            if n <= MAX_PER_CHECK:
+                self.findings.append(f)
+            if self.journal is not None:
+                self.journal.write("finding", finding=f.to_json())
+            self.log("info", f"client check {f.check} ({f.level}): {f.text}")
+
+    # ------------------------------------------------------------ end
+
+    def report(self) -> dict[str, Any]:
+        self._drain_unmatched()
+        verdicts = self.tracker.verdicts()
+        findings = [f.to_json() for f in self.findings]
+        return report_of({"pid": os.getpid()}, self.counts, self.per_check, verdicts, findings)
+
+    def finish(self, status: int) -> int:
+        report = self.report()
+        if self.session is not None:
+            from mockmcp.verify.report import session_report
+
+            own = report
+            report = session_report(self.session, self.engine.scenario.expectations, save=True)
+            report["pid"] = own["pid"]
+            report["counts"] = {**own["counts"], **report["counts"]}
+        if self.report_path:
+            tmp = f"{self.report_path}.{os.getpid()}.tmp"
+            try:
+                with open(tmp, "w", encoding="utf-8") as fh:
+                    json.dump(report, fh, indent=2, ensure_ascii=False, default=repr)
+                    fh.write("\n")
+                os.replace(tmp, self.report_path)
+            except OSError as exc:
+                self.log("error", f"cannot write the report {self.report_path}: {exc}")
+        self._summary(report)
+        if self.journal is not None:
+            for verdict in report["expectations"]:  # the journal alone then tells why a test failed (the timeline shows it)
+                if verdict["verdict"] == "failed":
+                    self.journal.write("verdict", verdict=verdict)
+            self.journal.close()
+        if self.strict and not report["ok"] and status == 0:
+            return 1
+        return status
+
+    def _summary(self, report: dict[str, Any]) -> None:
+        if self.log.level >= 100:  # --log-level quiet
+            return
+        c = report["counts"]
+        f = c["findings"]
+        e = c["expectations"]
+        lines = [
+            f"mockmcp: verification: {c['requests']} requests, {c['notifications']} notifications; "
+            f"findings: {f['error']} errors, {f['warning']} warnings, {f['note']} notes; "
+            f"expectations: {e['passed']} passed, {e['failed']} failed"
+        ]
+        shown = [x for x in report["findings"] if x["level"] != "note"][:10]
+        for x in shown:
+            lines.append(f"mockmcp:   {x['level']} {x['check']}: {x['text']}")
+        if e["failed"]:
+            lines += ["mockmcp:   " + line for line in failure_message(report["expectations"]).splitlines()]
+        if self.strict and not report["ok"]:
+            lines.append("mockmcp: --strict: exiting with status 1")
+        self.log.raw("\n".join(lines) + "\n")
+
+
+def attach(engine: Any, conn: Any, log: Any, *, journal: str | None = None, report: str | None = None, strict: bool = False,
+           session: str | None = None) -> dict[str, Any]:
+    v = Verifier(engine, log, journal=journal, report=report, strict=strict, session=session)
+    engine.services.track_unknown = True
+    conn.observers.append(v.inbound)
+    keep_bounded = getattr(conn, "attach_journal", None)  # a session directory's connection bounds its journal
+    if keep_bounded is not None and v.journal is not None:
+        keep_bounded(v.journal, engine.scenario.expectations)
+    plan_observers = getattr(conn, "plan_observers", None)
+    if plan_observers is not None:
+        plan_observers.append(v.plan)
+    return {"output": v.output, "event": v.event, "finish": v.finish, "verifier": v,
+            "httpRequest": v.http_request, "httpFinding": v.http_finding}
+
+
+def report_of(who: dict[str, Any], counts: dict[str, Any], by_check: dict[str, int],
+              verdicts: list[dict[str, Any]], findings: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report ``--report`` writes, of one process (``who``: its pid) or of a whole session
+    (``sessionreport``: its processes): the one place its shape is written."""
+    levels = {"error": 0, "warning": 0, "note": 0}
+    for check, n in by_check.items():
+        levels[CHECKS[check][0] if check in CHECKS else "error"] += n  # (a check from another version: an error)
+    failed = sum(1 for v in verdicts if v["verdict"] == "failed")
+    return {
+        "mockmcp": 1,
+        **who,
+        "ok": failed == 0 and levels["error"] == 0,
+        "counts": {
+            **counts,
+            "findings": levels,
+            "byCheck": dict(sorted(by_check.items())),
+            "expectations": {"passed": len(verdicts) - failed, "failed": failed},
+        },
+        "expectations": verdicts,
+        "findings": findings,
+    }

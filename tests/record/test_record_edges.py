@@ -1,0 +1,165 @@
+"""``mockmcp record`` against a hostile real server: bounded memory, a cassette that loads, no traceback.
+
+The server is test_proxy_edges' ``HOSTILE_SERVER`` (it writes whatever each call
+asks for, then the call's answer, then an end marker). Under the recorder:
+
+- a flood of 4 KB notifications during one call costs the recorder a bounded amount of
+  memory (it keeps only what the cassette will hold: the first ``MAX_EVENTS`` messages
+  of a call within ``MAX_EVENT_BYTES``), and says what it left out;
+- the stdio fuzzer's lines, written by the server during calls (bare, as a log's data, as a
+  progress message, as the answer's result), are passed on, a probe after each is answered,
+  and the cassette written at the end loads (``mockmcp check``), or the recorder exits with
+  one clear line;
+- a ``progressToken`` is a protocol key, not a secret, though its name contains "token":
+  its value stays in the cassette wherever it appears.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from mockmcp.record import cassette as cassette_mod
+from support.fuzz import mutated
+from test_proxy_edges import ANSWERS, FIXED_LINES, Client, exchange, expected, hostile_call, server_script
+
+J = b'{"jsonrpc":"2.0",'
+
+
+def recorder(tmp_path: Path, out: Path) -> Client:
+    cmd = [sys.executable, "-m", "mockmcp", "record", "--mode", "all", "-o", str(out), "--",
+           sys.executable, str(server_script(tmp_path))]
+    return Client(cmd, tmp_path / "stderr")
+
+
+def check(path: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "mockmcp", "check", str(path)], capture_output=True, timeout=60)
+
+
+def peak_rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as fh:
+        for row in fh:
+            if row.startswith("VmHWM:"):
+                return int(row.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_a_flooding_server_costs_the_recorder_bounded_memory(tmp_path: Path) -> None:
+    """120 MB of 4 KB log notifications during one call, then as much with a level no log step
+    takes (nothing of it goes in the cassette): the recorder's peak RSS stays < 100 MB (it grew
+    by the volume passed through), the cassette holds the first 1,000 logs, and says so."""
+    out = tmp_path / "flood.yaml"
+    client = recorder(tmp_path, out)
+    try:
+        for n, kind in enumerate(("log", "badlog")):
+            client.send({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                         "params": {"name": "flood", "arguments": {"kind": kind, "mb": 120}}})
+            lines = 0
+            deadline = time.monotonic() + 120
+            while True:  # counted, not kept: the test's own memory stays small too
+                raw = client.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                assert raw, client.stderr()[-3000:]
+                lines += 1
+                if raw.startswith(b'{"jsonrpc": "2.0", "id": %d' % n):
+                    break
+            assert lines == 120 * 256 + 1
+        peak = peak_rss_mib(client.proc.pid)
+        status = client.close()
+    finally:
+        client.kill()
+    err = client.stderr().decode()
+    assert peak < 100, f"the recorder's peak RSS was {peak:.0f} MiB"
+    assert status == 0 and "Traceback" not in err, err
+    assert "1 call(s) got more from the server than a cassette keeps per call" in err, err
+    data = yaml.safe_load(out.read_text())
+    (tool,) = data["tools"]
+    steps = [rule["steps"] for rule in tool["replies"]]
+    assert [len(s) for s in steps] == [cassette_mod.MAX_EVENTS + 1, 1]  # the first 1,000 logs, then the result
+    assert all("log" in step for step in steps[0][:-1]) and "result" in steps[0][-1]
+    assert check(out).returncode == 0
+
+
+def test_a_progress_token_in_a_result_is_kept_unredacted(tmp_path: Path) -> None:
+    """``progressToken`` contains "token", but it is the protocol's own key: neither the call's
+    token (in its ``_meta``) nor the same value in the server's result is redacted, while a real
+    secret beside it is."""
+    out = tmp_path / "token.yaml"
+    token = "tok-progress-5150"
+    answer = json.dumps({"content": [{"type": "text", "text": f"working on {token}"}],
+                         "structuredContent": {"progressToken": token, "session_token": "tok-secret-77"}}).encode()
+    progress = J + b'"method":"notifications/progress","params":' + json.dumps(
+        {"progressToken": token, "progress": 1, "total": 2, "message": f"half of {token}"}).encode() + b"}"
+    client = recorder(tmp_path, out)
+    try:
+        exchange(client, 0, hostile_call(0, [progress], answer=answer, meta={"progressToken": token}))
+        status = client.close()
+    finally:
+        client.kill()
+    err = client.stderr().decode()
+    assert status == 0, err
+    text = out.read_text()
+    assert "tok-secret-77" not in text and "[REDACTED]" in text  # redaction is on
+    (rule,) = yaml.safe_load(text)["tools"][0]["replies"]
+    progress_step, result_step = rule["steps"]
+    assert progress_step == {"progress": {"progress": 1, "total": 2, "message": f"half of {token}"}}
+    result = result_step["result"]
+    assert result["structuredContent"] == {"progressToken": token, "session_token": "[REDACTED]"}
+    assert result["content"] == [{"type": "text", "text": f"working on {token}"}]
+    assert check(out).returncode == 0
+
+
+def _as_log(text: bytes) -> bytes:
+    return J + b'"method":"notifications/message","params":{"level":"info","data":' + text + b"}}"
+
+
+def _as_progress(text: bytes, n: int) -> bytes:
+    return J + b'"method":"notifications/progress","params":{"progressToken":"tok-%d","progress":1,"message":' % n \
+        + text + b"}}"
+
+
+def run_recorder(tmp_path: Path, cases: list[tuple[list[bytes], bytes | None]]) -> None:
+    out = tmp_path / "hostile.yaml"
+    out.unlink(missing_ok=True)
+    client = recorder(tmp_path, out)
+    try:
+        for n, (lines, answer) in enumerate(cases):
+            got = exchange(client, n, hostile_call(n, lines, answer=answer, meta={"progressToken": f"tok-{n}"}))
+            for want in expected(lines):
+                assert want in got, (n, want[:200])
+        status = client.close()
+    finally:
+        client.kill()
+    err = client.stderr().decode("utf-8", "replace")
+    assert "Traceback" not in err, err[-3000:]
+    if status != 0:  # allowed: one clear line, and no cassette half written
+        problems = [row for row in err.splitlines() if not row.startswith("mockmcp record: redacted")]
+        assert len(problems) == 1 and problems[0].startswith("mockmcp record: "), err[-3000:]
+        return
+    checked = check(out)
+    assert checked.returncode == 0, checked.stderr.decode()[-3000:]
+
+
+def test_the_worst_server_lines_under_the_recorder(tmp_path: Path) -> None:
+    cases: list[tuple[list[bytes], bytes | None]] = []
+    for n, raw in enumerate(FIXED_LINES):
+        cases.append(([raw, _as_log(raw), _as_progress(raw, len(cases))], None))
+    for answer in ANSWERS:
+        cases.append(([], answer))
+    run_recorder(tmp_path, cases)
+
+
+@settings(max_examples=2, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(mutated(), min_size=30, max_size=40), answers=st.lists(st.none() | mutated(), min_size=40, max_size=40))
+def test_fuzzed_server_lines_under_the_recorder(tmp_path: Path, lines: list[bytes], answers: list[bytes | None]) -> None:
+    """The stdio fuzzer's lines, bare, as a log's data and as a progress message during a call, and
+    as a call's result: recorded into a cassette that loads."""
+    run_recorder(tmp_path, [([line, _as_log(line), _as_progress(line, n)], answers[n]) for n, line in enumerate(lines)])

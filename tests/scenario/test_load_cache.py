@@ -1,0 +1,125 @@
+"""The load cache's key and its damaged entries.
+
+The key must cover every piece of code that shapes a cached scenario, so an
+edit anywhere in the package (not only in a list of modules) is a miss; an
+entry damaged on disk is a miss; and the cache hides no other exception.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.paths import ROOT
+from support.messages import line, request
+
+from mockmcp.scenario import loadcache
+from mockmcp.scenario.loader import load
+
+
+def spawn(package_root: Path, cache: Path) -> set[str]:
+    """Run ``mockmcp run default`` from ``package_root``; the modules it imported."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mockmcp", "run", "default"],
+        input=line(request(1, "server/discover")), capture_output=True, timeout=60, cwd=package_root,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(package_root)},
+    )
+    assert proc.returncode == 0 and b'"result"' in proc.stdout, proc.stderr[-2000:]
+    return {row.split("|")[-1].strip() for row in proc.stderr.decode().splitlines() if row.startswith("import time:")}
+
+
+def test_editing_any_module_of_a_copy_is_a_cache_miss(tmp_path):
+    copy = tmp_path / "checkout"
+    shutil.copytree(ROOT / "mockmcp", copy / "mockmcp", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "scenarios", copy / "scenarios")
+    cache = tmp_path / "cache"
+    # the loader is imported only on a miss (a hit is read by loadcache alone)
+    assert "mockmcp.scenario.loader" in spawn(copy, cache)  # cold: loads from YAML and fills the cache
+    assert "mockmcp.scenario.loader" not in spawn(copy, cache)  # warm: a hit
+    # expectations.py was not in the old key's list of modules, and it shapes what loads
+    with open(copy / "mockmcp" / "expectations.py", "a") as fh:
+        fh.write("\n# an edit\n")
+    assert "mockmcp.scenario.loader" in spawn(copy, cache)  # the edit is a miss
+    assert "mockmcp.scenario.loader" not in spawn(copy, cache)
+
+
+@pytest.mark.parametrize(("module", "dist"), [("attr", "attrs"), ("cattrs", "cattrs"), ("yaml", "pyyaml")])
+def test_the_key_holds_the_versions_of_the_libraries_that_load(module, dist):
+    assert loadcache._version(module, dist) == importlib.metadata.version(dist)
+
+
+def cached_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    load("default")
+    (entry,) = (tmp_path / "mockmcp").glob("*.pickle")
+    return entry
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b[: len(b) // 2],  # torn
+        lambda b: b[:-1] + bytes([b[-1] ^ 1]),  # one bit flipped in the pickle
+        lambda b: b"",  # empty
+        lambda b: b"\x80\x05garbage",  # not even ours
+        lambda b: b[:20] + b"\0" + b[21:],  # the header
+    ],
+    ids=["torn", "bit-flip", "empty", "foreign", "header"],
+)
+def test_a_damaged_entry_is_a_miss_and_is_rewritten(tmp_path, monkeypatch, damage):
+    entry = cached_default(tmp_path, monkeypatch)
+    good = entry.read_bytes()
+    entry.write_bytes(damage(good))
+    assert loadcache.read(entry) is None
+    scenario, _ = load("default")
+    assert scenario == load("default", use_cache=False)[0]
+    assert entry.read_bytes() == good
+
+
+def test_an_entry_that_verifies_but_fails_to_unpickle_is_not_hidden(tmp_path, monkeypatch):
+    """Verified bytes that do not unpickle mean a bug in mockmcp: the error shows."""
+    entry = cached_default(tmp_path, monkeypatch)
+    payload = entry.read_bytes()[len(loadcache._MAGIC) + loadcache._DIGEST :]
+    payload = payload.replace(b"Scenario", b"Scenariy", 1)  # a class that does not exist (same length)
+    entry.write_bytes(loadcache._MAGIC + hashlib.sha256(payload).digest() + payload)
+    with pytest.raises(AttributeError, match="Scenariy"):
+        loadcache.read(entry)
+
+
+def test_an_unreadable_cache_is_a_miss(tmp_path, monkeypatch):
+    entry = cached_default(tmp_path, monkeypatch)
+    entry.unlink()
+    entry.mkdir()  # reading a directory: IsADirectoryError
+    assert loadcache.read(entry) is None
+    assert load("default")[0].mockmcp == 1
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_still_a_miss(tmp_path):
+    """The key reads modules' identities, not their bytes: an edit of the same length with
+    the modification time set back must still change it (the change time moves)."""
+    import time
+
+    copy = tmp_path / "checkout"
+    shutil.copytree(ROOT / "mockmcp", copy / "mockmcp", ignore=shutil.ignore_patterns("__pycache__"))
+    module = copy / "mockmcp" / "expectations.py"
+    code = [sys.executable, "-c", "from mockmcp.scenario import loadcache; print(loadcache.code_fingerprint().hex())"]
+
+    def key() -> str:
+        return subprocess.run(code, capture_output=True, text=True, check=True, cwd=copy,
+                              env={**os.environ, "PYTHONPATH": str(copy)}).stdout
+
+    before = key()
+    assert key() == before  # stable while nothing changes
+    st = os.stat(module)
+    text = module.read_bytes()
+    time.sleep(0.01)
+    module.write_bytes(text[:-1] + (b"#" if text[-1:] != b"#" else b" "))
+    os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(module).st_size == st.st_size and os.stat(module).st_mtime_ns == st.st_mtime_ns
+    assert key() != before
