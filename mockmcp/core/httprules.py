@@ -13,7 +13,8 @@ so each rule is unit-tested without a server:
   the server does not implement (``-32601``, so ``404``).
 - ``check_metadata``: after the body is decoded: the ``MCP-Protocol-Version``,
   ``Mcp-Method`` and ``Mcp-Name`` request headers against the body (with the
-  base64 sentinel form decoded), and the ``Mcp-Param-*`` headers of the tool's
+  base64 sentinel form decoded; on the Tasks extension's ``tasks/*`` methods
+  ``Mcp-Name`` carries ``params.taskId``), and the ``Mcp-Param-*`` headers of the tool's
   ``x-mcp-header`` parameters; a mismatch or an omission raises
   ``HeaderMismatch`` (``-32020``), so the one boundary answers it.
 - ``status_for``: the HTTP status of a JSON-RPC error answered as a JSON body
@@ -276,6 +277,11 @@ def check_metadata(msg: jsonrpc.Message, headers: Mapping[bytes, bytes], tool_he
     key = NAME_PARAM.get(msg.method)
     if key is not None:
         _check_name(msg, key, headers.get(b"mcp-name"), fail)
+    elif msg.method in p.TASK_METHODS and b"mcp-name" in headers:
+        # The Tasks extension routes its methods by task: Mcp-Name carries params.taskId. One that
+        # disagrees with the body is -32020 like any other; a missing one is tolerated (clients
+        # written before the extension named the header send none; the body's taskId is acted on).
+        _check_name(msg, "taskId", headers[b"mcp-name"], fail)
     if msg.method == p.TOOLS_CALL:
         name = msg.params.get("name")
         params = tool_headers.get(name) if type(name) is str else None

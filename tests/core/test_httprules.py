@@ -94,6 +94,21 @@ def test_standard_headers() -> None:
     assert mismatch(prompt, mcp_protocol_version=V, mcp_method="prompts/get", mcp_name="p") is None
 
 
+def test_mcp_name_of_task_methods_is_the_task_id() -> None:
+    """The Tasks extension's routing header: on tasks/get, tasks/update and tasks/cancel, Mcp-Name
+    carries params.taskId; one that disagrees is -32020 (the conformance suite's tasks-request-headers
+    sends a wrong one on tasks/get). A missing one is tolerated: the body's taskId is acted on."""
+    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        msg = request(method, {"taskId": "t-1", "inputResponses": {}} if method == "tasks/update" else {"taskId": "t-1"})
+        ok = {"mcp_protocol_version": V, "mcp_method": method}
+        assert mismatch(msg, **ok, mcp_name="t-1") is None, method
+        assert mismatch(msg, **ok, mcp_name=b64("t-1")) is None, method
+        assert "'t-2' does not match body value 't-1'" in (mismatch(msg, **ok, mcp_name="t-2") or ""), method
+        assert mismatch(msg, **ok) is None, method
+    # a method that names nothing is not checked against any body field
+    assert mismatch(request("tools/list"), mcp_protocol_version=V, mcp_method="tools/list", mcp_name="anything") is None
+
+
 def b64(text: str) -> str:
     return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
 
