@@ -390,9 +390,9 @@ def jsonrpc_encode(msg: dict[str, Any]) -> bytes:
 
 
 def test_a_journal_page_is_bounded_in_bytes_too(monkeypatch):
-    from mockmcp.core import control as control_module
+    from mockmcp.core.control import journal
 
-    monkeypatch.setattr(control_module, "MAX_JOURNAL_CHARS", 2_000)
+    monkeypatch.setattr(journal, "MAX_JOURNAL_CHARS", 2_000)
     rig = Rig()
     for i in range(20):
         rig.mcp(call(i, "greet", who="x" * 300))
