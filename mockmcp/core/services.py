@@ -116,7 +116,7 @@ class Services:
         if entry is None:
             check = None
             if validates_input(tool, self.protocol.validateInput):
-                from mockmcp.scenario.validator import validator_for  # only scenarios whose schemas need it import it
+                from mockmcp.scenario.jsonschema.validator import validator_for  # only scenarios whose schemas need it import it
 
                 check = validator_for(tool.inputSchema).errors
             entry = self._validators[id(tool)] = (tool, check)

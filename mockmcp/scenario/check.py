@@ -407,7 +407,7 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
         if t.inputSchema.get("type") != "object":
             found.append(Found(("tools", i, "inputSchema"), "a tool's inputSchema must have type: object"))
         elif validates_input(t, s.protocol.validateInput):
-            from mockmcp.scenario.validator import SchemaError, validator_for  # only for schemas that need it
+            from mockmcp.scenario.jsonschema.validator import SchemaError, validator_for  # only for schemas that need it
 
             try:
                 validator_for(t.inputSchema)

@@ -6,7 +6,7 @@ has a required string property), written at once; once with the scenario as it i
 alternate and each keeps its best (noise only slows a round down); nine rounds, since a
 single pipelined round on the shared machine ranged from 33,000 to 83,000 req/s for the
 same program (five rounds gave 0.74x in one run and 1.36x in the next). Import: what
-``import mockmcp.scenario.validator`` adds to a process that has the engine loaded, beside
+``import mockmcp.scenario.jsonschema.validator`` adds to a process that has the engine loaded, beside
 what ``import jsonschema`` (the package it replaces) would add, median of 5 fresh
 interpreters each.
 """
@@ -48,12 +48,12 @@ def bench() -> list[dict]:
         on.append(pipelined_once(validated, data))
         off.append(pipelined_once(plain, data))
     rate_on, rate_off = max(on), max(off)
-    ours, theirs = import_ms("mockmcp.scenario.validator"), import_ms("jsonschema")
+    ours, theirs = import_ms("mockmcp.scenario.jsonschema.validator"), import_ms("jsonschema")
     return [
         dict(name="pipelined tools/call echo, validateInput: false", value=rate_off, unit="req/s"),
         dict(name="pipelined tools/call echo, validated (default)", value=rate_on, unit="req/s", ratio=rate_on / rate_off,
              target=">= 0.9x unvalidated", ok=rate_on / rate_off >= 0.9),
-        dict(name="import mockmcp.scenario.validator after the engine", value=ours, unit="ms", target="< 5 ms", ok=ours < 5),
+        dict(name="import mockmcp.scenario.jsonschema.validator after the engine", value=ours, unit="ms", target="< 5 ms", ok=ours < 5),
         dict(name="import jsonschema after the engine (not used)", value=theirs, unit="ms"),
     ]
 

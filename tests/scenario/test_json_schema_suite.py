@@ -1,4 +1,4 @@
-"""mockmcp.scenario.validator against the official JSON-Schema-Test-Suite (json-schema-org).
+"""mockmcp.scenario.jsonschema (the JSON Schema validator) against the official JSON-Schema-Test-Suite (json-schema-org).
 
 The suite's required tests of ``tests/draft2020-12`` and ``tests/draft7`` are read
 from ``../shared/json-schema-test-suite/`` (found like the MCP schema: conftest's
@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from support.paths import find_shared
-from mockmcp.scenario import validator as v
+from mockmcp.scenario.jsonschema import validator as v
 
 SUITE = find_shared() / "json-schema-test-suite" / "tests"
 DIALECTS = {"draft2020-12": v.DIALECT_2020, "draft7": v.DIALECT_07}

@@ -1,4 +1,4 @@
-"""mockmcp.scenario.validator against the reference implementation (the `jsonschema` package).
+"""mockmcp.scenario.jsonschema (the JSON Schema validator) against the reference implementation (the `jsonschema` package).
 
 The validator has two paths: compiled checks that decide a valid instance, and
 the evaluator that explains a failure (and decides alone when a schema uses
@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mockmcp.scenario import validator as v
+from mockmcp.scenario.jsonschema import validator as v
 
 PATTERNS = ["^a", "b$", "^[0-9]+$", "x|y"]
 KEYS = ["a", "b", "c", "ab", "1"]
@@ -279,7 +279,7 @@ TOOL = """  - name: tool{i}
 COUNT = """
 import sys
 from mockmcp.cli import main as cli
-from mockmcp.scenario import validator
+from mockmcp.scenario.jsonschema import validator
 status = cli.main(["check", sys.argv[1]])
 print(status, validator.validators_built())
 """
