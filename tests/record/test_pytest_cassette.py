@@ -34,7 +34,7 @@ async def use(server):
 
 def test_weather(mockmcp):
     command = [sys.executable, os.environ["SERVER_SCRIPT"]]
-    server = mockmcp.record.cassette("echo", command=command, mode=os.environ.get("MODE", "once"))
+    server = mockmcp.cassette("echo", command=command, mode=os.environ.get("MODE", "once"))
     assert server.path.parts[-3:] == ("cassettes", "test_weather", "echo.yaml")
     assert server.recording == (os.environ["EXPECT"] == "record")
     assert anyio.run(use, server) == "echo: hi"
