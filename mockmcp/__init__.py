@@ -33,7 +33,7 @@ _WHERE = {
     "Problem": "scenario.problems",
     "Connection": "core.connection",
     "Engine": "core.engine",
-    "new_engine": "launch.run",
+    "new_engine": "launch.boot",
 }
 
 __all__ = ["__version__", *_WHERE]

@@ -328,11 +328,11 @@ def _dispatch(argv: Sequence[str] | None) -> int:
 
             return report_command(args.directory, per_process=args.per_process, as_json=args.json)
         case "record":
-            from mockmcp.record.recording import record
+            from mockmcp.launch.record import record
 
             return record(args)
         case "proxy":
-            from mockmcp.record.proxy import proxy
+            from mockmcp.launch.proxy import proxy
 
             return proxy(args)
         case "ctl":

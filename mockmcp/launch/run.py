@@ -1,4 +1,9 @@
-"""``mockmcp run``: load a scenario and serve it on this process's stdio."""
+"""``mockmcp run``: load a scenario and serve it on this process's stdio, or over HTTP.
+
+Built from the one bootstrap (``launch.boot``): the scenario, the log, the engine, the
+connection (in a session directory's lock with ``--session``), the observers, the control
+core; then the shell that serves them and the one shutdown-signal watcher.
+"""
 
 from __future__ import annotations
 
@@ -7,47 +12,34 @@ import os
 import signal
 import sys
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mockmcp.launch.boot import attach_observers, finished, load_scenario, new_control, new_engine, open_log
 
 if TYPE_CHECKING:
     import argparse
     from types import SimpleNamespace
 
     from mockmcp.core.connection import ShellConnection
-    from mockmcp.record.proxy_connection import ProxyConnection
 
 
 def run(args: argparse.Namespace | SimpleNamespace) -> int:
     # Start-up allocates and keeps: no cyclic GC until the scenario and engine exist,
     # then freeze them so later collections never rescan a large scenario.
     gc.disable()
-    from mockmcp.scenario.loadcache import load_cached
-
-    # A cache hit skips yaml and cattrs entirely (they are only imported on a miss).
-    hit = None if args.no_cache else load_cached(args.scenario, allow_absolute=args.allow_absolute_paths)
-    if hit is not None:
-        scenario, warnings = hit
-    else:
-        from mockmcp.scenario.loader import load
-        from mockmcp.scenario.problems import LoadError
-
-        try:
-            scenario, warnings = load(args.scenario, allow_absolute=args.allow_absolute_paths, use_cache=not args.no_cache)
-        except LoadError as exc:
-            for problem in exc.problems:
-                print(problem, file=sys.stderr)
-            return 2
+    loaded = load_scenario(args.scenario, allow_absolute=args.allow_absolute_paths, use_cache=not args.no_cache)
+    if loaded is None:
+        return 2
+    scenario, warnings = loaded
     import trio
 
     from mockmcp.shells import signals
     from mockmcp.core.connection import Connection
     from mockmcp.wire.framing import DEFAULT_MAX_LINE
     from mockmcp.shells.pipes import PipeReceiveStream, PipeSendStream
-    from mockmcp.shells.stdio import Shell, StderrLog
+    from mockmcp.shells.stdio import Shell
 
-    log = StderrLog(args.log_level)
-    for w in warnings:
-        log("warning", str(w))
+    log = open_log(args.log_level, warnings)
     if scenario.protocol.ignoreSigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     engine = new_engine(scenario, seed=args.seed, time_scale=args.time_scale)
@@ -72,13 +64,11 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
     observers = attach_observers(args, engine, conn, log)
-    control = _control(args, engine, conn)
+    control = new_control(args, engine, conn)
     if getattr(args, "http", None) is not None:
         from mockmcp.shells.http import run_http  # (h11 is imported only here: stdio spawns stay as they were)
 
-        status = run_http(args, scenario, conn, log, observers, control)
-        finish = observers.get("finish")
-        return finish(status) if finish is not None else status
+        return finished(observers, run_http(args, scenario, conn, log, observers, control))
 
     async def main() -> int:
         stdin = PipeReceiveStream(os.dup(0))
@@ -114,38 +104,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
             nursery.cancel_scope.cancel()
         return status
 
-    status = trio.run(main)
-    finish = observers.get("finish")
-    if finish is not None:
-        status = finish(status)
-    return status
-
-
-def new_engine(
-    scenario: Any,
-    *,
-    seed: int | None = None,
-    time_scale: float = 1.0,
-    state_key: bytes | None = None,
-    compile_replies: bool = True,
-    clock: Any = None,
-) -> Any:
-    """An engine with what the shell owns handed in: a random HMAC key for ``requestState``
-    (unless given), a random generator seeded with ``seed`` (random delays, probabilities)
-    and the wall clock tasks are timed by (unless given: tests hand in trio's)."""
-    import random
-    import time
-
-    from mockmcp.core.engine import Engine
-
-    return Engine(
-        scenario,
-        state_key=state_key if state_key is not None else os.urandom(32),
-        rng=random.Random(seed),
-        time_scale=time_scale,
-        compile_replies=compile_replies,
-        clock=clock if clock is not None else time.time,
-    )
+    return finished(observers, trio.run(main))
 
 
 def _close_stdout() -> None:
@@ -155,26 +114,4 @@ def _close_stdout() -> None:
     os.close(null)
 
 
-def _control(args: argparse.Namespace | SimpleNamespace, engine: Any, conn: ShellConnection) -> Any:
-    """With ``--control PATH``: the control core, hooked to what the connection reads and the shell writes."""
-    if not getattr(args, "control", None):
-        return None
-    from mockmcp.scenario import fragments
-    from mockmcp.core.control import Control
-
-    control = Control(engine, fragments)
-    conn.observers.append(control.inbound)  # (what the shell writes: ControlServer hooks Shell.on_data)
-    return control
-
-
-def attach_observers(
-    args: argparse.Namespace | SimpleNamespace, engine: Any, conn: ShellConnection | ProxyConnection, log: Any
-) -> dict[str, Any]:
-    """Hook the journal and the verifier in only when asked for (they cost start-up time): a mock's
-    connection or the proxy's. The observers by name (``output``, ``event``, ``finish``, ...)."""
-    if not (args.journal or args.report or args.strict):
-        return {}
-    from mockmcp.verify.verifier import attach
-
-    return attach(engine, conn, log, journal=args.journal, report=args.report, strict=args.strict,
-                  session=getattr(args, "session", None))
+__all__ = ["attach_observers", "new_engine", "run"]  # (the first two: launch.boot's, named here as before)

@@ -12,7 +12,6 @@ server's lines meet in one channel with one writer of our stdout.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from typing import Any, Callable
@@ -23,17 +22,19 @@ from mockmcp.record import cassette
 from mockmcp.record import relay
 from mockmcp.shells import signals
 from mockmcp.core.connection import Connection
+from mockmcp.core.engine import Engine
 from mockmcp.shells.log import StderrLog
-from mockmcp.launch.run import new_engine
 from mockmcp.shells.stdio import Shell
 
 
-async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, scenario: Any, args: argparse.Namespace,
-                             finish: Callable[[], int]) -> int:
-    proc = await relay.start_server(cmd, args.startup_wait)
+async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, engine: Engine, *, startup_wait: float,
+                             grace: float, log: StderrLog, finish: Callable[[], int]) -> int:
+    """Serve our stdio from ``engine`` (the existing cassette's) and the real server ``cmd``, as the
+    module says; ``finish`` (write the merged cassette) when either side ends or a signal comes."""
+    proc = await relay.start_server(cmd, startup_wait)
     assert proc.stdin is not None and proc.stdout is not None
     server_stdin, server_stdout = proc.stdin, proc.stdout
-    keys = cassette.recorded_keys(scenario)
+    keys = cassette.recorded_keys(engine.scenario)
     engine_states: set[str] = set()
 
     def engine_wrote(data: bytes) -> None:
@@ -61,12 +62,11 @@ async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, scenario: A
     out_send, out_recv = trio.open_memory_channel[bytes](relay.CHANNEL_SIZE)
     srv_send, srv_recv = trio.open_memory_channel[bytes](relay.CHANNEL_SIZE)
     eng_send, eng_recv = trio.open_memory_channel[bytes](relay.CHANNEL_SIZE)
-    engine = new_engine(scenario)
     # The handshake (legacy era) is the real server's: it answers initialize, and the engine
     # serves recorded calls as the same, initialized, session.
     engine.session.legacy_initialized = True
     shell = Shell(Connection(engine), relay.ChannelReceiveStream(eng_recv),
-                  relay.ChannelSendStream(out_send.clone(), engine_wrote), grace=args.grace, log=StderrLog(args.log_level))
+                  relay.ChannelSendStream(out_send.clone(), engine_wrote), grace=grace, log=log)
     server_out = out_send.clone()
     out_send.close()
 
@@ -104,7 +104,7 @@ async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, scenario: A
 
         async def to_server() -> None:
             await relay.drain(srv_recv, server_stdin)
-            await relay.settle(proc, lambda: rec.in_flight + shell.busy, args.grace)
+            await relay.settle(proc, lambda: rec.in_flight + shell.busy, grace)
             nursery.cancel_scope.cancel()
 
         async def to_client() -> None:

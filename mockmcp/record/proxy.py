@@ -13,11 +13,9 @@ them as it covers scripted replies.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
-from typing import Any
+from typing import Any, Callable
 
 import trio
 
@@ -184,50 +182,12 @@ class ProxyShell(Shell):
             self.on_output(msg, line)
 
 
-def proxy(args: argparse.Namespace) -> int:
-    cmd = list(args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
-    try:
-        relay.check_command(cmd)
-    except relay.CommandError as exc:
-        print(f"mockmcp proxy: {exc}", file=sys.stderr)
-        return 2
-    if args.faults:
-        from mockmcp.scenario.loader import load
-        from mockmcp.scenario.problems import LoadError
-
-        try:
-            scenario, warnings = load(args.faults, allow_absolute=False, use_cache=False)
-        except LoadError as exc:
-            for problem in exc.problems:
-                print(problem, file=sys.stderr)
-            return 2
-    else:
-        from mockmcp.scenario.model.base import Protocol, Scenario
-
-        # No faults file: a pass-through for either era (the client checks accept both).
-        scenario, warnings = Scenario(mockmcp=1, protocol=Protocol(era="dual")), []
-    from mockmcp.launch.run import attach_observers, new_engine
-
-    log = StderrLog(args.log_level)
-    for w in warnings:
-        log("warning", str(w))
-    engine = new_engine(scenario, seed=args.seed, time_scale=args.time_scale)
-    conn = ProxyConnection(engine)
-    observers = attach_observers(args, engine, conn, log)
-    try:
-        status = trio.run(_serve, cmd, conn, args, log, observers)
-    except relay.CommandError as exc:
-        print(f"mockmcp proxy: {exc}", file=sys.stderr)
-        return 2
-    finish = observers.get("finish")
-    return finish(status) if finish is not None else status
-
-
-async def _serve(cmd: list[str], conn: ProxyConnection, args: argparse.Namespace, log: StderrLog,
-                 observers: dict[str, Any]) -> int:
-    proc = await relay.start_server(cmd, args.startup_wait)
+async def serve_proxy(cmd: list[str], conn: ProxyConnection, *, startup_wait: float, grace: float, log: StderrLog,
+                      on_output: Callable[[Any, bytes], None] | None = None,
+                      on_event: Callable[[str, dict[str, Any]], None] | None = None) -> int:
+    """Start the real server ``cmd`` and serve our stdio through ``conn`` until either side ends
+    (or a shutdown signal); ``relay.CommandError`` if the server cannot start."""
+    proc = await relay.start_server(cmd, startup_wait)
     assert proc.stdin is not None and proc.stdout is not None
     server_stdin, server_stdout = proc.stdin, proc.stdout
     to_server, from_proxy = trio.open_memory_channel[bytes](relay.CHANNEL_SIZE)
@@ -238,8 +198,7 @@ async def _serve(cmd: list[str], conn: ProxyConnection, args: argparse.Namespace
 
     shell = ProxyShell(
         conn, trio.lowlevel.FdStream(os.dup(0)), trio.lowlevel.FdStream(os.dup(1)), to_server,
-        grace=args.grace, log=log, exit_process=exit_process,
-        on_output=observers.get("output"), on_event=observers.get("event"),
+        grace=grace, log=log, exit_process=exit_process, on_output=on_output, on_event=on_event,
     )
     # One signal receiver for the whole session, shutdown included: a SIGTERM while the real
     # server is being stopped (a client that gave up waiting for us to exit) must still let the
@@ -257,13 +216,14 @@ async def _serve(cmd: list[str], conn: ProxyConnection, args: argparse.Namespace
                 await relay.stop(proc, 0.0)
 
 
-async def _session(proc: trio.Process, shell: ProxyShell, to_server: Any, from_proxy: Any, server_stdin: Any,
-                   server_stdout: Any, log: StderrLog, received: Signals) -> int:
+async def _session(proc: trio.Process, shell: ProxyShell, to_server: trio.MemorySendChannel[bytes],
+                   from_proxy: trio.MemoryReceiveChannel[bytes], server_stdin: trio.abc.SendStream,
+                   server_stdout: trio.abc.ReceiveStream, log: StderrLog, received: Signals) -> int:
     status = 0
     async with trio.open_nursery() as nursery:
         nursery.start_soon(relay.drain, from_proxy, server_stdin)
 
-        async def serve(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        async def serve(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
             await shell.serve(task_status=task_status)  # returns at client EOF, after the grace
             await to_server.aclose()  # the server sees EOF too
             with trio.move_on_after(0.5):
@@ -285,4 +245,4 @@ async def _session(proc: trio.Process, shell: ProxyShell, to_server: Any, from_p
     return status if status > 0 else 0
 
 
-__all__ = ["proxy", "ProxyShell", "wrong_id"]
+__all__ = ["ProxyShell", "serve_proxy", "wrong_id"]

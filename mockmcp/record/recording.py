@@ -2,8 +2,9 @@
 
 The record modes are VCR.py's: ``once`` (record when the cassette is missing, else
 replay it), ``new_episodes`` (replay what the cassette answers, pass the rest to the
-server and add it), ``all`` (always record anew) and ``none`` (replay only). Replay
-is ``mockmcp run CASSETTE`` itself: a cassette is an ordinary scenario.
+server and add it), ``all`` (always record anew) and ``none`` (replay only); the
+composition root (``launch.record``) decides which. Replay is ``mockmcp run CASSETTE``
+itself: a cassette is an ordinary scenario.
 
 Recording passes every line through unchanged, in both directions and both eras,
 and shows each to the sans-I/O ``cassette.Recorder``; when the client disconnects
@@ -14,12 +15,10 @@ was there is never lost half-way.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import re
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import trio
 
@@ -27,56 +26,14 @@ from mockmcp.record import cassette
 from mockmcp.record import relay
 from mockmcp.shells import signals
 from mockmcp.record import yamlemit
-from mockmcp.record.redact import Redactor
 
 MODES = ("once", "new_episodes", "all", "none")
 
 
-def record(args: argparse.Namespace) -> int:
-    path: str = args.output
-    exists = os.path.exists(path)
-    mode = args.mode
-    if mode == "none" and not exists:
-        print(f"mockmcp record: --mode none needs an existing cassette, and {path} does not exist", file=sys.stderr)
-        return 2
-    if mode == "none" or (mode == "once" and exists):
-        return replay(args, path)
-    cmd = list(args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
-    try:
-        redactor = Redactor(args.redact_key or (), args.redact or (), defaults=not args.no_default_redaction)
-    except re.error as exc:  # a bad --redact pattern is the user's mistake, said plainly
-        print(f"mockmcp record: bad --redact pattern: {exc}", file=sys.stderr)
-        return 2
-    try:
-        relay.check_command(cmd)
-    except relay.CommandError as exc:
-        print(f"mockmcp record: {exc}", file=sys.stderr)
-        return 2
-    old = None
-    if mode == "new_episodes" and exists:
-        old = _load_old(path)
-        if old is None:
-            return 2
-    opts = cassette.Options(redactor, keep_timing=args.keep_timing, as_modern=args.as_version is not None,
-                            source=os.path.basename(cmd[0]))
-    rec = cassette.Recorder(redactor)  # it learns the secrets as the lines pass
-    finish = _finisher(path, rec, opts, old[0] if old is not None else None)
-    try:
-        if old is not None:
-            from mockmcp.record.episodes import serve_new_episodes
+def finisher(path: str, rec: cassette.Recorder, opts: cassette.Options, old: dict[str, Any] | None) -> Callable[[], int]:
+    """What ends a recording: the cassette built from ``rec``, merged into ``old`` (``new_episodes``),
+    written over ``path``."""
 
-            status = trio.run(serve_new_episodes, cmd, rec, old[1], args, finish)
-        else:
-            status = trio.run(_record, cmd, rec, args.startup_wait, args.grace, finish)
-    except relay.CommandError as exc:
-        print(f"mockmcp record: {exc}", file=sys.stderr)
-        return 2
-    return status
-
-
-def _finisher(path: str, rec: cassette.Recorder, opts: cassette.Options, old: dict[str, Any] | None) -> Any:
     def finish() -> int:
         """Write the cassette; the exit status (1: it could not be written, the old one is kept)."""
         if not any(ex.method not in _PROBE_ONLY for ex in rec.exchanges):
@@ -117,33 +74,6 @@ _PROBE_ONLY = frozenset({"server/discover", "initialize", "ping"})
 HEADER = "A cassette written by `mockmcp record`: an ordinary scenario (mockmcp check / mockmcp run)."
 
 
-def replay(args: argparse.Namespace, path: str) -> int:
-    from mockmcp.launch.run import run
-
-    ns = argparse.Namespace(
-        scenario=path, log_level=args.log_level, time_scale=1.0, seed=None, grace=args.grace, max_line_bytes=None,
-        journal=args.journal, report=args.report, strict=args.strict, allow_absolute_paths=False, no_cache=False,
-    )
-    return run(ns)
-
-
-def _load_old(path: str) -> tuple[dict[str, Any], Any] | None:
-    """The existing cassette as data (to merge into) and as a scenario (to replay); problems printed."""
-    from mockmcp.scenario.loader import load
-    from mockmcp.scenario.plainload import parse_yaml
-    from mockmcp.scenario.problems import LoadError
-
-    try:
-        scenario, _ = load(path, use_cache=False)
-    except LoadError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        return None
-    with open(path, encoding="utf-8") as fh:
-        data, _ = parse_yaml(fh.read(), path)
-    return data, scenario
-
-
 def write_atomic(path: str, text: str) -> None:
     """Write ``text`` to a temporary file in the same folder, flush it to disk, rename it over ``path``."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -160,8 +90,12 @@ def write_atomic(path: str, text: str) -> None:
             os.unlink(tmp)
 
 
-async def _record(cmd: list[str], rec: cassette.Recorder, startup: float, grace: float, finish: Any) -> int:
-    proc = await relay.start_server(cmd, startup)
+async def serve_recording(cmd: list[str], rec: cassette.Recorder, *, startup_wait: float, grace: float,
+                          finish: Callable[[], int]) -> int:
+    """Start the real server ``cmd``, pass every line both ways while ``rec`` sees it, and ``finish``
+    (write the cassette) when either side ends or a signal comes; ``relay.CommandError`` if the
+    server cannot start."""
+    proc = await relay.start_server(cmd, startup_wait)
     assert proc.stdin is not None and proc.stdout is not None
     stdin = trio.lowlevel.FdStream(os.dup(0))
     stdout = trio.lowlevel.FdStream(os.dup(1))
@@ -195,4 +129,4 @@ async def _record(cmd: list[str], rec: cassette.Recorder, startup: float, grace:
     return status
 
 
-__all__ = ["record", "replay", "write_atomic", "MODES"]
+__all__ = ["HEADER", "MODES", "finisher", "serve_recording", "write_atomic"]

@@ -18,13 +18,20 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypedDict, runtime_checkable
 
+from mockmcp.wire import errors
 from mockmcp.wire import jsonrpc
 from mockmcp.verify.checks import CHECKS, ClientChecker, Finding
 from mockmcp.scenario.expectations import ExpectationTracker, failure_message
 from mockmcp.wire.framing import Oversized
 from mockmcp.verify.journal import JournalWriter, raw_text
+
+if TYPE_CHECKING:
+    from mockmcp.core.actions import Plan
+    from mockmcp.core.connection import ShellConnection
+    from mockmcp.core.engine import Engine
+    from mockmcp.scenario.model.options import Expectation
 
 MAX_PER_CHECK = 100  # findings kept per check id (the rest are only counted)
 # Events of a request answered by a fault instead of its response (an HTTP status, a reset, a stream
@@ -32,8 +39,51 @@ MAX_PER_CHECK = 100  # findings kept per check id (the rest are only counted)
 _ENDS_A_REQUEST = frozenset({"httpStatus", "httpReset", "httpEndStream", "closeStdout"})
 
 
+class Log(Protocol):
+    """Where findings and the summary go (``shells.log.StderrLog`` fits); ``level`` is its
+    threshold (100: ``--log-level quiet``, no summary)."""
+
+    @property
+    def level(self) -> int: ...
+
+    def __call__(self, level: str, text: str) -> None: ...
+
+    def raw(self, text: str) -> None: ...
+
+
+class LineConnection(Protocol):
+    """A connection whose observers see whole lines only, never an ``Oversized`` one (the proxy's
+    ``ProxyConnection``); a mock's is a ``connection.ShellConnection``."""
+
+    @property
+    def observers(self) -> list[Callable[[bytes, jsonrpc.Message | None, errors.ClientError | None], None]]: ...
+
+    @property
+    def plan_observers(self) -> list[Callable[[Plan], None]]: ...
+
+
+@runtime_checkable
+class BoundsJournal(Protocol):
+    """A session directory's connection: it keeps the journal it is handed bounded (rotating it)."""
+
+    def attach_journal(self, writer: JournalWriter, expectations: list[Expectation]) -> None: ...
+
+
+class Hooks(TypedDict, total=False):
+    """What ``attach`` hands the composition root, by name: the shells' output and event
+    callbacks, the HTTP shell's request and finding callbacks, and ``finish`` (the report and
+    ``--strict``'s status). Empty when nothing is verified."""
+
+    output: Callable[[Any, bytes], None]
+    event: Callable[[str, dict[str, Any]], None]
+    finish: Callable[[int], int]
+    verifier: Verifier
+    httpRequest: Callable[[dict[str, str]], None]
+    httpFinding: Callable[..., None]  # (check, text[, message, request id])
+
+
 class Verifier:
-    def __init__(self, engine: Any, log: Any, *, journal: str | None, report: str | None, strict: bool, session: str | None = None) -> None:
+    def __init__(self, engine: Engine, log: Log, *, journal: str | None, report: str | None, strict: bool, session: str | None = None) -> None:
         self.engine = engine
         self.session = session  # a session directory: the report judges all its processes
         self.log = log
@@ -58,7 +108,7 @@ class Verifier:
 
     # ------------------------------------------------------------ hooks
 
-    def inbound(self, line: bytes | Oversized, msg: jsonrpc.Message | None, error: Any) -> None:
+    def inbound(self, line: bytes | Oversized, msg: jsonrpc.Message | None, error: errors.ClientError | None) -> None:
         if isinstance(line, Oversized):
             self.counts["invalid"] += 1
             if self.journal is not None:
@@ -106,7 +156,7 @@ class Verifier:
         """A client check the HTTP shell's rules found (headers, Accept, method, Retry-After)."""
         self._found([Finding(check, text, message, request_id)])
 
-    def plan(self, plan: Any) -> None:
+    def plan(self, plan: Plan) -> None:
         if plan.rule is not None:
             self.rules[plan.request_id] = plan.rule
 
@@ -156,8 +206,8 @@ class Verifier:
                 text = f"{u['method']} id {u['id']!r} of {u['what']} has arguments that break its inputSchema: " + "; ".join(u["invalidArguments"])
                 self._found([Finding("tools.arguments.invalid", text, None, u["id"])])
                 continue
-            if u.get("answer"):  # a legacy request step's expect (a cassette's recorded answer)
-                text = f"{u['method']} id {u['id']!r}: the client's answer differs from the recorded one ({u['what']}): {miss['reason']}"
+            if u.get("answer"):  # a legacy request step's expect (a cassette's recorded answer; its reason is the miss's)
+                text = f"{u['method']} id {u['id']!r}: the client's answer differs from the recorded one ({u['what']}): {u['nearMiss']['reason']}"
                 self._found([Finding("expect.answer", text, None, u["id"], {"nearMiss": miss})])
                 continue
             if u.get("undefined"):
@@ -237,17 +287,15 @@ class Verifier:
         self.log.raw("\n".join(lines) + "\n")
 
 
-def attach(engine: Any, conn: Any, log: Any, *, journal: str | None = None, report: str | None = None, strict: bool = False,
-           session: str | None = None) -> dict[str, Any]:
+def attach(engine: Engine, conn: ShellConnection | LineConnection, log: Log, *, journal: str | None = None,
+           report: str | None = None, strict: bool = False, session: str | None = None) -> Hooks:
+    """A verifier watching ``conn`` (its inbound lines and its plans); its callbacks by name."""
     v = Verifier(engine, log, journal=journal, report=report, strict=strict, session=session)
     engine.services.track_unknown = True
     conn.observers.append(v.inbound)
-    keep_bounded = getattr(conn, "attach_journal", None)  # a session directory's connection bounds its journal
-    if keep_bounded is not None and v.journal is not None:
-        keep_bounded(v.journal, engine.scenario.expectations)
-    plan_observers = getattr(conn, "plan_observers", None)
-    if plan_observers is not None:
-        plan_observers.append(v.plan)
+    if isinstance(conn, BoundsJournal) and v.journal is not None:
+        conn.attach_journal(v.journal, engine.scenario.expectations)
+    conn.plan_observers.append(v.plan)
     return {"output": v.output, "event": v.event, "finish": v.finish, "verifier": v,
             "httpRequest": v.http_request, "httpFinding": v.http_finding}
 

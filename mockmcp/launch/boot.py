@@ -1,0 +1,137 @@
+"""The one bootstrap every process kind is built from: ``run`` (stdio and HTTP), ``proxy``, ``record``.
+
+Each piece is what a process needs before its shell serves, built here and nowhere else: the
+scenario (with its problems said on stderr), the log, the engine with what only a process owns
+handed in (an HMAC key, a seeded random generator, the clock), the observers (journal,
+verifier), the control core, and the real server's command line. The process kinds
+(``launch.run``, ``launch.proxy``, ``launch.record``) compose them and hand each shell or
+recorder what it needs through its arguments; the shells and recorders import none of this.
+
+Every import is deferred to the piece that needs it: ``run`` is on every test's critical path.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Callable, Sequence
+
+if TYPE_CHECKING:
+    import argparse
+    from types import SimpleNamespace
+
+    from mockmcp.core.connection import ShellConnection
+    from mockmcp.core.control import Control
+    from mockmcp.core.engine import Engine
+    from mockmcp.scenario.model.base import Scenario
+    from mockmcp.scenario.problems import Problem
+    from mockmcp.shells.log import StderrLog
+    from mockmcp.verify.verifier import Hooks, LineConnection
+
+
+def load_scenario(path: str, *, allow_absolute: bool = False, use_cache: bool = True) -> tuple[Scenario, list[Problem]] | None:
+    """The scenario and its warnings, or ``None`` once its problems were said on stderr (exit 2).
+
+    With ``use_cache`` a cache hit skips yaml and cattrs entirely (they are imported on a miss only)."""
+    if use_cache:
+        from mockmcp.scenario.loadcache import load_cached
+
+        hit: tuple[Scenario, list[Problem]] | None = load_cached(path, allow_absolute=allow_absolute)
+        if hit is not None:
+            return hit
+    from mockmcp.scenario.loader import load
+    from mockmcp.scenario.problems import LoadError
+
+    try:
+        return load(path, allow_absolute=allow_absolute, use_cache=use_cache)
+    except LoadError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return None
+
+
+def open_log(level: str, warnings: Sequence[Problem] = ()) -> StderrLog:
+    """The process's stderr log, with the scenario's warnings said on it."""
+    from mockmcp.shells.log import StderrLog
+
+    log = StderrLog(level)
+    for w in warnings:
+        log("warning", str(w))
+    return log
+
+
+def new_engine(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    time_scale: float = 1.0,
+    state_key: bytes | None = None,
+    compile_replies: bool = True,
+    clock: Callable[[], float] | None = None,
+) -> Engine:
+    """An engine with what the shell owns handed in: a random HMAC key for ``requestState``
+    (unless given), a random generator seeded with ``seed`` (random delays, probabilities)
+    and the wall clock tasks are timed by (unless given: tests hand in trio's)."""
+    import random
+    import time
+
+    from mockmcp.core.engine import Engine
+
+    return Engine(
+        scenario,
+        state_key=state_key if state_key is not None else os.urandom(32),
+        rng=random.Random(seed),
+        time_scale=time_scale,
+        compile_replies=compile_replies,
+        clock=clock if clock is not None else time.time,
+    )
+
+
+def attach_observers(
+    args: argparse.Namespace | SimpleNamespace, engine: Engine, conn: ShellConnection | LineConnection, log: StderrLog
+) -> Hooks:
+    """Hook the journal and the verifier in only when asked for (they cost start-up time): a mock's
+    connection or the proxy's. The observers by name (``output``, ``event``, ``finish``, ...)."""
+    if not (args.journal or args.report or args.strict):
+        return {}
+    from mockmcp.verify.verifier import attach
+
+    return attach(engine, conn, log, journal=args.journal, report=args.report, strict=args.strict,
+                  session=getattr(args, "session", None))
+
+
+def finished(observers: Hooks, status: int) -> int:
+    """The exit status once the report is written (``--strict`` may turn a 0 into a 1)."""
+    finish = observers.get("finish")
+    return finish(status) if finish is not None else status
+
+
+def new_control(args: argparse.Namespace | SimpleNamespace, engine: Engine, conn: ShellConnection) -> Control | None:
+    """With ``--control PATH``: the control core, hooked to what the connection reads (the control
+    server hooks what the shell writes)."""
+    if not getattr(args, "control", None):
+        return None
+    from mockmcp.core.control import Control
+    from mockmcp.scenario import fragments
+
+    control = Control(engine, fragments)
+    conn.observers.append(control.inbound)
+    return control
+
+
+def server_command(words: Sequence[str], prog: str) -> list[str] | None:
+    """The real server's command line (what follows ``--``), or ``None`` once said why it cannot run."""
+    from mockmcp.record import relay
+
+    cmd = list(words)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    try:
+        relay.check_command(cmd)
+    except relay.CommandError as exc:
+        print(f"mockmcp {prog}: {exc}", file=sys.stderr)
+        return None
+    return cmd
+
+
+__all__ = ["attach_observers", "finished", "load_scenario", "new_control", "new_engine", "open_log", "server_command"]
