@@ -47,10 +47,13 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     conn: ShellConnection = plain
     session = getattr(args, "session", None)
     if session:
-        from mockmcp.sessiondir.store import SessionConnection, SessionError, SessionStore, scenario_ref
+        from mockmcp.sessiondir.connection import SessionConnection
+        from mockmcp.sessiondir.layout import SessionError, scenario_ref
+        from mockmcp.sessiondir.store import SessionStore
+        from mockmcp.verify.report import SavedVerdict
 
         try:
-            store = SessionStore(session, scenario_ref(args.scenario))
+            store = SessionStore(session, scenario_ref(args.scenario), SavedVerdict())
             store.check(engine)
         except SessionError as exc:
             print(f"mockmcp: {exc}", file=sys.stderr)

@@ -15,7 +15,7 @@ matches and findings) and how far each journal file was read, so a process's
 exit costs what was journalled since the last verdict, not the session's
 history. It is trusted only for the same expectations (an edited scenario is
 judged from the journal again); the files are known by inode and first line.
-Every file is opened without following a symbolic link (``sessiondir.open_file``),
+Every file is opened without following a symbolic link (``sessiondir.files.open_file``),
 and a ``judged.json`` that does not have the shape a verdict writes is not used
 (the journal is judged again).
 """
@@ -27,17 +27,18 @@ import hashlib
 import json
 import os
 import stat
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from mockmcp.scenario.expectations import ExpectationTracker
 from mockmcp.verify.journal import read_journal
-from mockmcp.sessiondir.store import open_file, read_file, write_aside
+from mockmcp.sessiondir.files import open_file, read_file, write_aside
+from mockmcp.sessiondir.layout import JOURNAL, JUDGED, OLDER_JOURNAL  # (JUDGED: where the last verdict stopped)
 from mockmcp.verify.verifier import report_of
 
+if TYPE_CHECKING:
+    from mockmcp.scenario.model.options import Expectation
+
 MAX_FINDINGS = 1000
-JOURNAL = "journal.jsonl"
-OLDER = "journal.1.jsonl"  # the journal before its last rotation (sessiondir rotates it)
-JUDGED = "judged.json"  # where the last verdict stopped: its aggregates and how far it read each file
 
 
 def session_scenario(directory: str) -> str:
@@ -120,7 +121,7 @@ def _fingerprint(expectations: list[Any]) -> str:
 
 
 def _files(directory: str) -> list[str]:
-    return [os.path.join(directory, name) for name in (OLDER, JOURNAL)]
+    return [os.path.join(directory, name) for name in (OLDER_JOURNAL, JOURNAL)]  # (the one before the last rotation first)
 
 
 def _identity(fd: int) -> str:
@@ -251,6 +252,20 @@ def save_judged(directory: str, state: dict[str, Any]) -> None:
     """Write where the verdict stopped (the session's lock is held), aside then renamed over."""
     text = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
     write_aside(os.path.join(directory, JUDGED), text.encode("utf-8", "surrogatepass"))
+
+
+class SavedVerdict:
+    """The verdict so far in ``judged.json``, as a session directory's journal rotation keeps it
+    (``sessiondir.rotation.VerdictKeeper``: the directory is a layer below the verdict)."""
+
+    def judged_offset(self, directory: str) -> int:
+        return judged_offset(directory)
+
+    def carry_on(self, directory: str, expectations: list[Expectation]) -> Mapping[str, object]:
+        return carry_on(directory, list(expectations))[1]
+
+    def save(self, directory: str, state: Mapping[str, object]) -> None:
+        save_judged(directory, dict(state))
 
 
 def session_report(directory: str, expectations: list[Any], *, per_process: bool = False, save: bool = False) -> dict[str, Any]:

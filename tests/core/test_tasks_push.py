@@ -24,7 +24,9 @@ from support.engines import GATED, scenario_engine
 from support.taskclient import TaskClient
 
 from mockmcp.wire import protocol as p
-from mockmcp.sessiondir import store as sessiondir
+from mockmcp.sessiondir.connection import SessionConnection
+from mockmcp.sessiondir.store import SessionStore
+from mockmcp.verify.report import SavedVerdict
 from mockmcp.core.connection import Connection
 
 EXT = {p.META_CLIENT_CAPABILITIES: {"extensions": {p.TASKS_EXTENSION: {}}}}
@@ -113,9 +115,9 @@ def _pair(tmp_path: Path, clock: Clock, scenario: str = "tasks") -> tuple[Any, A
     conns = []
     for key in (b"a", b"b"):
         engine = scenario_engine(scenario, state_key=key, clock=clock)
-        store = sessiondir.SessionStore(str(tmp_path), "tasks")
+        store = SessionStore(str(tmp_path), "tasks", SavedVerdict())
         store.check(engine)
-        conns.append(sessiondir.SessionConnection(Connection(engine), store))
+        conns.append(SessionConnection(Connection(engine), store))
     return conns[0], conns[1]
 
 

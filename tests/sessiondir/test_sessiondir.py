@@ -23,7 +23,11 @@ from support.process import run_mock
 from support.engines import scenario_engine
 from support.taskclient import TaskClient
 
-from mockmcp.sessiondir import store as sessiondir
+from mockmcp.sessiondir import layout
+from mockmcp.sessiondir.connection import SessionConnection
+from mockmcp.sessiondir.layout import SessionError
+from mockmcp.sessiondir.store import SessionStore
+from mockmcp.verify.report import SavedVerdict
 
 
 def _snapshot(directory: Path) -> dict[str, str]:
@@ -103,28 +107,28 @@ def test_processes_at_once_lose_no_update(tmp_path: Path) -> None:
         (lambda d: (d.mkdir(), (d / "VERSION").write_text("mockmcp session 99\n")), "written by another mockmcp version"),
         (lambda d: (d.mkdir(), (d / "notes.txt").write_text("mine\n")), "not a mockmcp session directory"),
         (lambda d: d.write_text("a file\n"), "cannot use as a session directory"),
-        (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT), (d / "session.json").write_text("{nope")), "session.json: unreadable or corrupt"),
-        (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
+        (lambda d: (d.mkdir(), (d / "VERSION").write_text(layout.MARKER_TEXT), (d / "session.json").write_text("{nope")), "session.json: unreadable or corrupt"),
+        (lambda d: (d.mkdir(), (d / "VERSION").write_text(layout.MARKER_TEXT),
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
                     (d / "state.log").write_bytes(b"T x {\"a\"\nZ garbage\n")), "state.log: corrupt"),
-        (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
+        (lambda d: (d.mkdir(), (d / "VERSION").write_text(layout.MARKER_TEXT),
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
                     (d / "state.log").write_bytes(b'E {"state":5,"counters":{},"serial":1}\n')), "state.log: corrupt (1 unreadable"),
-        (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
+        (lambda d: (d.mkdir(), (d / "VERSION").write_text(layout.MARKER_TEXT),
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
                     (d / "state.log").write_bytes(b'E {"state":"start","counters":{"-1":[1,0]},"serial":1}\n')), "state.log: corrupt (1 unreadable"),
-        (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
+        (lambda d: (d.mkdir(), (d / "VERSION").write_text(layout.MARKER_TEXT),
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
                     (d / "state.log").write_bytes(b'T abc {"id":"abc","spec"\n')), "state.log: corrupt (1 unreadable"),
-        (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
+        (lambda d: (d.mkdir(), (d / "VERSION").write_text(layout.MARKER_TEXT),
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
                     (d / "state.log").mkdir()), "state.log: is a folder, not a regular file"),
-        (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
+        (lambda d: (d.mkdir(), (d / "VERSION").write_text(layout.MARKER_TEXT),
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "default"}))), "belongs to scenario 'default'"),
         (lambda d: (d.mkdir(), (d / "VERSION").write_text("mockmcp session 1\n"),
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
                     (d / "state.log").write_bytes(b'E {"state":"start","counters":{},"serial":0}\n')), "written by another mockmcp version"),
-        (lambda d: (d.mkdir(), (d / "VERSION").write_text(sessiondir.MARKER_TEXT),
+        (lambda d: (d.mkdir(), (d / "VERSION").write_text(layout.MARKER_TEXT),
                     (d / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"})),
                     (d / "ended.log").write_bytes(b'D abc {"id":"abc"}\n')), "ended.log: corrupt"),
     ],
@@ -150,16 +154,16 @@ def test_journal_and_session_together_are_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_compaction_keeps_what_is_live_and_other_processes_follow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sessiondir, "COMPACT_MIN", 2000)
+    monkeypatch.setattr(layout, "COMPACT_MIN", 2000)
     a_engine = scenario_engine("tasks", state_key=b"a", clock=lambda: 1e9)
     b_engine = scenario_engine("tasks", state_key=b"b", clock=lambda: 1e9)
-    a = sessiondir.SessionStore(str(tmp_path), "tasks")
-    b = sessiondir.SessionStore(str(tmp_path), "tasks")
+    a = SessionStore(str(tmp_path), "tasks", SavedVerdict())
+    b = SessionStore(str(tmp_path), "tasks", SavedVerdict())
     from support.messages import line, request
     from mockmcp.core.connection import Connection
 
     ext = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
-    conns = [sessiondir.SessionConnection(Connection(e), s) for e, s in ((a_engine, a), (b_engine, b))]
+    conns = [SessionConnection(Connection(e), s) for e, s in ((a_engine, a), (b_engine, b))]
 
     def send(i: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
         (plan,) = conns[i].receive_data(line(request(1, method, params, ext)))
@@ -206,9 +210,9 @@ def test_a_corrupt_task_record_is_an_error_for_that_task_and_is_left_as_it_is(tm
     from mockmcp.core.connection import Connection
 
     engine = scenario_engine("tasks", state_key=b"a", clock=lambda: 1e9)
-    store = sessiondir.SessionStore(str(tmp_path), "tasks")
+    store = SessionStore(str(tmp_path), "tasks", SavedVerdict())
     ext = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
-    conn = sessiondir.SessionConnection(Connection(engine), store)
+    conn = SessionConnection(Connection(engine), store)
 
     def send(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
         (plan,) = conn.receive_data(line(request(rid, method, params, ext)))
@@ -220,7 +224,7 @@ def test_a_corrupt_task_record_is_an_error_for_that_task_and_is_left_as_it_is(tm
         fh.write('T bad1 {"id":"bad1","spec":0}\n')  # fields missing
         fh.write('T bad2 {"id":"other","spec":0}\n')  # another id
     before = log.read_bytes()
-    fresh = sessiondir.SessionStore(str(tmp_path), "tasks")
+    fresh = SessionStore(str(tmp_path), "tasks", SavedVerdict())
     fresh.check(scenario_engine("tasks", state_key=b"b", clock=lambda: 1e9))  # start-up accepts it
     for rid, tid in ((2, "bad1"), (3, "bad2")):
         error = send(rid, "tasks/get", {"taskId": tid})["error"]
@@ -256,11 +260,11 @@ def test_a_half_made_session_is_finished_and_a_foreign_one_refused(tmp_path: Pat
     half.mkdir()
     (half / "session.json").write_text(json.dumps({"mockmcp": 1, "scenario": "tasks"}))  # its maker died here
     (half / ".VERSION.123.tmp").write_text("mockmcp session 1\n")
-    sessiondir.SessionStore(str(half), "tasks")
-    assert (half / "VERSION").read_text() == sessiondir.MARKER_TEXT
+    SessionStore(str(half), "tasks", SavedVerdict())
+    assert (half / "VERSION").read_text() == layout.MARKER_TEXT
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "session.json").write_text('{"mine": true}')
-    with pytest.raises(sessiondir.SessionError, match="not a mockmcp session directory"):
-        sessiondir.SessionStore(str(foreign), "tasks")
+    with pytest.raises(SessionError, match="not a mockmcp session directory"):
+        SessionStore(str(foreign), "tasks", SavedVerdict())
     assert (foreign / "session.json").read_text() == '{"mine": true}' and not (foreign / "VERSION").exists()

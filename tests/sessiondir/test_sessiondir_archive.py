@@ -20,7 +20,11 @@ import pytest
 from support.messages import line, request
 from support.engines import scenario_engine
 
-from mockmcp.sessiondir import store as sessiondir
+from mockmcp.sessiondir import archive, layout
+from mockmcp.sessiondir.connection import SessionConnection
+from mockmcp.sessiondir.layout import SessionError
+from mockmcp.sessiondir.store import SessionStore
+from mockmcp.verify.report import SavedVerdict
 from mockmcp.core import tasks
 from mockmcp.core.connection import Connection
 
@@ -33,9 +37,9 @@ class Process:
 
     def __init__(self, directory: Path, clock: Any = None) -> None:
         self.engine = scenario_engine("tasks", state_key=b"k", clock=clock or (lambda: 1e9))
-        self.store = sessiondir.SessionStore(str(directory), "tasks")
+        self.store = SessionStore(str(directory), "tasks", SavedVerdict())
         self.store.check(self.engine)
-        self.conn = sessiondir.SessionConnection(Connection(self.engine), self.store)
+        self.conn = SessionConnection(Connection(self.engine), self.store)
         self.rid = 0
 
     def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -74,10 +78,10 @@ def _run(directory: Path, seed: int, steps: int) -> list[Any]:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_archiving_changes_no_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
-    monkeypatch.setattr(sessiondir, "COMPACT_MIN", 1 << 40)
+    monkeypatch.setattr(layout, "COMPACT_MIN", 1 << 40)
     plain = _run(tmp_path / "plain", seed, 160)
     assert not (tmp_path / "plain" / "ended.log").exists()
-    monkeypatch.setattr(sessiondir, "COMPACT_MIN", 1)  # compact at (almost) every change, rewrite the archive often
+    monkeypatch.setattr(layout, "COMPACT_MIN", 1)  # compact at (almost) every change, rewrite the archive often
     archived = _run(tmp_path / "archived", seed, 160)
     assert (tmp_path / "archived" / "ended.log").exists()
     assert archived == plain
@@ -92,20 +96,20 @@ def _ended_session(directory: Path, n: int) -> tuple[Process, list[str]]:
 
 
 def test_start_up_reads_only_the_log_and_an_archived_task_is_found_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sessiondir, "COMPACT_MIN", 4000)
+    monkeypatch.setattr(layout, "COMPACT_MIN", 4000)
     _, ids = _ended_session(tmp_path, 30)
     log = (tmp_path / "state.log").read_text()
     archived = [tid for tid in ids if tid not in log]
     assert len(archived) > 20  # most ended tasks left the log
     fresh = Process(tmp_path)
-    assert fresh.store._arch_inode is None and not fresh.engine.tasks.raw.keys() & set(archived)
+    assert fresh.store.archive.inode is None and not fresh.engine.tasks.raw.keys() & set(archived)
     got = fresh.send("tasks/get", {"taskId": archived[0]})["result"]
     assert got["status"] == "completed" and got["result"]["content"][0]["text"] == "quick result"
     assert fresh.send("tasks/get", {"taskId": "no-such-task"})["error"]["code"] == -32602
 
 
 def test_a_torn_append_to_the_archive_is_cut_off_before_the_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sessiondir, "COMPACT_MIN", 4000)
+    monkeypatch.setattr(layout, "COMPACT_MIN", 4000)
     p, ids = _ended_session(tmp_path, 10)
     archive = tmp_path / "ended.log"
     with archive.open("ab") as fh:
@@ -114,16 +118,16 @@ def test_a_torn_append_to_the_archive_is_cut_off_before_the_next(tmp_path: Path,
     assert b'"half' not in archive.read_bytes()
     fresh = Process(tmp_path)
     assert [fresh.send("tasks/get", {"taskId": t})["result"]["status"] for t in ids + more] == ["completed"] * 20
-    assert fresh.store._arch_bad == 0
+    assert fresh.store.archive.bad == 0
 
 
 def test_a_corrupt_archive_is_refused_at_start_up_or_named_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sessiondir, "COMPACT_MIN", 4000)
+    monkeypatch.setattr(layout, "COMPACT_MIN", 4000)
     _, ids = _ended_session(tmp_path, 10)
     archive = tmp_path / "ended.log"
     good = archive.read_bytes()
     archive.write_bytes(b"something else\n" + good.split(b"\n", 1)[1])
-    with pytest.raises(sessiondir.SessionError, match="ended.log: corrupt"):
+    with pytest.raises(SessionError, match="ended.log: corrupt"):
         Process(tmp_path)
     archive.write_bytes(good + b"Z not a line\n")  # an edited line: found when an id is looked for
     fresh = Process(tmp_path)
@@ -134,8 +138,8 @@ def test_a_corrupt_archive_is_refused_at_start_up_or_named_when_asked(tmp_path: 
 
 
 def test_the_archive_stays_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sessiondir, "COMPACT_MIN", 2000)
-    monkeypatch.setattr(sessiondir, "MAX_RECORDS", 8)
+    monkeypatch.setattr(layout, "COMPACT_MIN", 2000)
+    monkeypatch.setattr(archive, "MAX_RECORDS", 8)
     _, ids = _ended_session(tmp_path, 60)
     lines = (tmp_path / "ended.log").read_text().split("\n")[1:-1]
     assert len(lines) <= 2 * 8 + 4  # rewritten to the newest 8, then grown by at most about its base again
@@ -154,7 +158,7 @@ def test_a_watched_task_that_ends_and_is_archived_by_another_process_is_still_an
     sys.path.insert(0, str(Path(__file__).parents[1] / "core"))  # the push tests' own helpers
     from test_tasks_push import _notes, _send
 
-    monkeypatch.setattr(sessiondir, "COMPACT_MIN", 1)
+    monkeypatch.setattr(layout, "COMPACT_MIN", 1)
     here, there = Process(tmp_path), Process(tmp_path)
     tid = there.send("tools/call", {"name": "forever", "arguments": {}})["result"]["taskId"]
     _send(here.conn, 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
@@ -171,7 +175,7 @@ def test_the_control_channel_lists_and_names_archived_tasks(tmp_path: Path, monk
     from mockmcp.scenario import fragments
     from mockmcp.core.control import Control
 
-    monkeypatch.setattr(sessiondir, "COMPACT_MIN", 4000)
+    monkeypatch.setattr(layout, "COMPACT_MIN", 4000)
     _, ids = _ended_session(tmp_path, 30)
     log = (tmp_path / "state.log").read_text()
     assert [tid for tid in ids if tid not in log]  # some are in the archive only

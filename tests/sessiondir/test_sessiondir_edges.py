@@ -23,7 +23,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from support.taskclient import TaskClient
 from support.fuzz import VALUES
 
-from mockmcp.sessiondir import store as sessiondir
+from mockmcp.sessiondir import layout
+from mockmcp.sessiondir.connection import SessionConnection
+from mockmcp.sessiondir.store import SessionStore
+from mockmcp.verify.report import SavedVerdict
 
 STATES = """\
 mockmcp: 1
@@ -97,7 +100,7 @@ def _refused(proc: Any, words: str) -> None:
     assert proc.stdout == b""
 
 
-@pytest.mark.parametrize("name", sessiondir.FILES)
+@pytest.mark.parametrize("name", layout.FILES)
 def test_a_session_file_that_is_a_folder_is_refused_with_one_line(made: Path, tmp_path: Path, name: str) -> None:
     d = _copy(made, tmp_path)
     target = d / name
@@ -110,17 +113,17 @@ def test_a_session_file_that_is_a_folder_is_refused_with_one_line(made: Path, tm
 @pytest.mark.parametrize("kind", ["folder", "link"])
 def test_report_leaves_out_a_journal_that_is_not_a_regular_file(made: Path, tmp_path: Path, kind: str) -> None:
     d = _copy(made, tmp_path)
-    (d / sessiondir.JOURNAL).unlink()
+    (d / layout.JOURNAL).unlink()
     if kind == "folder":
-        (d / sessiondir.JOURNAL).mkdir()
+        (d / layout.JOURNAL).mkdir()
     else:
-        (d / sessiondir.JOURNAL).symlink_to(made / sessiondir.JOURNAL)
+        (d / layout.JOURNAL).symlink_to(made / layout.JOURNAL)
     proc = run_mock("report", str(d), "--per-process")
     assert proc.returncode in (0, 1) and proc.stderr == b"", proc.stderr.decode()
     assert proc.stdout.startswith(b"session "), proc.stdout
 
 
-@pytest.mark.parametrize("name", sessiondir.FILES)
+@pytest.mark.parametrize("name", layout.FILES)
 def test_a_session_file_that_is_a_fifo_is_refused_and_never_waited_on(made: Path, tmp_path: Path, name: str) -> None:
     d = _copy(made, tmp_path)
     target = d / name
@@ -130,7 +133,7 @@ def test_a_session_file_that_is_a_fifo_is_refused_and_never_waited_on(made: Path
     _refused(run_mock("run", "default", "--session", str(d), input=PROBE, timeout=60), f"{name}: is a FIFO")
 
 
-@pytest.mark.parametrize("name", sessiondir.FILES)
+@pytest.mark.parametrize("name", layout.FILES)
 @pytest.mark.parametrize("dangling", [False, True], ids=["to-a-file", "dangling"])
 def test_a_session_file_that_is_a_symlink_is_never_written_through(made: Path, tmp_path: Path, name: str, dangling: bool) -> None:
     d = _copy(made, tmp_path)
@@ -157,19 +160,18 @@ def test_the_journal_is_rotated_to_a_file_made_without_following_a_link(tmp_path
     from mockmcp.verify.journal import JournalWriter
 
     d = tmp_path / "s"
-    store = sessiondir.SessionStore(str(d), "default")
+    store = SessionStore(str(d), "default", SavedVerdict())
     engine = scenario_engine("default")
     store.check(engine)
-    conn = sessiondir.SessionConnection(type("C", (), {"engine": engine})(), store)
+    conn = SessionConnection(type("C", (), {"engine": engine})(), store)
     writer = JournalWriter(store.journal)
     conn.attach_journal(writer, [])
     writer.write("in", message={"x": 1})
-    os.replace(store.journal, d / sessiondir.OLDER_JOURNAL)
+    os.replace(store.journal, d / layout.OLDER_JOURNAL)
     outside = tmp_path / "outside.txt"
     outside.write_text("")
     os.symlink(outside, store.journal)
-    assert store.on_journal_rotated is not None
-    store.on_journal_rotated()
+    store.rotation.heard(store.rotation.generation + 1)  # (another process rotated it: a ``J`` line)
     writer.write("in", message={"x": 2})
     assert outside.read_text() == "" and writer.broken
     writer.close()
@@ -193,13 +195,13 @@ def _seed(root: Path) -> Path:
     finally:
         if client.proc.poll() is None:
             client.kill()
-    log = (d / sessiondir.LOG).read_bytes().splitlines(keepends=True)
+    log = (d / layout.LOG).read_bytes().splitlines(keepends=True)
     ended = [ln for ln in log if ln.startswith(b"D ")]
     assert ended, log
     body = b"".join(ended)
-    (d / sessiondir.ARCHIVE).write_bytes(f"{sessiondir.ARCHIVE_HEAD}{len(body)}\n".encode() + body)
-    shutil.copy(d / sessiondir.JOURNAL, d / sessiondir.OLDER_JOURNAL)
-    assert sorted(sessiondir.FILES) == sorted(p.name for p in d.iterdir()), list(d.iterdir())
+    (d / layout.ARCHIVE).write_bytes(f"{layout.ARCHIVE_HEAD}{len(body)}\n".encode() + body)
+    shutil.copy(d / layout.JOURNAL, d / layout.OLDER_JOURNAL)
+    assert sorted(layout.FILES) == sorted(p.name for p in d.iterdir()), list(d.iterdir())
     return d
 
 
@@ -216,7 +218,7 @@ def _lines_of_json_kind(data: bytes) -> list[tuple[int, bytes, bytes]]:
 @st.composite
 def corruption(draw: st.DrawFn) -> tuple[str, str, Any]:
     """(file, how, detail): one way to break one file of the directory."""
-    name = draw(st.sampled_from(sessiondir.FILES + (sessiondir.LOG, sessiondir.LOG, sessiondir.JOURNAL, sessiondir.META)))
+    name = draw(st.sampled_from(layout.FILES + (layout.LOG, layout.LOG, layout.JOURNAL, layout.META)))
     how = draw(st.sampled_from(
         ["truncate", "empty", "bytes", "wrong-type", "field", "deep", "garbage-line", "delete",
          "folder", "fifo", "link-in", "link-out", "dangling"]
@@ -233,7 +235,7 @@ def corruption(draw: st.DrawFn) -> tuple[str, str, Any]:
     elif how == "garbage-line":
         detail = draw(st.sampled_from([b"T", b"T x", b"T x {", b"D x []", b"E []", b"E {}", b"J x", b"J 99", b"F", b"F x y", b"Z z"]))
     elif how == "link-in":
-        detail = draw(st.sampled_from(sessiondir.FILES))
+        detail = draw(st.sampled_from(layout.FILES))
     return name, how, detail
 
 

@@ -98,17 +98,18 @@ def test_an_exit_reads_only_what_was_journalled_since_the_last_verdict(tmp_path:
 
 
 def _processes(tmp_path: Path, text: str, n: int) -> list[Any]:
-    from mockmcp.sessiondir import store as sessiondir
     from mockmcp.core.connection import Connection
+    from mockmcp.sessiondir.connection import SessionConnection
+    from mockmcp.sessiondir.store import SessionStore
     from mockmcp.shells.log import StderrLog
     from mockmcp.verify.verifier import attach
 
     procs = []
     for _ in range(n):
         engine = scenario_engine(text)
-        store = sessiondir.SessionStore(str(tmp_path), "x")
+        store = SessionStore(str(tmp_path), "x", sessionreport.SavedVerdict())
         store.check(engine)
-        conn = sessiondir.SessionConnection(Connection(engine), store)
+        conn = SessionConnection(Connection(engine), store)
         hooks = attach(engine, conn, StderrLog("quiet"), journal=store.journal, session=str(tmp_path))
         procs.append((conn, hooks))
     return procs
@@ -118,10 +119,10 @@ def test_a_long_session_s_verdict_is_carried_on_before_any_exit(tmp_path: Path, 
     """So a rotation (which saves the verdict first) never has much to read in the middle of a request."""
     from support.messages import line, request
 
-    from mockmcp.sessiondir import store as sessiondir
+    from mockmcp.sessiondir import connection, rotation
 
-    monkeypatch.setattr(sessiondir, "JOURNAL_JUDGE", 10_000)
-    monkeypatch.setattr(sessiondir, "JOURNAL_CHECK", 2_000)
+    monkeypatch.setattr(rotation, "JOURNAL_JUDGE", 10_000)
+    monkeypatch.setattr(connection, "JOURNAL_CHECK", 2_000)
     ((conn, hooks),) = _processes(tmp_path, SCENARIO, 1)
     for n in range(200):
         conn.receive_data(line(request(n, "tools/call", {"name": "a", "arguments": {}})))
@@ -139,10 +140,10 @@ def test_the_session_journal_is_rotated_and_the_verdict_still_counts_everything(
     the bound is kept, and the session's verdict still counts every request of both."""
     from support.messages import line, request
 
-    from mockmcp.sessiondir import store as sessiondir
+    from mockmcp.sessiondir import connection, rotation
 
-    monkeypatch.setattr(sessiondir, "JOURNAL_ROTATE", 20_000)
-    monkeypatch.setattr(sessiondir, "JOURNAL_CHECK", 2_000)
+    monkeypatch.setattr(rotation, "JOURNAL_ROTATE", 20_000)
+    monkeypatch.setattr(connection, "JOURNAL_CHECK", 2_000)
     text = SCENARIO.replace("exactly: 3", "atLeast: 1")
     procs = _processes(tmp_path, text, 2)
     sent = 0
@@ -155,7 +156,7 @@ def test_the_session_journal_is_rotated_and_the_verdict_still_counts_everything(
     assert (tmp_path / "journal.1.jsonl").exists()
     assert max(sizes) < 2 * 20_000 + 2 * 2_000 + 4_000  # two files of about the bound, each process at most one check late
     assert sum(sizes) / len(sizes) > 15_000  # (it did grow)
-    assert procs[0][0]._store.journal_gen >= 4  # (and was cut back many times)
+    assert procs[0][0]._store.rotation.generation >= 4  # (and was cut back many times)
     for conn, hooks in procs:
         hooks["finish"](0)
     report = sessionreport.session_report(str(tmp_path), _expectations(text))
