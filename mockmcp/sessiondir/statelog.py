@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from mockmcp.core.tasks import TERMINAL
 from mockmcp.sessiondir import layout
 from mockmcp.sessiondir.archive import Archive
-from mockmcp.sessiondir.files import open_file, write_all, write_aside
+from mockmcp.sessiondir.files import write_all, write_aside
 from mockmcp.sessiondir.layout import LOG, SessionError, open_named
 from mockmcp.sessiondir.rotation import JournalRotation
 
