@@ -9,7 +9,7 @@ path). After the client is closed, ``server.report()``, ``server.findings()``,
 client did. The mock is a subprocess, so asyncio, anyio and trio suites use it
 alike.
 
-``mockmcp.record.cassette("name", command=[...], mode="once")`` puts a real server
+``mockmcp.cassette("name", command=[...], mode="once")`` puts a real server
 behind ``mockmcp record``: the first run records ``cassettes/<test
 module>/<name>.yaml`` beside the test file, later runs replay it, and
 ``--mockmcp-record-mode MODE`` overrides every test's mode for one run (as
@@ -29,7 +29,7 @@ from mockmcp.api import RECORD_MODES, CassetteServer, MockServer, prepare
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mockmcp")
     group.addoption("--mockmcp-record-mode", choices=RECORD_MODES, default=None,
-                    help="record mode for every mockmcp.record.cassette(...) in this run, whatever the test says "
+                    help="record mode for every mockmcp.cassette(...) in this run, whatever the test says "
                          "(once, new_episodes, all, none)")
 
 
@@ -55,7 +55,7 @@ class MockMCP:
         """Record ``command`` (the real server) into ``cassettes/<test module>/<name>.yaml`` beside the
         test file, or replay that cassette, as ``mode`` (or ``--mockmcp-record-mode``) says."""
         if self.test_file is None:
-            raise RuntimeError("mockmcp.record.cassette needs a test in a file (the cassette is stored beside it)")
+            raise RuntimeError("mockmcp.cassette needs a test in a file (the cassette is stored beside it)")
         path = self.test_file.parent / "cassettes" / self.test_file.stem / f"{name}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         server = CassetteServer(path, list(command), self.tmp_path / f"mockmcp-{len(self.servers) + 1}",

@@ -1,4 +1,4 @@
-"""``mockmcp.record.cassette(...)`` and ``--mockmcp-record-mode``, tested with pytester in a fresh folder.
+"""``mockmcp.cassette(...)`` and ``--mockmcp-record-mode``, tested with pytester in a fresh folder.
 
 The inner test drives the official Python client through the fixture's cassette
 of the SDK's own server (tests/servers/sdk_server.py): the first run records
