@@ -20,14 +20,14 @@ from mockmcp.wire import mrtr
 from mockmcp.wire import protocol as p
 from mockmcp.scenario import templates
 from mockmcp.core.context import RequestContext
-from mockmcp.core.tasks.record import TERMINAL, TaskRecord
+from mockmcp.core.tasks.records import TERMINAL, TaskRecord
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (the aliases for annotations only: a spawn does not pay for building them)
     from mockmcp.scenario.model.catalog import Step
     from mockmcp.scenario.model.tasks import TaskPhase, TaskSpec
 
-Clock = Callable[[], float]  # seconds (wall time in the shell: tasks outlive processes)
-RenderOutcome = Callable[[RequestContext, "list[Step]"], dict[str, Any]]  # the step expander's outcome
+    Clock = Callable[[], float]  # seconds (wall time in the shell: tasks outlive processes)
+    RenderOutcome = Callable[[RequestContext, list[Step]], dict[str, Any]]  # the step expander's outcome
 
 
 class TaskScript:

@@ -9,7 +9,7 @@ from mockmcp.wire import jsonrpc
 from mockmcp.wire import protocol as p
 from mockmcp.core.actions import Send
 from mockmcp.core.envelope import Envelope
-from mockmcp.core.tasks.record import MAX_RECORDS, TaskRecord
+from mockmcp.core.tasks.records import MAX_RECORDS, TaskRecord
 from mockmcp.core.tasks.script import TaskScript
 
 

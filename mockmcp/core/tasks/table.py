@@ -5,7 +5,8 @@ A ``task:`` step creates a task (``create``); ``tasks/get``, ``tasks/update`` an
 input and honour a cancel as the scenario says; the control channel drives it (``drive``). The
 parts are the table's own: each task's scripted life (``script``), the records held and what the
 session store writes (``held``), the wire shapes (``shapes``) and the streams that watch tasks
-(``watching``). Ids are unguessable (an HMAC of a serial under the shell's random key).
+(``watching``). Ids are unguessable (an HMAC of a serial under the shell's random key). A
+request may use the extension only if its client declared it (``has_extension``).
 
 Nothing here runs on its own: a task is brought up to date whenever someone looks at it, from
 the clock value and its counters, in this process or (with a session directory) in the next.
@@ -19,17 +20,40 @@ import hmac
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mockmcp.wire import errors
+from mockmcp.wire import protocol as p
 from mockmcp.core.actions import Action, Send
 from mockmcp.core.context import RequestContext
 from mockmcp.core.envelope import Envelope
-from mockmcp.core.tasks.record import TaskRecord
-from mockmcp.core.tasks.records import Lookup, TaskRecords
-from mockmcp.core.tasks.script import Clock, RenderOutcome, TaskScript
+from mockmcp.core.tasks.records import TaskRecord, TaskRecords
+from mockmcp.core.tasks.script import TaskScript
 from mockmcp.core.tasks.shapes import TaskShapes
-from mockmcp.core.tasks.watchers import Live, TaskWatchers
+from mockmcp.core.tasks.watchers import TaskWatchers
 
 if TYPE_CHECKING:
     from mockmcp.scenario.model.tasks import TaskSpec
+    from mockmcp.core.tasks.records import Lookup
+    from mockmcp.core.tasks.script import Clock, RenderOutcome
+    from mockmcp.core.tasks.watchers import Live
+
+
+REQUIRED_CAPABILITY: dict[str, Any] = {"extensions": {p.TASKS_EXTENSION: {}}}
+
+
+def has_extension(meta: dict[str, Any]) -> bool:
+    """Did this request declare the Tasks extension in its client capabilities?"""
+    caps = meta.get(p.META_CLIENT_CAPABILITIES)
+    if type(caps) is not dict:
+        return False
+    ext = caps.get("extensions")
+    return type(ext) is dict and type(ext.get(p.TASKS_EXTENSION)) is dict
+
+
+def missing_extension(request_id: Any, what: str) -> errors.MissingClientCapability:
+    return errors.MissingClientCapability(
+        f"Missing required client capability: {what} needs the {p.TASKS_EXTENSION} extension",
+        data={"requiredCapabilities": REQUIRED_CAPABILITY},
+        request_id=request_id,
+    )
 
 
 def _start() -> str:

@@ -9,15 +9,16 @@ Sans-I/O.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mockmcp.core.actions import Action, Send, WaitTasks
-from mockmcp.core.tasks.record import TaskRecord, seen_key
+from mockmcp.core.tasks.records import TaskRecord, seen_key
 from mockmcp.core.tasks.script import TaskScript
 from mockmcp.core.tasks.shapes import TaskShapes
 
-Live = Callable[[Any], bool]  # is this subscription (a listen stream) still open?
-Find = Callable[[str], "TaskRecord | None"]  # a task id -> its record (None: unknown, forgotten or corrupt)
+if TYPE_CHECKING:  # (aliases for annotations only: a spawn does not pay for building them)
+    Live = Callable[[Any], bool]  # is this subscription (a listen stream) still open?
+    Find = Callable[[str], TaskRecord | None]  # a task id -> its record (None: unknown, forgotten or corrupt)
 
 
 class TaskWatchers:
