@@ -90,25 +90,25 @@ def test_no_class_forwards_attributes_through_getattr(path: Path) -> None:
 
 def test_the_checks_see_what_they_forbid() -> None:
     """The rules find each form they are about (and leave alone what they allow)."""
-    here = PACKAGE / "proxy.py"
+    here = PACKAGE / "record" / "proxy.py"
     source = (
-        "from .server import Shell, _hard_exit\n"
+        "from mockmcp.shells.stdio import Shell, _hard_exit\n"
         "from . import _private_module\n"
         "from mockmcp.api import _thing\n"
         "import mockmcp._hidden\n"
-        "from . import __version__\n"
+        "from mockmcp import __version__\n"
         "from ._x import y\n"
         "from os import _exit\n"
         "def f():\n"
-        "    from .run import _observers\n"
-        "    from .proxy import _key\n"  # its own name: allowed
+        "    from ..launch.run import _observers\n"
+        "    from mockmcp.record.proxy import _key\n"  # its own name: allowed
     )
     assert private_imports(source, here) == [
         "1: from mockmcp.shells.stdio import _hard_exit",
-        "2: from mockmcp import _private_module",
+        "2: from mockmcp.record import _private_module",
         "3: from mockmcp.api import _thing",
         "4: import mockmcp._hidden",
-        "6: from mockmcp._x import y",
+        "6: from mockmcp.record._x import y",
         "9: from mockmcp.launch.run import _observers",
     ]
     classes = (

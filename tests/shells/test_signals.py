@@ -1,4 +1,4 @@
-"""The one shutdown-signal watcher (mockmcp/signals.py): its two forms on trio, and that no other
+"""The one shutdown-signal watcher (mockmcp/shells/signals.py): its two forms on trio, and that no other
 module opens a signal receiver of its own.
 
 Signals are raised in this process with ``os.kill(os.getpid(), ...)`` only while the watcher's
@@ -56,13 +56,13 @@ def receiver_openers(source: str) -> list[int]:
 def test_only_the_signals_module_opens_a_signal_receiver():
     offenders = {}
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path == PACKAGE / "signals.py":
+        if path == PACKAGE / "shells" / "signals.py":
             continue
         lines = receiver_openers(path.read_text(encoding="utf-8"))
         if lines:
             offenders[str(path.relative_to(PACKAGE.parent))] = lines
     assert not offenders, f"open a signal receiver through mockmcp.shells.signals, not here: {offenders}"
-    assert receiver_openers((PACKAGE / "signals.py").read_text(encoding="utf-8"))
+    assert receiver_openers((PACKAGE / "shells" / "signals.py").read_text(encoding="utf-8"))
 
 
 def test_the_layout_check_sees_every_spelling():
