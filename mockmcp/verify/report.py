@@ -33,7 +33,7 @@ from mockmcp.scenario.expectations import ExpectationTracker
 from mockmcp.verify.journal import read_journal
 from mockmcp.sessiondir.files import open_file, read_file, write_aside
 from mockmcp.sessiondir.layout import JOURNAL, JUDGED, OLDER_JOURNAL  # (JUDGED: where the last verdict stopped)
-from mockmcp.verify.verifier import report_of
+from mockmcp.verify.reportshape import report_of
 
 if TYPE_CHECKING:
     from mockmcp.scenario.model.options import Expectation

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, TypedDict, runtime_ch
 
 from mockmcp.wire import errors
 from mockmcp.wire import jsonrpc
-from mockmcp.verify.checks import CHECKS, ClientChecker, Finding
+from mockmcp.verify.checks import ClientChecker, Finding
 from mockmcp.scenario.expectations import ExpectationTracker, failure_message
 from mockmcp.wire.framing import Oversized
 from mockmcp.verify.journal import JournalWriter, raw_text
+from mockmcp.verify.reportshape import report_of
 
 if TYPE_CHECKING:
     from mockmcp.core.actions import Plan
@@ -298,26 +299,3 @@ def attach(engine: Engine, conn: ShellConnection | LineConnection, log: Log, *, 
     conn.plan_observers.append(v.plan)
     return {"output": v.output, "event": v.event, "finish": v.finish, "verifier": v,
             "httpRequest": v.http_request, "httpFinding": v.http_finding}
-
-
-def report_of(who: dict[str, Any], counts: dict[str, Any], by_check: dict[str, int],
-              verdicts: list[dict[str, Any]], findings: list[dict[str, Any]]) -> dict[str, Any]:
-    """The report ``--report`` writes, of one process (``who``: its pid) or of a whole session
-    (``sessionreport``: its processes): the one place its shape is written."""
-    levels = {"error": 0, "warning": 0, "note": 0}
-    for check, n in by_check.items():
-        levels[CHECKS[check][0] if check in CHECKS else "error"] += n  # (a check from another version: an error)
-    failed = sum(1 for v in verdicts if v["verdict"] == "failed")
-    return {
-        "mockmcp": 1,
-        **who,
-        "ok": failed == 0 and levels["error"] == 0,
-        "counts": {
-            **counts,
-            "findings": levels,
-            "byCheck": dict(sorted(by_check.items())),
-            "expectations": {"passed": len(verdicts) - failed, "failed": failed},
-        },
-        "expectations": verdicts,
-        "findings": findings,
-    }

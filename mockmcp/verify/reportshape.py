@@ -1,0 +1,37 @@
+"""The report's shape: what ``--report`` writes, for one process or for a whole session.
+
+Apart from both writers (the verifier of one process, ``verify.report``'s session judge),
+so neither imports the other for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockmcp.verify.checks import CHECKS
+
+
+def report_of(who: dict[str, Any], counts: dict[str, Any], by_check: dict[str, int],
+              verdicts: list[dict[str, Any]], findings: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report ``--report`` writes, of one process (``who``: its pid) or of a whole session
+    (``verify.report``: its processes): the one place its shape is written."""
+    levels = {"error": 0, "warning": 0, "note": 0}
+    for check, n in by_check.items():
+        levels[CHECKS[check][0] if check in CHECKS else "error"] += n  # (a check from another version: an error)
+    failed = sum(1 for v in verdicts if v["verdict"] == "failed")
+    return {
+        "mockmcp": 1,
+        **who,
+        "ok": failed == 0 and levels["error"] == 0,
+        "counts": {
+            **counts,
+            "findings": levels,
+            "byCheck": dict(sorted(by_check.items())),
+            "expectations": {"passed": len(verdicts) - failed, "failed": failed},
+        },
+        "expectations": verdicts,
+        "findings": findings,
+    }
+
+
+__all__ = ["report_of"]
