@@ -187,7 +187,7 @@ def _asking_rule(scenario: Any, method: str) -> tuple[str, Any]:
 @pytest.mark.parametrize("session", ["everything"], indirect=True)  # the one that asks the client
 def test_legacy_server_requests_replay_as_requests_that_wait_for_the_clients_answer(
         session: dict[str, Any], tmp_path: Path) -> None:
-    from test_legacy_era import Legacy
+    from core.test_legacy_era import Legacy  # (tests/core: the legacy era's own client)
 
     scenario, _ = loader.load(str(session["cassette"]), use_cache=False)
     asks = {}
