@@ -69,7 +69,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     observers = attach_observers(args, engine, conn, log)
     control = new_control(args, engine, conn)
     if getattr(args, "http", None) is not None:
-        from mockmcp.shells.http import run_http  # (h11 is imported only here: stdio spawns stay as they were)
+        from mockmcp.launch.http import run_http  # (h11 is imported only here: stdio spawns stay as they were)
 
         return finished(observers, run_http(args, scenario, conn, log, observers, control))
 

@@ -328,9 +328,10 @@ def test_stdio_runs_do_not_import_h11() -> None:
     import sys
 
     code = ("import sys; from mockmcp.cli import main as cli; status = cli.main(['run', 'default']);"
-            " print('h11' in sys.modules, 'mockmcp.shells.http' in sys.modules, status)")
+            " print('h11' in sys.modules, 'mockmcp.shells.http' in sys.modules, 'mockmcp.launch.http' in sys.modules,"
+            " status)")
     proc = subprocess.run([sys.executable, "-c", code], input=b"", capture_output=True, timeout=60)
-    assert proc.stdout.split() == [b"False", b"False", b"0"], proc.stderr
+    assert proc.stdout.split() == [b"False", b"False", b"False", b"0"], proc.stderr
 
 
 def test_thousands_of_idle_connections(mock: HttpMock) -> None:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from mockmcp.scenario import check
 from mockmcp.scenario.model import base as model
 from mockmcp.core.connection import Connection
-from mockmcp.shells.http import HttpShell
+from mockmcp.shells.http.shell import HttpShell
 from mockmcp.shells.log import StderrLog
 from mockmcp.launch.run import new_engine
 from mockmcp.scenario.model.faults import HttpSpec, HttpStep
@@ -55,7 +55,7 @@ def serve(sc: model.Scenario) -> bytes:
         shell = HttpShell(conn, log=StderrLog("quiet"), keepalive=0)
         client, server = trio.testing.memory_stream_pair()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(shell._connection, server)
+            nursery.start_soon(shell.loop.connection, server)
             await client.send_all(head + body)
             with trio.move_on_after(5):
                 while got := await client.receive_some(65536):

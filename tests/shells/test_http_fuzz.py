@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from support.engines import bundled
 from mockmcp.core.connection import Connection
-from mockmcp.shells.http import HttpShell
+from mockmcp.shells.http.shell import HttpShell
 from mockmcp.shells.log import StderrLog
 
 V = "2026-07-28"
@@ -65,7 +65,7 @@ def serve_once(engine_conn: Connection, data: bytes) -> bytes:
         shell = HttpShell(engine_conn, log=StderrLog("quiet"), keepalive=0, request_timeout=0.5, idle_timeout=0.5)
         client, server = trio.testing.memory_stream_pair()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(shell._connection, server)
+            nursery.start_soon(shell.loop.connection, server)
             await client.send_all(data)
             with trio.move_on_after(2):
                 while True:

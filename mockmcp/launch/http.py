@@ -1,0 +1,120 @@
+"""``mockmcp run SCENARIO --http [HOST:]PORT``: the process around the HTTP shell.
+
+The shell (``shells.http``) only serves the listeners it is handed; this module
+makes them (one socket: one port, one URL), prints the endpoint URL as the first
+stdout line, serves the control channel beside it (``--control``), and ends the
+process as stdio's does: at stdin's EOF a graceful stop (unless ``ignoreEof``),
+at a signal at once. Imported only with ``--http``: h11 stays out of stdio spawns.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Callable
+
+import trio
+
+from mockmcp.core import httprules
+from mockmcp.shells.http.responses import READ_SIZE
+from mockmcp.shells.http.shell import HttpShell
+
+if TYPE_CHECKING:
+    import argparse
+    import socket
+    from types import SimpleNamespace
+
+    from mockmcp.core.connection import ShellConnection
+    from mockmcp.core.control import Control
+    from mockmcp.scenario.model.base import Scenario
+    from mockmcp.shells.control import ControlServer
+    from mockmcp.shells.log import StderrLog
+    from mockmcp.verify.verifier import Hooks
+
+
+def url_for(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/mcp"
+
+
+async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool = False,
+                        ignore_sigterm: bool = False, print_url: Callable[[str], object] | None = None,
+                        control: tuple[ControlServer, socket.socket] | None = None) -> int:
+    """Listen, print the endpoint URL as the first stdout line, serve until stdin's EOF or a signal.
+
+    ``control``: a bound control server and its socket (``--control``), served beside. At EOF (or
+    the control channel's graceful shutdown) no more connections are accepted and scripted replies
+    get ``grace`` seconds, as on stdio; a signal stops at once."""
+    from mockmcp.shells.signals import shutdown_signals
+
+    # The signal receiver is open before the URL is printed: a suite that stops the mock as
+    # soon as it has read the URL must find SIGTERM handled, not the default action.
+    with shutdown_signals(ignore_sigterm) as received:
+        listeners = (await trio.open_tcp_listeners(port, host=host))[:1]  # one socket: one port, one URL
+        bound = listeners[0].socket.getsockname()
+        url = url_for(host, bound[1])
+        async with trio.open_nursery() as nursery:
+            await nursery.start(shell.serve, listeners)
+            if control is not None:
+                await nursery.start(control[0].serve, control[1])
+            (print_url or _print_url)(url)
+            shell.log("info", f"serving Streamable HTTP at {url}")
+            nursery.start_soon(received.cancel_on_first, nursery.cancel_scope, shell.log)
+            nursery.start_soon(_until_eof, shell, ignore_eof)
+            await shell.lifecycle.stopping.wait()
+            await shell.lifecycle.drain()
+            nursery.cancel_scope.cancel()
+    return 0
+
+
+async def _until_eof(shell: HttpShell, ignore_eof: bool) -> None:
+    stdin = trio.lowlevel.FdStream(os.dup(0))
+    try:
+        while True:
+            try:
+                data = await stdin.receive_some(READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                data = b""
+            if not data:
+                break  # what arrives on stdin is ignored: the protocol is on the socket
+    finally:
+        await trio.aclose_forcefully(stdin)
+    if ignore_eof:
+        shell.log("info", "stdin closed; ignoring EOF as scripted (waiting for a signal or a control shutdown)")
+        return
+    shell.log("debug", "stdin closed; shutting down")
+    shell.lifecycle.stopping.set()
+
+
+def _print_url(url: str) -> None:
+    os.write(1, (url + "\n").encode())
+
+
+def run_http(args: argparse.Namespace | SimpleNamespace, scenario: Scenario, conn: ShellConnection, log: StderrLog,
+             observers: Hooks, control: Control | None = None) -> int:
+    """``mockmcp run SCENARIO --http [HOST:]PORT``: the HTTP shell in this process's trio run."""
+    host, port = args.http
+    ea = scenario.protocol.exitAfter
+    shell = HttpShell(
+        conn,
+        log=log,
+        allowed_origins=frozenset(args.allow_origin or ()),
+        # (bound elsewhere, with --http-any-host, the server has no one name of its own to insist on)
+        allowed_hosts=httprules.loopback_hosts(host, args.allow_host or ()) if httprules.loopback(host) else None,
+        request_timeout=args.http_request_timeout,
+        keepalive=args.sse_keepalive,
+        on_output=observers.get("output"),
+        on_event=observers.get("event"),
+        on_request=observers.get("httpRequest"),
+        on_finding=observers.get("httpFinding"),
+        grace=args.grace,
+        exit_after=(ea.messages, ea.status) if ea is not None else None,
+    )
+    listening = None
+    if control is not None:
+        from mockmcp.shells.control import listen
+
+        listening = listen(args.control, control, shell.controlled, conn, log)
+        if listening is None:
+            return 2
+    return trio.run(serve_process, shell, host, port, scenario.protocol.ignoreEof, scenario.protocol.ignoreSigterm,
+                    None, listening)

@@ -1,0 +1,124 @@
+"""The writer of a streamed answer: drains a plan's channel onto the socket.
+
+The connection's task is the one writer of its socket; it writes what the plan
+put on its channel as SSE events (with a keep-alive comment after ``keepalive``
+quiet seconds), or, for a plan answered as one JSON body, waits for the plan's
+answer and writes it whole. Each message is journaled once written, and counted
+for ``exitAfter``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import h11
+import trio
+
+from mockmcp.core import httprules
+from mockmcp.wire import jsonrpc
+from mockmcp.shells.http.channel import DribbleOut, End, ExitNow, Item, Out, Reset, Source
+from mockmcp.shells.http.lifecycle import ExitCounter
+from mockmcp.shells.http.responses import SSE_HEADERS, Dropped, is_json, json_head, write_json
+from mockmcp.shells.http.taps import Taps
+
+
+class StreamWriter:
+    def __init__(self, taps: Taps, counter: ExitCounter, keepalive: float = 15.0) -> None:
+        self.taps = taps
+        self.counter = counter
+        self.keepalive = keepalive  # seconds of quiet on an SSE stream before a keep-alive comment (0: none)
+
+    async def write_sse(self, h: h11.Connection, stream: trio.abc.Stream, receive: Source,
+                        head: httprules.Head | None = None) -> None:
+        headers = SSE_HEADERS if head is None else [*head.head_headers(b"text/event-stream"), *SSE_HEADERS[1:]]
+        await stream.send_all(h.send(h11.Response(status_code=200, reason=b"OK", headers=headers)))
+        keepalive = self.keepalive if self.keepalive > 0 else math.inf
+        async with receive:
+            while True:
+                # Only the wait is timed: a write cut by a timeout would leave half an event on the wire.
+                with trio.move_on_after(keepalive) as quiet:
+                    item = await _receive(receive)
+                if quiet.cancelled_caught:
+                    await stream.send_all(h.send(h11.Data(data=httprules.KEEPALIVE)))
+                    continue
+                if item is None:
+                    break
+                if isinstance(item, End):
+                    self.taps.item_event(item)
+                    break
+                await self.write_item(h, stream, item)
+        await stream.send_all(h.send(h11.EndOfMessage()))
+
+    async def write_item(self, h: h11.Connection, stream: trio.abc.Stream, item: Item) -> None:
+        match item:
+            case DribbleOut():
+                data = item.data
+                for i in range(0, len(data), item.chunk):
+                    await stream.send_all(h.send(h11.Data(data=data[i:i + item.chunk])))
+                    if i + item.chunk < len(data):
+                        await trio.sleep(item.pause)
+                self.taps.written(item)
+                if self.counter.counting:
+                    await self.counter.count(1)
+            case Out():
+                await stream.send_all(h.send(h11.Data(data=item.data)))
+                self.taps.written(item)
+                if self.counter.counting:
+                    await self.counter.count(1)
+            case ExitNow():
+                if item.partial:
+                    await stream.send_all(h.send(h11.Data(data=item.partial)))
+                await self.counter.exit(item.status)
+            case Reset():
+                self.taps.item_event(item)
+                raise Dropped()  # (the connection is dropped without ending the response)
+
+    async def write_json_when_done(self, h: h11.Connection, stream: trio.abc.Stream, receive: Source,
+                                   head: httprules.Head | None = None) -> None:
+        """One JSON body, written when the plan gave its answer (the last message it sent).
+
+        A dribbled answer is written in its chunks; a ``reset`` drops the
+        connection halfway through the answer's body; ``endStream`` answers
+        with an empty body.
+        """
+        final: Out | None = None
+        reset = False
+        async with receive:
+            while True:
+                item = await _receive(receive)
+                if item is None:
+                    break
+                if isinstance(item, End):
+                    self.taps.item_event(item)
+                    break
+                if isinstance(item, Out):
+                    final = item
+                elif isinstance(item, Reset):
+                    self.taps.item_event(item)
+                    reset = True
+                else:
+                    await self.write_item(h, stream, item)
+        data = final.data if final is not None else b""
+        status = httprules.status_for(jsonrpc.parse(data)) if b'"error"' in data and is_json(data) else 200
+        if not reset and not isinstance(final, DribbleOut):
+            await write_json(h, stream, status, data, head)
+            if final is not None:
+                self.taps.written(final)
+                if self.counter.counting:
+                    await self.counter.count(1)
+            return
+        await stream.send_all(h.send(json_head(status, len(data), head)))
+        if reset:
+            if data:
+                await stream.send_all(h.send(h11.Data(data=data[: len(data) // 2])))
+            raise Dropped()  # (dropped mid-body, as scripted)
+        assert isinstance(final, DribbleOut)
+        await self.write_item(h, stream, final)
+        await stream.send_all(h.send(h11.EndOfMessage()))
+
+
+async def _receive(channel: Source) -> Item | None:
+    try:
+        return await channel.receive()
+    except trio.EndOfChannel:
+        return None
