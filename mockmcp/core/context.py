@@ -10,11 +10,22 @@ templates and ``when`` matching read) in step. Sans-I/O.
 
 from __future__ import annotations
 
+import enum
 from operator import attrgetter
 from typing import Any, Callable
 
+from mockmcp.wire import errors
 from mockmcp.wire import jsonrpc
+from mockmcp.scenario import templates
 from mockmcp.scenario.templates import EFFECTS
+
+
+class Mode(enum.Enum):
+    """What a context's steps answer: a request, a subscription stream, or a notification (no id)."""
+
+    REQUEST = "request"
+    SUBSCRIPTION = "subscription"
+    NOTIFICATION = "notification"
 
 
 class Reask:
@@ -140,6 +151,18 @@ class RequestContext:
         self.index = index
         if self._scope is not None:
             self._scope["index"] = index
+
+    def number(self, value: Any) -> Any:
+        """A number a step writes as such or as a template; a request value that is no number -> -32602."""
+        if type(value) is not str:
+            return value
+        rendered = templates.render(value, self.scope())
+        if type(rendered) in (int, float):
+            return rendered
+        try:
+            return templates.to_number(rendered)
+        except (templates.TemplateError, ValueError):
+            raise errors.InvalidParams(f"Invalid params: {rendered!r} is not a number (from {value!r})", request_id=self.id) from None
 
     # ------------------------------------------------------------ the template namespace
 

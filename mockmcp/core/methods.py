@@ -21,11 +21,10 @@ from mockmcp.wire import protocol as p
 from mockmcp.core import tasks
 from mockmcp.scenario import templates
 from mockmcp.core.actions import Action, answered, Emit, Park, Plan, Send, Sleep
-from mockmcp.core.context import RequestContext
+from mockmcp.core.context import Mode, RequestContext
 from mockmcp.scenario.definitions import drop_none, prompt_definition, resource_definition, template_definition, tool_definition
 from mockmcp.core.services import Services
 from mockmcp.core.session import Subscription
-from mockmcp.core.steps import Mode
 
 if TYPE_CHECKING:
     from mockmcp.scenario.model.notify import Timer

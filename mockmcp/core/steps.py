@@ -1,6 +1,9 @@
 """Step expansion: a rule's scripted steps, in a request's context, become a plan of actions.
 
-One ``match`` over the step classes of the model. Loops are expanded lazily:
+One ``match`` over the step classes every scenario may use; a step of a part
+of the model goes to that part's expander (``roundsteps``, ``notifysteps``,
+``tasksteps``, ``faultsteps``), picked by the step's key and imported when
+first needed. Loops are expanded lazily:
 the first ``EAGER_BUDGET`` step evaluations are done at once (so a plan that
 only sends is written without a task, and a template error in it is answered
 as the request's error), the rest is handed to the shell as an iterator it
@@ -14,19 +17,14 @@ Sans-I/O.
 
 from __future__ import annotations
 
-import enum
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol
 
 from mockmcp.wire import errors
-from mockmcp.wire import jsonrpc
 from mockmcp.scenario.model import base as model
 from mockmcp.wire import protocol as p
-from mockmcp.core import tasks as task_rules
 from mockmcp.scenario import templates
-from mockmcp.core import serverrequests
-from mockmcp.core.actions import Action, answered, Ask, CloseStdout, Dribble, Emit, Exit, Forward, HttpFault, Park, Plan, Send, Sleep, Stderr, StopReading, WriteRaw
-from mockmcp.core.context import RequestContext
-from mockmcp.scenario.definitions import drop_none
+from mockmcp.core.actions import Action, answered, Ask, Park, Plan, Send, Sleep
+from mockmcp.core.context import Mode, RequestContext
 from mockmcp.core.envelope import Envelope
 from mockmcp.core.replies import ReplyCache
 from mockmcp.core.rounds import Rounds
@@ -34,24 +32,38 @@ from mockmcp.core.selection import Random
 from mockmcp.core.session import Session
 
 if TYPE_CHECKING:
+    from mockmcp.core.tasks import TaskTable
     from mockmcp.scenario.model.notify import LoopSpec
     from mockmcp.scenario.model.catalog import Step
-    from mockmcp.scenario.model.tasks import TaskSpec
 
 EAGER_BUDGET = 256  # step evaluations done before a plan continues lazily
 MAX_REPEAT = 100_000  # a template-given loop count cannot make a plan without end
 
 
-class Mode(enum.Enum):
-    """What the steps answer: a request, a subscription stream, or a notification (no id)."""
+# The part expander of each step a part of the model defines, by the step's key (``KEY``);
+# ``tests/core/test_core_units.py`` holds it to the model's steps. (Loops never get there.)
+PART_OF_KEY = {
+    "inputRequired": "rounds",
+    "progress": "notify", "log": "notify", "emit": "notify",
+    "task": "tasks",
+    **dict.fromkeys(
+        (
+            "setState", "endSubscription", "raw", "rawBytes", "hang", "exit", "dribble", "stderr", "stopReading",
+            "closeStdout", "request", "huge", "http", "forward",
+        ),
+        "faults",
+    ),
+}
 
-    REQUEST = "request"
-    SUBSCRIPTION = "subscription"
-    NOTIFICATION = "notification"
+
+class PartSteps(Protocol):
+    """What expands the steps of one part of the model."""
+
+    def action(self, ctx: RequestContext, step: Step, mode: Mode) -> Action | None: ...
 
 
 class StepExpander:
-    __slots__ = ("envelope", "session", "rounds", "replies", "rng", "time_scale", "tasks")
+    __slots__ = ("envelope", "session", "rounds", "replies", "rng", "time_scale", "tasks", "_parts")
 
     def __init__(
         self,
@@ -61,7 +73,7 @@ class StepExpander:
         replies: ReplyCache | None,
         rng: Random,
         time_scale: float,
-        tasks: task_rules.TaskTable | None = None,
+        tasks: TaskTable | None = None,
     ) -> None:
         self.tasks = tasks
         if tasks is not None:
@@ -72,6 +84,7 @@ class StepExpander:
         self.replies = replies  # None: compiled replies turned off (the differential tests)
         self.rng = rng
         self.time_scale = time_scale
+        self._parts: dict[str, PartSteps] = {}  # part name -> its expander, made on first use
 
     def expand(self, ctx: RequestContext, steps: list[Step], rule: str | None, mode: Mode = Mode.REQUEST) -> Plan:
         """The plan for ``steps``; ``rule`` names the answering rule for the journal."""
@@ -143,158 +156,36 @@ class StepExpander:
                 low, high = _seconds(r.min, scope), _seconds(r.max, scope)
                 return Sleep(self.rng.uniform(min(low, high), max(low, high)) * self.time_scale)
             case _:
-                # A step of a part of the model (``model_*.py``): a scenario that
-                # uses no part imports none (see ``_part_action``).
-                return self._part_action(ctx, step, mode)
+                # A step of a part of the model (``scenario/model/*.py``): a scenario
+                # that uses no part imports none (see ``_part``).
+                return self._part(step.KEY).action(ctx, step, mode)
 
-    def _part_action(self, ctx: RequestContext, step: Step, mode: Mode) -> Action | None:
-        """The action of a step whose class is in a part of the model, by that part (its
-        module's name: comparing it needs no part imported, and each method below imports
-        only its own part, which the scenario holding the step has imported already)."""
-        part = type(step).__module__.rpartition(".")[2]
-        if part == "rounds":
-            return self._rounds_action(ctx, step, mode)
-        if part == "notify":
-            return self._notify_action(ctx, step, mode)
-        if part == "tasks":
-            return self._tasks_action(ctx, step, mode)
-        if part == "faults":
-            return self._faults_action(ctx, step, mode)
-        raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the model's steps are all above
+    def _part(self, key: str) -> PartSteps:
+        """The expander of the part of the model that defines the step ``key``, made when a
+        step of that part is first met (its module imports the part, which the scenario
+        holding the step has imported already)."""
+        name = PART_OF_KEY[key]
+        part = self._parts.get(name)
+        if part is None:
+            part = self._parts[name] = self._new_part(name)
+        return part
 
-    def _rounds_action(self, ctx: RequestContext, step: Step, mode: Mode) -> Action | None:
-        from mockmcp.scenario.model.rounds import InputRequiredStep
+    def _new_part(self, name: str) -> PartSteps:
+        if name == "rounds":
+            from mockmcp.core.roundsteps import RoundSteps
 
-        match step:
-            case InputRequiredStep():
-                return self.rounds.ask_step(ctx, step.inputRequired)
-        raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the part's steps are all above
+            return RoundSteps(self.rounds)
+        if name == "notify":
+            from mockmcp.core.notifysteps import NotifySteps
 
-    def _notify_action(self, ctx: RequestContext, step: Step, mode: Mode) -> Action | None:
-        from mockmcp.scenario.model.notify import EmitStep, LogStep, LoopStep, ProgressStep
+            return NotifySteps(self.envelope)
+        if name == "tasks":
+            from mockmcp.core.tasksteps import TaskSteps
 
-        env = self.envelope
-        scope = ctx.scope()
-        match step:
-            case ProgressStep():
-                token = ctx.meta.get(p.META_PROGRESS_TOKEN)
-                if token is None:
-                    return None
-                pr = step.progress
-                params = drop_none(
-                    {
-                        "progressToken": token,
-                        "progress": _number(ctx, pr.progress),
-                        "total": _number(ctx, pr.total),
-                        "message": templates.render(pr.message, scope),
-                    }
-                )
-                return env.notification(p.PROGRESS, params)
-            case LogStep():
-                level = ctx.meta.get(p.META_LOG_LEVEL)
-                lg = step.log
-                if level is None or p.LOG_LEVEL_RANK[lg.level] < p.LOG_LEVEL_RANK[level]:
-                    return None
-                params = drop_none({"level": lg.level, "logger": lg.logger})
-                params["data"] = templates.render(lg.data, scope)
-                return env.notification(p.MESSAGE, params)
-            case EmitStep():
-                uri = templates.render(step.emit.uri, scope)
-                if mode is Mode.SUBSCRIPTION:
-                    return Emit(step.emit.event, uri, ctx.id, has_only=True)
-                return Emit(step.emit.event, uri)
-            case LoopStep():  # pragma: no cover - _unroll never yields a loop
-                raise AssertionError("loops are unrolled before this point")
-        raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the part's steps are all above
+            return TaskSteps(self.envelope, self.tasks, self._action)
+        from mockmcp.core.faultsteps import FaultSteps
 
-    def _tasks_action(self, ctx: RequestContext, step: Step, mode: Mode) -> Action | None:
-        from mockmcp.scenario.model.tasks import TaskStep
-
-        match step:
-            case TaskStep():
-                return self._task(ctx, step.task, mode)
-        raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the part's steps are all above
-
-    def _faults_action(self, ctx: RequestContext, step: Step, mode: Mode) -> Action | None:
-        from mockmcp.scenario.model.faults import (
-            CloseStdoutStep, DribbleStep, EndSubscriptionStep, ExitStep, ForwardStep, HangStep, HttpStep, HugeStep, RawBytesStep,
-            RawStep, RequestStep, SetStateStep, StderrStep, StopReadingStep,
-        )
-
-        env = self.envelope
-        scope = ctx.scope()
-        match step:
-            case SetStateStep():
-                self.session.set_state(step.setState)
-                ctx.set_state(step.setState)
-                return None
-            case EndSubscriptionStep():
-                if step.endSubscription.how == "cancelled":
-                    params = {"requestId": ctx.id, "reason": "subscription ended by the server"}
-                    return env.notification(p.CANCELLED, params, final=True)
-                return env.final(ctx.id, env.complete(ctx.method, {"_meta": {p.META_SUBSCRIPTION_ID: ctx.id}}))
-            case RawStep():
-                return WriteRaw(jsonrpc.encode(templates.render(step.raw, scope)))
-            case RawBytesStep():
-                text = templates.to_text(templates.render(step.rawBytes, scope))
-                try:
-                    return WriteRaw(text.encode("latin-1"))
-                except UnicodeEncodeError:  # only a request value can bring such a character in
-                    raise errors.InvalidParams(
-                        "Invalid params: a rawBytes step renders one byte per character (latin-1); "
-                        "the request gave a character outside it",
-                        request_id=ctx.id,
-                    ) from None
-            case HangStep():
-                return Park()
-            case ExitStep():
-                partial = b""
-                if step.exit.partialBytes is not None:
-                    result = env.complete(ctx.method, env.text_result(ctx.method, ctx.uri, ""))
-                    partial = jsonrpc.encode(jsonrpc.result_response(ctx.id, result))[: step.exit.partialBytes]
-                return Exit(step.exit.status, partial)
-            case DribbleStep():
-                return Dribble(max(1, step.dribble.chunkBytes), step.dribble.pause.seconds * self.time_scale)
-            case StderrStep():
-                return Stderr(templates.to_text(templates.render(step.stderr, scope)), step.repeat)
-            case StopReadingStep(stopReading=model.Duration() as pause):
-                return StopReading(pause.seconds * self.time_scale)
-            case StopReadingStep():
-                return StopReading(None)  # "forever"
-            case CloseStdoutStep():
-                return CloseStdout()
-            case HttpStep():
-                f = step.http
-                return HttpFault(
-                    f.status, f.body.encode("utf-8"), tuple(f.headers.items()), f.contentType,
-                    0.0 if f.delay is None else f.delay.seconds * self.time_scale, f.respondAs,
-                    None if f.write is None else f.write.encode("latin-1"), f.endStream, f.reset,
-                )
-            case RequestStep():
-                return serverrequests.ask(
-                    self.session.legacy, ctx, step.request, time_scale=self.time_scale, check_capabilities=self.rounds.check_capabilities,
-                    unmatched=self.session.unmatched,
-                )
-            case HugeStep():
-                h = step.huge
-                text = h.char * max(0, h.bytes // max(1, len(h.char.encode())))
-                return env.final(ctx.id, env.complete(ctx.method, env.text_result(ctx.method, ctx.uri, text)))
-            case ForwardStep():
-                return Forward(step.forward)
-        raise AssertionError(f"unhandled step {step!r}")  # pragma: no cover - the part's steps are all above
-
-    def _task(self, ctx: RequestContext, spec: TaskSpec, mode: Mode) -> Action | None:
-        """A ``task:`` step: the ``CreateTaskResult``, or what a client without the extension gets."""
-        faults = spec.faults
-        if not task_rules.has_extension(ctx.meta) and not (faults is not None and faults.ignoreCapability):
-            if spec.withoutCapability == "answer":
-                if not spec.outcome:
-                    return self.envelope.final(ctx.id, self.envelope.complete(ctx.method, {"content": []}))
-                return self._action(ctx, spec.outcome[-1], mode)
-            raise task_rules.missing_extension(ctx.id, f"{ctx.method} of {ctx.name!r} (it answers with a task)")
-        assert self.tasks is not None  # the engine always hands a table in
-        rec = self.tasks.create(ctx, spec)
-        return self.envelope.final(ctx.id, self.tasks.created_result(rec))
+        return FaultSteps(self.envelope, self.session, self.time_scale, self.rounds.check_capabilities)
 
     def outcome(self, ctx: RequestContext, steps: list[Step]) -> dict[str, Any]:
         """How a task ended, from its ``outcome`` steps: ``{"result": ...}`` or ``{"error": ...}``.
@@ -329,7 +220,7 @@ def _unroll(ctx: RequestContext, steps: Iterable[Step]) -> Iterator[Step | None]
             yield step
             continue
         loop: LoopSpec = step.loop  # type: ignore[union-attr]  # (a loop step: its KEY says so)
-        times = _number(ctx, loop.times)
+        times = ctx.number(loop.times)
         if type(times) is not int and not (type(times) is float and times.is_integer()):
             raise errors.InvalidParams(f"Invalid params: loop count {times!r} is not a whole number", request_id=ctx.id)
         outer = ctx.index
@@ -381,17 +272,4 @@ def _seconds(d: model.Duration, scope: dict[str, Any]) -> float:
     return seconds
 
 
-def _number(ctx: RequestContext, value: Any) -> Any:
-    """A number written as such or as a template; a request value that is no number -> -32602."""
-    if type(value) is not str:
-        return value
-    rendered = templates.render(value, ctx.scope())
-    if type(rendered) in (int, float):
-        return rendered
-    try:
-        return templates.to_number(rendered)
-    except (templates.TemplateError, ValueError):
-        raise errors.InvalidParams(f"Invalid params: {rendered!r} is not a number (from {value!r})", request_id=ctx.id) from None
-
-
-__all__ = ["EAGER_BUDGET", "MAX_REPEAT", "Mode", "StepExpander", "guarded"]
+__all__ = ["EAGER_BUDGET", "MAX_REPEAT", "PART_OF_KEY", "Mode", "PartSteps", "StepExpander", "guarded"]

@@ -26,7 +26,7 @@ from mockmcp.core.replies import ReplyCache
 from mockmcp.core.rounds import Rounds
 from mockmcp.core.selection import Selector
 from mockmcp.core.session import Session, Subscription
-from mockmcp.core.steps import EAGER_BUDGET, Mode, StepExpander
+from mockmcp.core.steps import EAGER_BUDGET, PART_OF_KEY, Mode, StepExpander
 from mockmcp.scenario.model.faults import CloseStdoutStep, DribbleSpec, DribbleStep, EndSubscriptionSpec, EndSubscriptionStep, ExitSpec, ExitStep, ForwardStep, HangStep, HttpSpec, HttpStep, HugeSpec, HugeStep, RawBytesStep, RawStep, RequestSpec, RequestStep, SetStateStep, StderrStep, StopReadingStep
 from mockmcp.scenario.model.notify import EmitSpec, EmitStep, LogSpec, LogStep, LoopSpec, LoopStep, ProgressSpec, ProgressStep, RandomDelay
 from mockmcp.scenario.model.options import CacheHints
@@ -352,6 +352,13 @@ def test_each_step_class_plans_its_actions(step: Step, given: dict[str, Any], ch
 def test_every_step_class_of_the_model_has_a_case() -> None:
     step_classes = set(STEP_TYPES)
     assert step_classes - {type(s) for s, _, _ in STEP_CASES} == {LoopStep}  # loops: below
+
+
+def test_each_step_of_a_part_goes_to_the_expander_of_its_own_part() -> None:
+    """The dispatch table names, for every step a part of the model defines (loops are unrolled
+    first), the part whose module holds its class; the steps every scenario may use need none."""
+    of_parts = {t.KEY: t.__module__.rpartition(".")[2] for t in STEP_TYPES if t.__module__ != model.__name__ and t is not LoopStep}
+    assert PART_OF_KEY == of_parts
 
 
 def test_steps_after_a_final_step_are_not_planned_and_a_missing_answer_is_loud() -> None:
