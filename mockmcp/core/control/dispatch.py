@@ -11,7 +11,7 @@ journal, and the waits a request satisfies) and asks about a parked wait (``wait
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from mockmcp.wire import errors
 from mockmcp.wire import jsonrpc
@@ -36,6 +36,9 @@ class Control:
         self.fragments = fragments
         self.journal = Journal(journal_records)
         self.waits = Waits(self.journal)
+        # The shell's output observer: record a line written to stdout (decoded only when read).
+        # The journal's own method, not one that calls it: it runs for every line the mock writes.
+        self.outbound: Callable[[bytes], None] = self.journal.outbound
         tasks = TaskOps(engine, fragments)
         self._ops: dict[str, Op] = {
             "ping": self._ping,
@@ -74,14 +77,11 @@ class Control:
     # ------------------------------------------------------------ observers (the shell hooks them)
 
     def inbound(self, line: bytes | Oversized, msg: jsonrpc.Message | None, exc: errors.ClientError | None) -> None:
-        """The connection's inbound observer: record the message and wake the waits it satisfies."""
+        """The connection's inbound observer: record the message and wake the waits it satisfies
+        (``outbound``, set in the constructor, is the one for what the shell writes)."""
         pos = self.journal.inbound(line, msg, exc)
         if self.waits.pending and isinstance(msg, jsonrpc.Request | jsonrpc.Notification):
             self.waits.wake(pos, msg.message, self.engine.session.state)
-
-    def outbound(self, data: bytes) -> None:
-        """The shell's output observer: record a line written to stdout (decoded only when read)."""
-        self.journal.outbound(data)
 
     # ------------------------------------------------------------ waits
 
