@@ -6,9 +6,10 @@ per-request ``_meta`` and the version are checked; a ``methods:`` override may
 answer; the server capability behind the method is checked; the method's
 handler answers. Everything else lives in its own module and is handed in
 here: the session's state (``session``), result envelopes (``envelope``),
-rule selection (``select``), step expansion (``steps``), MRTR rounds
-(``rounds``), the handlers (``methods``) and the interface they see
-(``services``). The HMAC key and the random generator come from the shell, so
+rule selection (``selection``), step expansion (``steps``), MRTR rounds
+(``rounds``), the override -> handler stages both eras share (``pipeline``),
+the handlers (``methods``) and the interface they see (``services``). Every
+collaborator is made here and handed to its users' constructors. The HMAC key and the random generator come from the shell, so
 this stays plain synchronous code without I/O.
 """
 
@@ -27,13 +28,14 @@ from mockmcp.core.context import RequestContext
 from mockmcp.scenario.definitions import derive_capabilities, iter_rules, scenario_facts
 from mockmcp.core.effects import Effects
 from mockmcp.core.envelope import Envelope
-from mockmcp.core.methods import CAPABILITY_FOR, HANDLERS
+from mockmcp.core.methods import HANDLERS
+from mockmcp.core.pipeline import MODERN, MethodPipeline
 from mockmcp.core.replies import ReplyCache
 from mockmcp.core.rounds import Rounds
 from mockmcp.core.selection import Random, Selector
 from mockmcp.core.services import Services
 from mockmcp.core.session import Session
-from mockmcp.core.steps import Mode, StepExpander
+from mockmcp.core.steps import StepExpander
 from mockmcp.core.tasks import TaskTable
 
 if TYPE_CHECKING:
@@ -52,42 +54,52 @@ class Engine:
         time_scale: float = 1.0,
         compile_replies: bool = True,
         clock: Callable[[], float] | None = None,
+        shared_ids: bool = False,
+        track_unknown: bool = False,
+        task_lookup: Callable[[str], str | None] | None = None,
+        task_archived_ids: Callable[[], list[str]] | None = None,
     ) -> None:
+        """``shared_ids``: over HTTP ids are unique per sender only, and the server cannot tell
+        senders apart, so an id another request holds is not refused (the HTTP shell counts who
+        holds it). ``track_unknown``: requests for undefined names are noted with the closest
+        defined one (the verifier). ``task_lookup``: where a task neither kept nor read is looked
+        for last (a session directory's archive: the id -> its JSON text, or ``None``), and
+        ``task_archived_ids`` what it can find."""
         self.scenario = scenario
         self.protocol = scenario.protocol
-        self.session = Session(scenario.state.initial)
+        session = self.session = Session(scenario.state.initial)
         facts = scenario_facts(scenario)
-        specs = facts[0]
         capabilities = scenario.capabilities if scenario.capabilities is not None else derive_capabilities(scenario, facts)
-        envelope = Envelope(scenario)
+        envelope = self.envelope = Envelope(scenario)
         key = scenario.protocol.stateKey.encode() if scenario.protocol.stateKey else state_key
         rounds = Rounds(envelope, mrtr.StateCodec(key), check_capabilities=scenario.protocol.checkCapabilities)
-        # Tasks (the extension): a table only when the scenario scripts some, on the shell's clock.
-        # Always a table (empty for most scenarios): the control channel may add a tool that makes tasks.
-        tasks = TaskTable(specs, envelope, clock or _no_time, time_scale, key)
-        session = self.session
-        tasks.state = lambda: session.state
-        self.tasks = tasks
-        steps = StepExpander(envelope, self.session, rounds, ReplyCache(envelope) if compile_replies else None, rng, time_scale, tasks)
-        self.services = Services(scenario, capabilities, envelope, self.session, Selector(self.session, rng), steps, rounds)
-        self.services.tasks = tasks
+        # Tasks (the extension): always a table, empty for most scenarios (the control channel may
+        # add a tool that makes tasks), on the shell's clock.
+        # A task's outcome is built like any reply, by the step expander, which is made after the
+        # table it hands task steps to: the table is given a function that reaches it once made.
+        tasks = self.tasks = TaskTable(
+            facts[0], envelope, clock or _no_time, time_scale, key, state=lambda: session.state,
+            lookup=task_lookup, archived_ids=task_archived_ids, render_outcome=lambda ctx, outcome: steps.outcome(ctx, outcome),
+        )
+        steps = StepExpander(envelope, session, rounds, ReplyCache(envelope) if compile_replies else None, rng, time_scale, tasks)
         # uuid(), now(), counter() in templates: the shell's generator and clock, per-process counters
-        self.effects = self.services.effects = Effects(rng, clock)
-        self.envelope = envelope
-        self._rules_in_order: list[object] | None = None
-        self._state_seen = self.session.state  # (take_task_changes: a new state may end a task phase)
-        self._overrides: dict[str, list[model.Rule]] = {}
+        self.effects = Effects(rng, clock)
+        overrides: dict[str, list[model.Rule]] = {}
         for o in scenario.methods:
-            self._overrides.setdefault(o.method, []).extend(o.replies)
-        self.services.overrides = self._overrides
-        # Over HTTP ids are unique per sender only, and the server cannot tell senders apart: an
-        # id another request holds is not refused (the HTTP shell counts who holds it).
-        self.shared_ids = False
+            overrides.setdefault(o.method, []).extend(o.replies)
+        self.services = Services(
+            scenario, capabilities, envelope, session, Selector(session, rng), steps, rounds,
+            tasks=tasks, effects=self.effects, overrides=overrides, track_unknown=track_unknown,
+        )
+        self.pipeline = MethodPipeline(self.services, HANDLERS, overrides)
+        self.shared_ids = shared_ids
+        self._rules_in_order: list[object] | None = None
+        self._state_seen = session.state  # (take_task_changes: a new state may end a task phase)
         self._legacy: LegacyEra | None = None
         if scenario.protocol.era != "modern":
             from mockmcp.core.legacy import LegacyEra  # (modern scenarios, most spawns, skip its import)
 
-            self._legacy = LegacyEra(self.services, HANDLERS)
+            self._legacy = LegacyEra(self.services, self.pipeline)
 
     # ------------------------------------------------------------ entry points
 
@@ -119,11 +131,9 @@ class Engine:
         return plan
 
     def handle_notification(self, note: jsonrpc.Notification) -> Output | None:
-        overrides = self._overrides.get(note.method)
-        if overrides:
-            plan = self._notification_override(note, overrides)
-            if plan is not None:
-                return plan
+        plan = self.pipeline.notification(note)  # a methods: rule for it replaces the built-in handling
+        if plan is not None:
+            return plan
         if note.method == p.CANCELLED:
             rid = note.params.get("requestId")
             if jsonrpc.valid_id(rid) and rid in self.session.in_flight:
@@ -231,7 +241,7 @@ class Engine:
         method = req.method
         proto = self.protocol
         if method == p.DISCOVER and proto.discover != "normal":
-            return self._discover_fault(req)
+            return _discover_fault(req, proto.discover)
         if method == p.INITIALIZE and proto.era != "legacy" and _claims_stateless(req):
             # Revision 2026-07-28 has no handshake: an initialize carrying its envelope is a request
             # of that revision for a method it does not define. A bare initialize (the dual-era
@@ -261,61 +271,26 @@ class Engine:
                 request_id=req.id,
             )
         ctx = RequestContext(req, meta, self.session.state, self.effects)
-        svc = self.services
         if self.session.armed:  # one-shot overrides from the control channel win over every rule
             from mockmcp.core import armed  # (only the control channel arms: plain runs skip its import
 
+            svc = self.services
             taken = armed.take(self.session.armed, ctx, svc.selector)
             if taken is not None:
                 return svc.expand(ctx, taken.steps, taken.rule)
-        overrides = self._overrides.get(method)
-        if overrides:
-            chosen = svc.selector.select(overrides, ctx)
-            if chosen is not None:
-                return svc.expand(ctx, chosen.steps, chosen.rule)
-        handler = HANDLERS.get(method)
-        if handler is None:
-            if overrides:
-                miss = svc.selector.no_match(overrides, ctx, f"method {method!r}")
-                if svc.fail_unmatched:
-                    raise miss  # the method was scripted (recorded), just not this request
-            elif method not in p.REMOVED_METHODS:
-                svc.note_unknown(ctx, "method", method, list(HANDLERS) + list(self._overrides))
-            raise errors.MethodNotFound(f"Method not found: {method}", request_id=req.id)
-        cap = CAPABILITY_FOR.get(method)
-        if cap is not None and cap not in svc.capabilities:
-            raise errors.MethodNotFound(f"Method not found: {method} (this server does not offer {cap})", request_id=req.id)
-        return handler(svc, ctx)
+        return self.pipeline.serve(ctx, MODERN)
 
-    def _notification_override(self, note: jsonrpc.Notification, rules: list[model.Rule]) -> Plan | None:
-        """A ``methods:`` rule for a notification: the deliberate "response to a notification".
 
-        The request id in templates and in result/error steps is ``null`` (a
-        notification has none); ``raw`` can write any id. A matching rule
-        replaces the built-in handling (for ``notifications/cancelled`` too).
-        """
-        meta = note.params.get("_meta")
-        req = jsonrpc.Request(None, note.method, note.params, note.message)
-        ctx = RequestContext(req, meta if type(meta) is dict else {}, self.session.state, self.effects)
-        chosen = self.services.selector.select(rules, ctx)
-        if chosen is None:
-            return None
-        try:
-            plan = self.services.expand(ctx, chosen.steps, chosen.rule, Mode.NOTIFICATION)
-        except (templates.TemplateError, errors.ClientError):
-            return None  # nothing can be answered to a notification, not even this error
-        plan.has_id = False
-        return plan
-
-    def _discover_fault(self, req: jsonrpc.Request) -> Plan:
-        match self.protocol.discover:
-            case "method-not-found":
-                raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
-            case "invalid-params":
-                raise errors.InvalidParams("Invalid params", request_id=req.id)
-            case "silent":
-                return Plan(req.id, [Park()], req.method, "protocol.discover: silent")
-        return Plan(req.id, [Exit(1)], req.method, "protocol.discover: exit")
+def _discover_fault(req: jsonrpc.Request, fault: str) -> Plan:
+    """``protocol.discover``: what the mock does to ``server/discover`` instead of answering it."""
+    match fault:
+        case "method-not-found":
+            raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
+        case "invalid-params":
+            raise errors.InvalidParams("Invalid params", request_id=req.id)
+        case "silent":
+            return Plan(req.id, [Park()], req.method, "protocol.discover: silent")
+    return Plan(req.id, [Exit(1)], req.method, "protocol.discover: exit")
 
 
 def _no_time() -> float:

@@ -1,4 +1,4 @@
-"""Legacy-era (2025-11-25) and dual-era emulation, as a wrapper around the method handlers.
+"""Legacy-era (2025-11-25) and dual-era emulation: an era of the engine's method pipeline.
 
 ``protocol.era: legacy`` makes the mock answer like a server from before the
 stateless revision: an ``initialize`` handshake, ``ping``, results without
@@ -12,27 +12,37 @@ to exercise their fallback. The handshake state is the session's
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from mockmcp.wire import errors
 from mockmcp.wire import jsonrpc
 from mockmcp.wire import protocol as p
 from mockmcp.core.actions import Action, Emit, Plan, Send
 from mockmcp.core.context import RequestContext
-from mockmcp.core.methods import CAPABILITY_FOR, Handler
+from mockmcp.core.pipeline import Era, MethodPipeline
 from mockmcp.core.services import Services
 
 _MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
 
 
 class LegacyEra:
-    """Serves the requests of the legacy era through the modern handlers, rewriting their results."""
+    """Serves the requests of the legacy era through the engine's method pipeline, rewriting their
+    results; what is this era's own (the handshake, ``ping``, the session methods, the rewriting,
+    its notifications) is here, the override -> handler stages are the pipeline's."""
 
-    __slots__ = ("svc", "handlers")
+    __slots__ = ("svc", "pipeline", "era")
 
-    def __init__(self, svc: Services, handlers: Mapping[str, Handler]) -> None:
+    def __init__(self, svc: Services, pipeline: MethodPipeline) -> None:
         self.svc = svc
-        self.handlers = handlers
+        self.pipeline = pipeline
+        self.era = Era(
+            own=self._own,
+            undefined=_UNDEFINED,
+            refused=_REFUSED,
+            finish=_stripped,
+            notes_unknown=False,
+            names_capability=False,
+        )
 
     def plan(self, req: jsonrpc.Request) -> Plan | None:
         """A legacy-era answer, or ``None`` to serve the request the modern way."""
@@ -48,13 +58,13 @@ class LegacyEra:
             if not svc.session.legacy_initialized and req.method != "ping":
                 # Real legacy servers answer requests before initialize in various ways; most say this.
                 raise errors.InvalidRequest("Server not initialized", request_id=req.id)
-            return self._serve(req)
+            return self.pipeline.serve(self._context(req), self.era)
         # dual era: per-request _meta selects modern; a handshake selects legacy for the rest.
         meta = req.params.get("_meta")
         if isinstance(meta, dict) and p.META_PROTOCOL_VERSION in meta:
             return None
         if svc.session.legacy_initialized or req.method == "ping":
-            return self._serve(req)
+            return self.pipeline.serve(self._context(req), self.era)
         return None
 
     def _initialize(self, req: jsonrpc.Request) -> Plan:
@@ -73,36 +83,14 @@ class LegacyEra:
             result["instructions"] = svc.scenario.server.instructions
         return _result(req, result)
 
-    def _serve(self, req: jsonrpc.Request) -> Plan:
-        svc = self.svc
-        # A methods: rule answers first, as in the modern era (a legacy cassette's recorded
-        # completion/complete is one); the connection's own methods keep their state otherwise.
-        overrides = svc.overrides.get(req.method)
-        ctx = self._context(req) if overrides else None
-        if overrides and ctx is not None:
-            chosen = svc.selector.select(overrides, ctx)
-            if chosen is not None:
-                return _stripped(svc.expand(ctx, chosen.steps, chosen.rule))
-        if req.method == "ping":
-            return _result(req, {})
-        if req.method in _SESSION_METHODS:
-            return self._session_method(req)
-        handler = self.handlers.get(req.method)
-        if handler is None or req.method in (p.DISCOVER, p.SUBSCRIPTIONS_LISTEN):
-            if overrides and ctx is not None:
-                miss = svc.selector.no_match(overrides, ctx, f"method {req.method!r}")
-                if svc.fail_unmatched:
-                    raise miss
-            raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
-        if req.method in p.TASK_METHODS:  # the Tasks extension is not defined under 2025-11-25
-            raise errors.MethodNotFound(
-                f"Method not found: {req.method} (the {p.TASKS_EXTENSION} extension needs protocol version 2026-07-28 or later)",
-                request_id=req.id,
-            )
-        cap = CAPABILITY_FOR.get(req.method)
-        if cap is not None and cap not in svc.capabilities:
-            raise errors.MethodNotFound(f"Method not found: {req.method}", request_id=req.id)
-        return _stripped(handler(svc, ctx if ctx is not None else self._context(req)))
+    def _own(self, ctx: RequestContext) -> Plan | None:
+        """The methods of the legacy connection itself (after a ``methods:`` rule had its chance):
+        ``ping`` and the session methods; ``None`` for every other method."""
+        if ctx.method == "ping":
+            return _result(ctx.request, {})
+        if ctx.method in _SESSION_METHODS:
+            return self._session_method(ctx.request)
+        return None
 
     def _context(self, req: jsonrpc.Request) -> RequestContext:
         """The request as the modern handlers see it: the handshake's version, capabilities and level."""
@@ -159,6 +147,11 @@ class LegacyEra:
 
 MAX_SUBSCRIBED = 10_000  # resources one legacy session may subscribe to
 _SESSION_METHODS = frozenset({p.LEGACY_SET_LEVEL, p.LEGACY_SUBSCRIBE, p.LEGACY_UNSUBSCRIBE})
+# Methods a handler knows that 2025-11-25 does not define, and those it refuses with a reason.
+_UNDEFINED = frozenset({p.DISCOVER, p.SUBSCRIPTIONS_LISTEN})
+_REFUSED = {
+    m: f"the {p.TASKS_EXTENSION} extension needs protocol version 2026-07-28 or later" for m in p.TASK_METHODS
+}
 
 
 def _result(req: jsonrpc.Request, result: dict[str, Any]) -> Plan:

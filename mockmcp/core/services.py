@@ -9,25 +9,29 @@ matching rule's steps, else ``NoRuleMatched``. Sans-I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
 from mockmcp.scenario.model import base as model
 from mockmcp.core.actions import Plan, answered
-from mockmcp.core.context import RequestContext
+from mockmcp.core.context import Mode, RequestContext
 from mockmcp.scenario.definitions import compile_uri_template, iter_rules, validates_input
 from mockmcp.core.envelope import NO_HINTS, CacheHints, Envelope
 from mockmcp.core.rounds import Rounds
 from mockmcp.core.selection import Selector
 from mockmcp.core.session import Session
-from mockmcp.core.steps import Mode, StepExpander
+from mockmcp.core.steps import StepExpander
 
 if TYPE_CHECKING:
+    from mockmcp.core.effects import Effects
+    from mockmcp.core.tasks import TaskTable
     from mockmcp.scenario.model.catalog import Step
 
 _Item = TypeVar("_Item", model.Tool, model.Prompt, model.Resource, model.ResourceTemplate)
 
 
 class Services:
+    """Everything a handler may use, each handed in at construction by the engine."""
+
     def __init__(
         self,
         scenario: model.Scenario,
@@ -37,10 +41,15 @@ class Services:
         selector: Selector,
         steps: StepExpander,
         rounds: Rounds,
+        *,
+        tasks: TaskTable,
+        effects: Effects | None,
+        overrides: Mapping[str, list[model.Rule]],
+        track_unknown: bool = False,
     ) -> None:
         self.scenario = scenario
         self._validators: dict[int, tuple[model.Tool, Callable[[Any], list[str]] | None]] = {}
-        self.effects: Any = None  # the engine's Effects (templates' uuid/now/counter), set by the engine
+        self.effects = effects  # templates' uuid()/now()/counter(): the shell's generator and clock
         self.protocol = scenario.protocol
         self.capabilities = capabilities
         self.envelope = envelope
@@ -49,14 +58,15 @@ class Services:
         self.steps = steps
         self.rounds = rounds
         self._index(scenario)
-        self.tasks: Any = None  # the engine's TaskTable when the scenario scripts tasks (tasks.py)
-        self.track_unknown = False  # set by the verifier: record requests for undefined names
+        self.tasks = tasks  # the Tasks extension's table (empty unless a tool answers with a task)
+        # Record requests for undefined names, with the closest defined name (the verifier's wish).
+        self.track_unknown = track_unknown
         # id(item) -> (item, definition): the entry holds the item, so the id stays its own
         self._definitions: dict[int, tuple[object, dict[str, Any]]] = {}
         self._rule_labels: dict[int, tuple[model.Rule, str]] | None = None
         # protocol.unmatched: fail: a request no rule answers gets the near miss, not a built-in answer
         self.fail_unmatched = scenario.protocol.unmatched == "fail"
-        self.overrides: dict[str, list[model.Rule]] = {}  # the scenario's methods: rules (set by the engine)
+        self.overrides = overrides  # the scenario's methods: rules, by method
 
     def _index(self, scenario: model.Scenario) -> None:
         self.tools = {t.name: t for t in scenario.tools}

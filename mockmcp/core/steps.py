@@ -75,9 +75,7 @@ class StepExpander:
         time_scale: float,
         tasks: TaskTable | None = None,
     ) -> None:
-        self.tasks = tasks
-        if tasks is not None:
-            tasks.render_outcome = self.outcome
+        self.tasks = tasks  # where task steps create their tasks (the table renders outcomes with ``outcome``)
         self.envelope = envelope
         self.session = session
         self.rounds = rounds
