@@ -68,10 +68,16 @@ def new_engine(
     state_key: bytes | None = None,
     compile_replies: bool = True,
     clock: Callable[[], float] | None = None,
+    shared_ids: bool = False,
+    track_unknown: bool = False,
+    task_lookup: Callable[[str], str | None] | None = None,
+    task_archived_ids: Callable[[], list[str]] | None = None,
 ) -> Engine:
     """An engine with what the shell owns handed in: a random HMAC key for ``requestState``
     (unless given), a random generator seeded with ``seed`` (random delays, probabilities)
-    and the wall clock tasks are timed by (unless given: tests hand in trio's)."""
+    and the wall clock tasks are timed by (unless given: tests hand in trio's); and what the
+    process kind decides: ids shared by several clients (HTTP), unknown requests kept for the
+    verifier, a session directory's archive of ended tasks."""
     import random
     import time
 
@@ -84,19 +90,30 @@ def new_engine(
         time_scale=time_scale,
         compile_replies=compile_replies,
         clock=clock if clock is not None else time.time,
+        shared_ids=shared_ids,
+        track_unknown=track_unknown,
+        task_lookup=task_lookup,
+        task_archived_ids=task_archived_ids,
     )
 
 
+def verifying(args: argparse.Namespace | SimpleNamespace) -> bool:
+    """Whether the verifier runs (a journal, a report, ``--strict``, or a session, which keeps a journal)."""
+    return bool(args.journal or args.report or args.strict or getattr(args, "session", None))
+
+
 def attach_observers(
-    args: argparse.Namespace | SimpleNamespace, engine: Engine, conn: ShellConnection | LineConnection, log: StderrLog
+    args: argparse.Namespace | SimpleNamespace, engine: Engine, conn: ShellConnection | LineConnection, log: StderrLog,
+    *, journal: str | None = None,
 ) -> Hooks:
     """Hook the journal and the verifier in only when asked for (they cost start-up time): a mock's
-    connection or the proxy's. The observers by name (``output``, ``event``, ``finish``, ...)."""
-    if not (args.journal or args.report or args.strict):
+    connection or the proxy's. ``journal``: where to write it, when not ``--journal`` (a session
+    directory's). The observers by name (``output``, ``event``, ``finish``, ...)."""
+    if not verifying(args):
         return {}
     from mockmcp.verify.verifier import attach
 
-    return attach(engine, conn, log, journal=args.journal, report=args.report, strict=args.strict,
+    return attach(engine, conn, log, journal=journal or args.journal, report=args.report, strict=args.strict,
                   session=getattr(args, "session", None))
 
 
@@ -134,4 +151,4 @@ def server_command(words: Sequence[str], prog: str) -> list[str] | None:
     return cmd
 
 
-__all__ = ["attach_observers", "finished", "load_scenario", "new_control", "new_engine", "open_log", "server_command"]
+__all__ = ["attach_observers", "verifying", "finished", "load_scenario", "new_control", "new_engine", "open_log", "server_command"]

@@ -103,6 +103,7 @@ def run_http(args: argparse.Namespace | SimpleNamespace, scenario: Scenario, con
         request_timeout=args.http_request_timeout,
         keepalive=args.sse_keepalive,
         on_output=observers.get("output"),
+        on_data=control.outbound if control is not None else None,  # the control journal's tap
         on_event=observers.get("event"),
         on_request=observers.get("httpRequest"),
         on_finding=observers.get("httpFinding"),

@@ -11,7 +11,7 @@ import sys
 from functools import partial
 from typing import TYPE_CHECKING
 
-from mockmcp.launch.boot import attach_observers, finished, load_scenario, new_engine, open_log, server_command
+from mockmcp.launch.boot import attach_observers, finished, load_scenario, new_engine, open_log, server_command, verifying
 
 if TYPE_CHECKING:
     import argparse
@@ -38,7 +38,7 @@ def proxy(args: argparse.Namespace) -> int:
     from mockmcp.record.proxy_connection import ProxyConnection
 
     log = open_log(args.log_level, warnings)
-    engine = new_engine(scenario, seed=args.seed, time_scale=args.time_scale)
+    engine = new_engine(scenario, seed=args.seed, time_scale=args.time_scale, track_unknown=verifying(args))
     conn = ProxyConnection(engine)
     observers = attach_observers(args, engine, conn, log)
     serve = partial(serve_proxy, cmd, conn, startup_wait=args.startup_wait, grace=args.grace, log=log,

@@ -14,7 +14,7 @@ import sys
 from functools import partial
 from typing import TYPE_CHECKING
 
-from mockmcp.launch.boot import attach_observers, finished, load_scenario, new_control, new_engine, open_log
+from mockmcp.launch.boot import attach_observers, finished, load_scenario, new_control, new_engine, open_log, verifying
 
 if TYPE_CHECKING:
     import argparse
@@ -42,31 +42,46 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     log = open_log(args.log_level, warnings)
     if scenario.protocol.ignoreSigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    engine = new_engine(scenario, seed=args.seed, time_scale=args.time_scale)
-    plain = Connection(engine, max_line=args.max_line_bytes or DEFAULT_MAX_LINE)
-    conn: ShellConnection = plain
+    store = None
     session = getattr(args, "session", None)
     if session:
-        from mockmcp.sessiondir.connection import SessionConnection
         from mockmcp.sessiondir.layout import SessionError, scenario_ref
         from mockmcp.sessiondir.store import SessionStore
         from mockmcp.verify.report import SavedVerdict
 
         try:
             store = SessionStore(session, scenario_ref(args.scenario), SavedVerdict())
+        except SessionError as exc:
+            print(f"mockmcp: {exc}", file=sys.stderr)
+            return 2
+    engine = new_engine(
+        scenario, seed=args.seed, time_scale=args.time_scale,
+        shared_ids=getattr(args, "http", None) is not None,  # several HTTP clients may each use any id
+        track_unknown=verifying(args),
+        task_lookup=store.archived if store is not None else None,  # (a task the log does not know may be archived)
+        task_archived_ids=store.archived_ids if store is not None else None,
+    )
+    plain = Connection(engine, max_line=args.max_line_bytes or DEFAULT_MAX_LINE)
+    conn: ShellConnection = plain
+    journal = None
+    if store is not None:
+        from mockmcp.sessiondir.connection import SessionConnection
+        from mockmcp.sessiondir.layout import SessionError
+
+        try:
             store.check(engine)
         except SessionError as exc:
             print(f"mockmcp: {exc}", file=sys.stderr)
             return 2
         conn = SessionConnection(plain, store)
-        args.journal = store.journal  # the session's journal: `mockmcp report DIR` judges it
+        journal = store.journal  # the session's journal: `mockmcp report DIR` judges it
     gc.freeze()
     # Young collections every 10,000 allocations, not 700: a busy mock allocates many
     # short-lived objects per message and thousands of tasks (streams, timers) live long;
     # at the default, collecting cost 10,000 timed streams a quarter of their time.
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
-    observers = attach_observers(args, engine, conn, log)
+    observers = attach_observers(args, engine, conn, log, journal=journal)
     control = new_control(args, engine, conn)
     if getattr(args, "http", None) is not None:
         from mockmcp.launch.http import run_http  # (h11 is imported only here: stdio spawns stay as they were)
@@ -84,6 +99,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
             ignore_eof=scenario.protocol.ignoreEof,
             log=log,
             on_output=observers.get("output"),
+            on_data=control.outbound if control is not None else None,  # the control journal's tap
             on_event=observers.get("event"),
             exit_after=(ea.messages, ea.status) if (ea := scenario.protocol.exitAfter) is not None else None,
             close_stdout=_close_stdout,

@@ -53,9 +53,6 @@ class SessionConnection:
         self._conn = conn
         self._store = store
         self.engine = conn.engine
-        if self.engine.tasks is not None:
-            self.engine.tasks.lookup = store.archived  # (a task the log does not know may be archived)
-            self.engine.tasks.archived_ids = store.archived_ids
         self._listening: trio.Event | None = None  # while ``watch`` waits for a stream to watch tasks
         self._journal: JournalFile | None = None
         self._expectations: list[Expectation] = []

@@ -45,7 +45,6 @@ class Controlled(Protocol):
     """What the control channel needs of a shell: the stdio ``server.Shell`` and ``httpshell.HttpShell``."""
 
     log: Any
-    on_data: Callable[[bytes], None] | None  # every message the shell writes (the control journal)
 
     async def deliver(self, sends: list[Send]) -> None: ...  # events made by the control channel
 
@@ -172,7 +171,6 @@ class ControlServer:
         self.log = log if log is not None else shell.log
         self.clients = 0
         self.bound: tuple[int, int] | None = None  # (device, inode) of the socket this process put at PATH
-        shell.on_data = control.outbound
 
     def bind(self) -> stdsocket.socket:
         """Create the socket at PATH, mode 0600 from its first instant (raises ``ControlPathError``).

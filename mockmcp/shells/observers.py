@@ -1,9 +1,8 @@
 """Who the stdio shell tells what it wrote and what happened: each observer optional.
 
 ``on_output`` (the journal, the verifier: each message written, ``None`` for raw bytes) and
-``on_event`` (journal events) are given when the shell is built; ``on_data`` (every line
-written, undecoded) is the control channel's tap, which the control server sets when it
-starts. The reader, the plan tasks and the shell all write, so they share this one holder.
+``on_event`` (journal events) and ``on_data`` (every line written, undecoded: the control
+channel's tap) are given when the shell is built. The reader, the plan tasks and the shell all write, so they share this one holder.
 """
 
 from __future__ import annotations
@@ -20,10 +19,11 @@ OnData = Callable[[bytes], None]  # every line written, undecoded
 class Observers:
     __slots__ = ("on_output", "on_event", "on_data")
 
-    def __init__(self, on_output: OnOutput | None = None, on_event: OnEvent | None = None) -> None:
+    def __init__(self, on_output: OnOutput | None = None, on_event: OnEvent | None = None,
+                 on_data: OnData | None = None) -> None:
         self.on_output = on_output
         self.on_event = on_event
-        self.on_data: OnData | None = None
+        self.on_data = on_data
 
     def emitted(self, send: Send) -> None:
         """A message on its way to stdout."""

@@ -59,6 +59,7 @@ class Shell:
         exit_process: Callable[[int], Any] | None = None,
         on_output: OnOutput | None = None,
         on_event: OnEvent | None = None,
+        on_data: OnData | None = None,
         read_size: int = 65536,
         exit_after: tuple[int, int] | None = None,
         close_stdout: Callable[[], Any] | None = None,
@@ -72,7 +73,7 @@ class Shell:
         self.ignore_eof = ignore_eof
         self.log = log or StderrLog("warning")
         self.exit_process = exit_process or hard_exit
-        self.observers = Observers(on_output, on_event)
+        self.observers = Observers(on_output, on_event, on_data)
         self.asks = Asks(self.log)  # the server's requests to the client, by id, until answered (waits.py)
         self.task_wake = TaskWake()  # wakes the listen streams that watch tasks when a request changed tasks
         # Plans with scripted work left (not parked), and the proxy's forwards owed: the EOF grace waits for them.
@@ -101,12 +102,8 @@ class Shell:
 
     @property
     def on_data(self) -> OnData | None:
-        """Every line written, undecoded: the control channel's journal, which sets it when it starts."""
+        """Every line written, undecoded (the control channel's journal)."""
         return self.observers.on_data
-
-    @on_data.setter
-    def on_data(self, on_data: OnData | None) -> None:
-        self.observers.on_data = on_data
 
     @property
     def busy(self) -> int:

@@ -292,7 +292,6 @@ def attach(engine: Engine, conn: ShellConnection | LineConnection, log: Log, *, 
            report: str | None = None, strict: bool = False, session: str | None = None) -> Hooks:
     """A verifier watching ``conn`` (its inbound lines and its plans); its callbacks by name."""
     v = Verifier(engine, log, journal=journal, report=report, strict=strict, session=session)
-    engine.services.track_unknown = True
     conn.observers.append(v.inbound)
     if isinstance(conn, BoundsJournal) and v.journal is not None:
         conn.attach_journal(v.journal, engine.scenario.expectations)

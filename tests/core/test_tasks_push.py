@@ -20,7 +20,7 @@ from typing import Any
 import trio
 import trio.testing
 from support.messages import line, request
-from support.engines import GATED, scenario_engine
+from support.engines import GATED, scenario_engine, session_engine
 from support.taskclient import TaskClient
 
 from mockmcp.wire import protocol as p
@@ -114,8 +114,8 @@ def _json(engine: Any, tid: str) -> str:
 def _pair(tmp_path: Path, clock: Clock, scenario: str = "tasks") -> tuple[Any, Any]:
     conns = []
     for key in (b"a", b"b"):
-        engine = scenario_engine(scenario, state_key=key, clock=clock)
         store = SessionStore(str(tmp_path), "tasks", SavedVerdict())
+        engine = session_engine(scenario, store, state_key=key, clock=clock)
         store.check(engine)
         conns.append(SessionConnection(Connection(engine), store))
     return conns[0], conns[1]

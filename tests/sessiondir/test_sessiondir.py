@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from support.process import run_mock
-from support.engines import scenario_engine
+from support.engines import scenario_engine, session_engine
 from support.taskclient import TaskClient
 
 from mockmcp.sessiondir import layout
@@ -155,10 +155,10 @@ def test_journal_and_session_together_are_a_usage_error(tmp_path: Path) -> None:
 
 def test_compaction_keeps_what_is_live_and_other_processes_follow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(layout, "COMPACT_MIN", 2000)
-    a_engine = scenario_engine("tasks", state_key=b"a", clock=lambda: 1e9)
-    b_engine = scenario_engine("tasks", state_key=b"b", clock=lambda: 1e9)
     a = SessionStore(str(tmp_path), "tasks", SavedVerdict())
     b = SessionStore(str(tmp_path), "tasks", SavedVerdict())
+    a_engine = session_engine("tasks", a, state_key=b"a", clock=lambda: 1e9)
+    b_engine = session_engine("tasks", b, state_key=b"b", clock=lambda: 1e9)
     from support.messages import line, request
     from mockmcp.core.connection import Connection
 
@@ -209,8 +209,8 @@ def test_a_corrupt_task_record_is_an_error_for_that_task_and_is_left_as_it_is(tm
     from support.messages import line, request
     from mockmcp.core.connection import Connection
 
-    engine = scenario_engine("tasks", state_key=b"a", clock=lambda: 1e9)
     store = SessionStore(str(tmp_path), "tasks", SavedVerdict())
+    engine = session_engine("tasks", store, state_key=b"a", clock=lambda: 1e9)
     ext = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
     conn = SessionConnection(Connection(engine), store)
 

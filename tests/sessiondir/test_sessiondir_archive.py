@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from support.messages import line, request
-from support.engines import scenario_engine
+from support.engines import scenario_engine, session_engine
 
 from mockmcp.sessiondir import archive, layout
 from mockmcp.sessiondir.connection import SessionConnection
@@ -36,8 +36,8 @@ class Process:
     """One mock process on the directory: its own engine and store (the clock is shared and fixed)."""
 
     def __init__(self, directory: Path, clock: Any = None) -> None:
-        self.engine = scenario_engine("tasks", state_key=b"k", clock=clock or (lambda: 1e9))
         self.store = SessionStore(str(directory), "tasks", SavedVerdict())
+        self.engine = session_engine("tasks", self.store, state_key=b"k", clock=clock or (lambda: 1e9))
         self.store.check(self.engine)
         self.conn = SessionConnection(Connection(self.engine), self.store)
         self.rid = 0

@@ -32,8 +32,8 @@ tools:
 class ControlLink:
     """One control client on a socketpair, served by the real ``ControlServer._client``."""
 
-    def __init__(self, harness: Harness) -> None:
-        self.control = Control(harness.engine, fragments)
+    def __init__(self, harness: Harness, control: Control) -> None:
+        self.control = control
         harness.shell.conn.observers.append(self.control.inbound)
         self.server = ControlServer("/nonexistent/unused.sock", self.control, harness.shell)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -61,8 +61,10 @@ class ControlLink:
 
 
 async def rig(nursery: trio.Nursery) -> tuple[Harness, ControlLink]:
-    harness = Harness(engine_for(SCENARIO))
-    link = ControlLink(harness)  # before the shell runs: the journal's taps are in place
+    engine = engine_for(SCENARIO)
+    control = Control(engine, fragments)
+    harness = Harness(engine, on_data=control.outbound)  # the journal's tap, from the shell's first line
+    link = ControlLink(harness, control)
     await harness.start(nursery)
     await link.start(nursery)
     return harness, link

@@ -43,7 +43,7 @@ def scenario(steps: list[HttpStep]) -> model.Scenario:
 
 
 def serve(sc: model.Scenario) -> bytes:
-    conn = Connection(new_engine(sc))
+    conn = Connection(new_engine(sc, shared_ids=True))
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                        "params": {"name": "t", "arguments": {}, "_meta": META}}).encode()
     head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json, text/event-stream\r\n"

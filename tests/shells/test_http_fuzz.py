@@ -83,7 +83,7 @@ def serve_once(engine_conn: Connection, data: bytes) -> bytes:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(raw_requests(), min_size=1, max_size=3))
 def test_any_bytes_get_an_http_answer_or_a_close(requests: list[bytes]) -> None:
-    conn = Connection(bundled("default"))
+    conn = Connection(bundled("default", shared_ids=True))
     for data in requests:
         out = serve_once(conn, data)
         assert out == b"" or out.startswith(b"HTTP/1."), out[:200]

@@ -20,7 +20,7 @@ from mockmcp.core.engine import Engine
 from mockmcp.scenario.loader import load, load_text
 from mockmcp.launch.run import new_engine
 
-__all__ = ["GATED", "bundled", "engine_for", "plan_for", "scenario_engine"]
+__all__ = ["GATED", "bundled", "engine_for", "plan_for", "scenario_engine", "session_engine"]
 
 
 # ---------------------------------------------------------------- engines
@@ -44,6 +44,12 @@ def scenario_engine(name_or_yaml: str, **kw: Any) -> Engine:
         return engine_for(name_or_yaml, **kw)
     scenario, _ = load(name_or_yaml, use_cache=False)
     return new_engine(scenario, **kw)  # type: ignore[no-any-return]
+
+
+def session_engine(name_or_yaml: str, store: Any, **kw: Any) -> Engine:
+    """An engine served from a session directory (as ``mockmcp run --session`` builds it): the
+    store's archive of ended tasks is where the task table looks for a task it does not hold."""
+    return scenario_engine(name_or_yaml, task_lookup=store.archived, task_archived_ids=store.archived_ids, **kw)
 
 
 def plan_for(engine: Engine, msg: dict[str, Any]) -> Plan | Cancel:

@@ -34,7 +34,8 @@ class Harness:
     """
 
     def __init__(self, engine: Engine, *, log_level: str = "info", grace: float = 1.0,
-                 max_line: int = DEFAULT_MAX_LINE, timed_streams: bool = True) -> None:
+                 max_line: int = DEFAULT_MAX_LINE, timed_streams: bool = True,
+                 on_data: Callable[[bytes], None] | None = None) -> None:
         self.engine = engine
         self.stdin_send, stdin_recv = trio.testing.memory_stream_one_way_pair()
         self.stdout_send, self.stdout_recv = trio.testing.memory_stream_one_way_pair()
@@ -52,6 +53,7 @@ class Harness:
             exit_process=self.exits.append,
             exit_after=None if exit_after is None else (exit_after.messages, exit_after.status),
             timed_streams=timed_streams,
+            on_data=on_data,
         )
         # (virtual time, raw line) as written: a reader task drains stdout continuously, so
         # the shell never waits on its stdout; ``tail`` is a last line not (yet) ended.

@@ -26,15 +26,6 @@ class HttpControlled:
         self.lifecycle = lifecycle
         self.counter = counter
 
-    @property
-    def on_data(self) -> Callable[[bytes], None] | None:
-        """Every message the shell writes (the control journal), once the control server set it."""
-        return self.taps.on_data
-
-    @on_data.setter
-    def on_data(self, tap: Callable[[bytes], None] | None) -> None:
-        self.taps.on_data = tap
-
     async def deliver(self, sends: list[Send]) -> None:
         """Messages made outside a plan (the control channel's events) onto the listen streams they name."""
         await self.routes.deliver_all(sends)

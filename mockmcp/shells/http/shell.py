@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Callable
 
 import trio
 
@@ -46,6 +47,7 @@ class HttpShell:
         on_event: OnEvent | None = None,
         on_request: OnRequest | None = None,
         on_finding: OnFinding | None = None,
+        on_data: Callable[[bytes], None] | None = None,
         invalid_tools: dict[str, str] | None = None,
         max_connections: int = MAX_CONNECTIONS,
         request_timeout: float = REQUEST_TIMEOUT,
@@ -58,9 +60,11 @@ class HttpShell:
         engine = connection.engine
         # Ids are the sender's, and over HTTP the server cannot tell senders apart (every SDK starts at
         # 0 or 1): requests of two clients may hold one id at once. So each id maps to the plans and
-        # listen streams holding it, and the engine hears an id is finished when its last holder ends.
-        connection.engine.shared_ids = True
-        self.taps = taps = Taps(on_output, on_event, on_request, on_finding)
+        # listen streams holding it, and the engine hears an id is finished when its last holder ends:
+        # the engine must be built for that (``new_engine(..., shared_ids=True)``).
+        if not engine.shared_ids:
+            raise ValueError("the HTTP shell serves an engine built with shared_ids=True")
+        self.taps = taps = Taps(on_output, on_event, on_request, on_finding, on_data)
         self.lifecycle = lifecycle = Lifecycle(log, grace)
         self.counter = counter = ExitCounter(log, exit_process or hard_exit, exit_after)
         self.gate = gate = ReadingGate(log, taps)

@@ -22,12 +22,13 @@ class Taps:
     __slots__ = ("on_output", "on_event", "on_request", "on_finding", "on_data")
 
     def __init__(self, on_output: OnOutput | None = None, on_event: OnEvent | None = None,
-                 on_request: OnRequest | None = None, on_finding: OnFinding | None = None) -> None:
+                 on_request: OnRequest | None = None, on_finding: OnFinding | None = None,
+                 on_data: Callable[[bytes], None] | None = None) -> None:
         self.on_output = on_output
         self.on_event = on_event
         self.on_request = on_request  # the verifier: each request's headers, before its body
         self.on_finding = on_finding  # the verifier: client checks the rules found
-        self.on_data: Callable[[bytes], None] | None = None
+        self.on_data = on_data  # the control channel's journal: every message written
 
     def event(self, name: str, fields: dict[str, Any]) -> None:
         if self.on_event is not None:
