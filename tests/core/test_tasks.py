@@ -9,7 +9,6 @@ task clock.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import pytest
@@ -17,46 +16,12 @@ import trio
 from support.messages import line, request
 from support.fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
 from support.engines import GATED, scenario_engine
+from support.taskcore import EXT, Core
 
 from mockmcp.wire import protocol as p
 from mockmcp.core.actions import Send
-from mockmcp.core.connection import Connection
 
-EXT = {"extensions": {p.TASKS_EXTENSION: {}}}
 ISO = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"
-
-
-class Core:
-    """A client on the core itself: one request in, the messages it planned out."""
-
-    def __init__(self, scenario: str = "tasks", key: bytes = b"k", **kw: Any) -> None:
-        self.now = 1_800_000_000.0
-        self.engine = scenario_engine(scenario, state_key=key, seed=0, clock=lambda: self.now, **kw)
-        self.conn = Connection(self.engine)
-        self.ids = itertools.count(1)
-
-    def send(self, method: str, params: dict[str, Any] | None = None, caps: Any = EXT) -> list[dict[str, Any]]:
-        msg = request(next(self.ids), method, params, {p.META_CLIENT_CAPABILITIES: caps})
-        out = []
-        for plan in self.conn.receive_data(line(msg)):
-            out.extend(a.message for a in plan.actions if isinstance(a, Send))  # type: ignore[union-attr]
-        return out
-
-    def ask(self, method: str, params: dict[str, Any] | None = None, caps: Any = EXT) -> dict[str, Any]:
-        """The response (notifications to streams, if any, are dropped)."""
-        (answer,) = [m for m in self.send(method, params, caps) if "id" in m]
-        return answer
-
-    def call(self, tool: str, caps: Any = EXT, **args: Any) -> dict[str, Any]:
-        return self.ask("tools/call", {"name": tool, "arguments": args}, caps)
-
-    def start(self, tool: str, **args: Any) -> str:
-        result = self.call(tool, **args)["result"]
-        assert result["resultType"] == "task", result
-        return str(result["taskId"])
-
-    def get(self, task_id: Any) -> dict[str, Any]:
-        return self.ask("tasks/get", {"taskId": task_id})
 
 
 def test_discover_advertises_the_extension_only_when_the_scenario_has_tasks() -> None:

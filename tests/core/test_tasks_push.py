@@ -19,9 +19,9 @@ from typing import Any
 
 import trio
 import trio.testing
-from support.messages import line, request
 from support.engines import GATED, scenario_engine, session_engine
 from support.taskclient import TaskClient
+from support.taskcore import TASKS_META, send_with_tasks, task_notes
 
 from mockmcp.wire import protocol as p
 from mockmcp.sessiondir.connection import SessionConnection
@@ -29,7 +29,6 @@ from mockmcp.sessiondir.store import SessionStore
 from mockmcp.verify.report import SavedVerdict
 from mockmcp.core.connection import Connection
 
-EXT = {p.META_CLIENT_CAPABILITIES: {"extensions": {p.TASKS_EXTENSION: {}}}}
 FULL = {"taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
 
 
@@ -41,19 +40,9 @@ class Clock:
         return self.now
 
 
-def _send(conn: Any, rid: Any, method: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every message the immediate part of the answer writes (the answer, notifications)."""
-    (plan,) = conn.receive_data(line(request(rid, method, params, EXT)))
-    return [a.message for a in plan.actions if hasattr(a, "message")]
-
-
 def _result(conn: Any, rid: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    (msg,) = [m for m in _send(conn, rid, method, params) if m.get("id") == rid]
+    (msg,) = [m for m in send_with_tasks(conn, rid, method, params) if m.get("id") == rid]
     return msg["result"]  # type: ignore[no-any-return]
-
-
-def _notes(sends: list[Any]) -> list[dict[str, Any]]:
-    return [s.message["params"] for s in sends if s.message.get("method") == p.TASKS_NOTIFICATION]
 
 
 # ---------------------------------------------------------------- core: the task table
@@ -64,13 +53,13 @@ def test_notify_watchers_sends_each_new_state_once_with_the_full_task() -> None:
     conn_there = Connection(there)
     tid = _result(conn_there, 1, "tools/call", {"name": "forever"})["taskId"]
     here.tasks.load(tid, _json(there, tid))  # what the session store does with another process's line
-    listen = _send(Connection(here), 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
+    listen = send_with_tasks(Connection(here), 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
     assert listen[0]["params"]["notifications"]["taskIds"] == [tid]
     assert here.task_notifications() == []  # the stream saw this state when it opened
 
     _result(conn_there, 2, "tasks/cancel", {"taskId": tid})
     here.tasks.load(tid, _json(there, tid))
-    (note,) = _notes(here.task_notifications())
+    (note,) = task_notes(here.task_notifications())
     assert note["status"] == "cancelled" and note["taskId"] == tid and FULL <= set(note)
     assert note["_meta"] == {p.META_SUBSCRIPTION_ID: 7}
     assert here.task_notifications() == []  # once per state
@@ -81,11 +70,11 @@ def test_notify_watchers_tells_states_apart_even_at_the_same_version() -> None:
     here, there = (scenario_engine("tasks", state_key=k, clock=clock) for k in (b"a", b"b"))
     tid = _result(Connection(there), 1, "tools/call", {"name": "forever"})["taskId"]
     here.tasks.load(tid, _json(there, tid))
-    _send(Connection(here), 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
+    send_with_tasks(Connection(here), 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
     rec = there.tasks.get(tid)
     rec.status, rec.message = "cancelled", "another process's view"  # same version, another state
     here.tasks.load(tid, _json(there, tid))
-    assert [n["status"] for n in _notes(here.task_notifications())] == ["cancelled"]
+    assert [n["status"] for n in task_notes(here.task_notifications())] == ["cancelled"]
 
 
 def test_notify_watchers_brings_timed_tasks_up_to_date_on_the_clock() -> None:
@@ -93,11 +82,11 @@ def test_notify_watchers_brings_timed_tasks_up_to_date_on_the_clock() -> None:
     engine = scenario_engine("tasks", state_key=b"a", clock=clock)
     conn = Connection(engine)
     tid = _result(conn, 1, "tools/call", {"name": "deploy"})["taskId"]
-    _send(conn, 2, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
+    send_with_tasks(conn, 2, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
     clock.now += 1.9
     assert engine.task_notifications() == []
     clock.now += 0.2
-    (note,) = _notes(engine.task_notifications())
+    (note,) = task_notes(engine.task_notifications())
     assert note["status"] == "completed" and note["result"]["content"][0]["text"] == "deployed"
     engine.finished(2)  # the stream closed: nothing more for it, and nobody watches
     assert engine.tasks.watchers == {} and engine.task_notifications() == []
@@ -124,27 +113,27 @@ def _pair(tmp_path: Path, clock: Clock, scenario: str = "tasks") -> tuple[Any, A
 def test_a_store_notices_another_process_change_with_one_stat_and_wakes_its_streams(tmp_path: Path) -> None:
     here, there = _pair(tmp_path, Clock())
     tid = _result(there, 1, "tools/call", {"name": "approve", "arguments": {"change": "v3"}})["taskId"]
-    _send(here, 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
+    send_with_tasks(here, 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
     assert not here.refresh()  # nothing new since its own read: no lock taken
     assert _result(there, 2, "tasks/get", {"taskId": tid})["status"] == "working"  # the poll ends "preparing"
     assert here.refresh() and here.engine.take_task_changes()
-    (note,) = _notes(here.engine.task_notifications())
+    (note,) = task_notes(here.engine.task_notifications())
     assert note["status"] == "input_required" and note["inputRequests"]["approval"]["params"]["message"] == "Approve v3?"
     assert note["_meta"][p.META_SUBSCRIPTION_ID] == 7
     _result(there, 3, "tasks/update", {"taskId": tid, "inputResponses": {"approval": {"action": "accept", "content": {"approved": True}}}})
     assert here.refresh() and here.engine.take_task_changes()
-    assert [n["status"] for n in _notes(here.engine.task_notifications())] == ["working"]
+    assert [n["status"] for n in task_notes(here.engine.task_notifications())] == ["working"]
     assert not here.refresh() and not here.engine.take_task_changes()
 
 
 def test_a_named_state_set_by_another_process_ends_a_phase_gated_on_it(tmp_path: Path) -> None:
     here, there = _pair(tmp_path, Clock(), GATED)
     tid = _result(there, 1, "tools/call", {"name": "gated"})["taskId"]
-    _send(here, 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
+    send_with_tasks(here, 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
     assert not here.engine.take_task_changes()
     _result(there, 2, "tools/call", {"name": "release"})  # only the state changes (no task record)
     assert here.refresh() and here.engine.take_task_changes()  # the streams are woken
-    (note,) = _notes(here.engine.task_notifications())
+    (note,) = task_notes(here.engine.task_notifications())
     assert note["status"] == "completed" and note["result"]["content"][0]["text"] == "released"
 
 
@@ -170,13 +159,13 @@ def test_the_watcher_polls_only_while_a_stream_watches_tasks(tmp_path: Path) -> 
             await trio.sleep(10)
             assert stats == []  # no stream watches tasks: not one stat in 10 s
             tid = _result(there, 1, "tools/call", {"name": "forever"})["taskId"]
-            _send(here, 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
+            send_with_tasks(here, 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
             await trio.sleep(1)
             assert 15 <= len(stats) <= 21 and woken == []  # every 50 ms; nothing changed yet
             _result(there, 2, "tasks/cancel", {"taskId": tid})
             await trio.sleep(0.06)
             assert len(woken) == 1
-            (note,) = _notes(here.engine.task_notifications())
+            (note,) = task_notes(here.engine.task_notifications())
             assert note["status"] == "cancelled"
             here.engine.finished(7)  # the stream ended
             await trio.sleep(0.2)
@@ -300,10 +289,10 @@ def test_an_http_process_shares_the_session_and_its_stream_hears_the_other_proce
     with HttpMock("tasks", "--session", session, "--time-scale", "0.25") as mock:
         b = TaskClient("tasks", "--session", session, time_scale=0.25)
         try:
-            forever = mock.post(msg(1, "tools/call", {"name": "forever", "arguments": {}}, EXT)).json()["result"]["taskId"]
-            deploy = mock.post(msg(2, "tools/call", {"name": "deploy", "arguments": {}}, EXT)).json()["result"]["taskId"]
+            forever = mock.post(msg(1, "tools/call", {"name": "forever", "arguments": {}}, TASKS_META)).json()["result"]["taskId"]
+            deploy = mock.post(msg(2, "tools/call", {"name": "deploy", "arguments": {}}, TASKS_META)).json()["result"]["taskId"]
             assert b.get(forever)["result"]["status"] == "working"  # the HTTP process's task, seen by B
-            conn, resp = mock.stream(msg(3, "subscriptions/listen", {"notifications": {"taskIds": [forever, deploy]}}, EXT))
+            conn, resp = mock.stream(msg(3, "subscriptions/listen", {"notifications": {"taskIds": [forever, deploy]}}, TASKS_META))
             try:
                 (ack,) = read_events(resp, 1)
                 assert json.loads(sse_data(ack)[0])["params"]["notifications"]["taskIds"] == [forever, deploy]

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from support.messages import line, request
 from support.engines import scenario_engine, session_engine
+from support.taskcore import send_with_tasks, task_notes
 
 from mockmcp.sessiondir import archive, layout
 from mockmcp.sessiondir.connection import SessionConnection
@@ -153,19 +154,14 @@ def test_the_archive_stays_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_a_watched_task_that_ends_and_is_archived_by_another_process_is_still_announced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The other process ends the task and compacts it into the archive before this one reads the
     log again: this one never sees the task's last line in the log, yet its stream hears the end."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parents[1] / "core"))  # the push tests' own helpers
-    from test_tasks_push import _notes, _send
-
     monkeypatch.setattr(layout, "COMPACT_MIN", 1)
     here, there = Process(tmp_path), Process(tmp_path)
     tid = there.send("tools/call", {"name": "forever", "arguments": {}})["result"]["taskId"]
-    _send(here.conn, 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
+    send_with_tasks(here.conn, 7, "subscriptions/listen", {"notifications": {"taskIds": [tid]}})
     assert there.send("tasks/cancel", {"taskId": tid})["result"]["resultType"] == "complete"
     assert tid not in (tmp_path / "state.log").read_text()  # (compacted into the archive at once)
     assert here.conn.refresh() and here.engine.take_task_changes()
-    (note,) = _notes(here.engine.task_notifications())
+    (note,) = task_notes(here.engine.task_notifications())
     assert note["status"] == "cancelled" and note["taskId"] == tid
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from support.messages import request
 from support.taskclient import TaskClient
-from test_tasks import EXT, Core
+from support.taskcore import EXT, Core
 
 from mockmcp.wire import protocol as p
 from mockmcp.verify.task_checks import TaskChecker
