@@ -15,7 +15,7 @@ from typing import Any
 
 from support.messages import META, request
 from support.paths import SCENARIOS
-from test_control_core import Rig
+from support.controlcore import Rig
 
 from mockmcp.core.control import NOT_FOUND
 
