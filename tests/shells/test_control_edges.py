@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from test_control_shell import Mock
+from support.controlprocess import Mock
 from support.fuzz import MUTATIONS, VALUES
 
 from mockmcp.controlclient import SyncControl
