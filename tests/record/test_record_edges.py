@@ -1,6 +1,6 @@
 """``mockmcp record`` against a hostile real server: bounded memory, a cassette that loads, no traceback.
 
-The server is test_proxy_edges' ``HOSTILE_SERVER`` (it writes whatever each call
+The server is ``support.hostileserver``'s (it writes whatever each call
 asks for, then the call's answer, then an end marker). Under the recorder:
 
 - a flood of 4 KB notifications during one call costs the recorder a bounded amount of
@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mockmcp.record import cassette as cassette_mod
 from support.fuzz import mutated
-from test_proxy_edges import ANSWERS, FIXED_LINES, Client, exchange, expected, hostile_call, server_script
+from support.hostileserver import ANSWERS, FIXED_LINES, Client, exchange, expected, hostile_call, server_script
 
 J = b'{"jsonrpc":"2.0",'
 
