@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.legacyclient import Legacy
 
 from interop import tsclient
 from interop.matrix import run_batch, run_client
@@ -187,8 +188,6 @@ def _asking_rule(scenario: Any, method: str) -> tuple[str, Any]:
 @pytest.mark.parametrize("session", ["everything"], indirect=True)  # the one that asks the client
 def test_legacy_server_requests_replay_as_requests_that_wait_for_the_clients_answer(
         session: dict[str, Any], tmp_path: Path) -> None:
-    from core.test_legacy_era import Legacy  # (tests/core: the legacy era's own client)
-
     scenario, _ = loader.load(str(session["cassette"]), use_cache=False)
     asks = {}
     for method in ("roots/list", "sampling/createMessage", "elicitation/create"):
