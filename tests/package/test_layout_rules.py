@@ -5,6 +5,9 @@
 - No class defines ``__getattr__``: a class that forwards unknown attributes to another object
   hides its surface from IDEs and ``mypy``; it declares what it offers instead. (A module-level
   ``__getattr__``, PEP 562, is another matter and not checked here.)
+- No test module imports another test module (``from test_tasks import Core``): that works only
+  when the other module's folder happens to be on ``sys.path`` (same folder, or collected first),
+  so a file run alone fails. What tests share lives in ``tests/support/``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "mockmcp"
 MODULES = sorted(PACKAGE.rglob("*.py"))
+TESTS = Path(__file__).resolve().parents[1]
+TEST_SOURCES = sorted(p for p in TESTS.rglob("*.py") if "node_modules" not in p.relative_to(TESTS).parts)
 
 
 def _module_name(path: Path) -> str:
@@ -74,8 +79,36 @@ def forwarding_classes(source: str, path: Path) -> list[str]:
     return found
 
 
+def _a_test_module(dotted: str) -> bool:
+    return any(part.startswith("test_") for part in dotted.split("."))
+
+
+def imports_of_test_modules(source: str, path: Path) -> list[str]:
+    """Each import of a test module (``test_*``, at any depth of a dotted name), as ``line: what``."""
+    found = []
+    for node in ast.walk(ast.parse(source, str(path))):  # (imports inside functions too)
+        if isinstance(node, ast.ImportFrom):
+            origin = "." * node.level + (node.module or "")
+            names = [a.name for a in node.names]
+            if _a_test_module(origin):
+                found.append(f"{node.lineno}: from {origin} import {', '.join(names)}")
+            else:
+                found += [f"{node.lineno}: from {origin} import {name}" for name in names if _a_test_module(name)]
+        elif isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names if _a_test_module(a.name)]
+    return found
+
+
 def test_the_package_is_found() -> None:
     assert len(MODULES) > 50 and PACKAGE / "api.py" in MODULES
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    """Each test file passes when run alone: what tests share is imported from ``tests/support/``."""
+    assert len(TEST_SOURCES) > 100 and TESTS / "conftest.py" in TEST_SOURCES
+    found = [f"{path.relative_to(TESTS)}:{hit}" for path in TEST_SOURCES
+             for hit in imports_of_test_modules(path.read_text(encoding="utf-8"), path)]
+    assert found == []
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -120,3 +153,26 @@ def test_the_checks_see_what_they_forbid() -> None:
         "def __getattr__(name): ...\n"  # a module's (PEP 562): not this rule's
     )
     assert forwarding_classes(classes, here) == ["2: A", "5: C"]
+
+    imports = (
+        "from test_tasks import EXT, Core\n"
+        "from core.test_legacy_era import Legacy\n"
+        "import test_control_shell\n"
+        "import core.test_tasks as t\n"
+        "from core import test_tasks, helpers\n"
+        "from .test_x import y\n"
+        "from support.taskcore import Core\n"  # a helper module: allowed
+        "import pytest, contextlib\n"
+        "from unittest import mock\n"
+        "def f():\n"
+        "    from test_tasks_push import send\n"
+    )
+    assert imports_of_test_modules(imports, TESTS / "record" / "test_x.py") == [
+        "1: from test_tasks import EXT, Core",
+        "2: from core.test_legacy_era import Legacy",
+        "3: import test_control_shell",
+        "4: import core.test_tasks",
+        "5: from core import test_tasks",
+        "6: from .test_x import y",
+        "11: from test_tasks_push import send",
+    ]
