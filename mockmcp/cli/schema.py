@@ -131,7 +131,7 @@ class _Generator:
             return {"type": "object", "additionalProperties": self.type(args[1])}
         if _is_union(tp):
             return self._union(tp, args)
-        raise TypeError(f"schema: no JSON Schema mapping for {tp!r}")  # a new kind of hint in model.py
+        raise TypeError(f"schema: no JSON Schema mapping for {tp!r}")  # a new kind of hint in the model
 
     def _union(self, tp: Any, args: tuple[Any, ...]) -> dict[str, Any]:
         if all(attrs.has(a) and a is not model.Duration for a in args):

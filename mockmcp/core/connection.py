@@ -25,8 +25,8 @@ Watch = Callable[[Callable[[], None]], Awaitable[None]]
 
 
 class StdioConnection(Protocol):
-    """What the stdio shell (``server.Shell``) drives: bytes in, plans out, ids finished, and a
-    ``watch`` to run beside serving. ``proxycore.ProxyConnection`` is one too."""
+    """What the stdio shell (``shells.stdio.Shell``) drives: bytes in, plans out, ids finished, and a
+    ``watch`` to run beside serving. ``record.proxy_connection.ProxyConnection`` is one too."""
 
     @property
     def engine(self) -> Engine: ...

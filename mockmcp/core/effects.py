@@ -2,7 +2,7 @@
 
 Templates are pure functions of the request; these three are not, so they read
 an ``Effects`` object that the engine puts in every request's template scope.
-Its randomness and clock are handed in by the shell (``run.new_engine``: the
+Its randomness and clock are handed in by the shell (``launch.boot.new_engine``: the
 ``--seed``ed generator and the wall clock), so the core stays sans-I/O and a
 seeded run mints the same ids. Counters live per process, like the session.
 Every method is total within the bounds ``templates`` promises: it returns a

@@ -1,6 +1,6 @@
 """The Streamable HTTP transport's rules, without sockets: what a POST may be, and what it gets.
 
-The HTTP shell (``httpshell.py``) owns the sockets and h11; every decision the
+The HTTP shell (``shells.http``) owns the sockets and h11; every decision the
 transport's rules make lives here, as plain functions over what h11 hands the
 shell (a method, a target, headers as lower-cased ``(name, value)`` byte pairs)
 so each rule is unit-tested without a server:

@@ -149,7 +149,7 @@ class StepExpander:
                 return env.error(ctx.id, e.code, message, data)
             case model.SleepStep(sleep=model.Duration() as d):
                 return Sleep((d.seconds if d.template is None else _seconds(d, scope)) * self.time_scale)
-            case model.SleepStep(sleep=r):  # a RandomDelay (model_notify)
+            case model.SleepStep(sleep=r):  # a RandomDelay (model.notify)
                 assert not isinstance(r, model.Duration)
                 low, high = _seconds(r.min, scope), _seconds(r.max, scope)
                 return Sleep(self.rng.uniform(min(low, high), max(low, high)) * self.time_scale)

@@ -42,7 +42,7 @@ MAX_WAITS = 64  # parked waitFor requests per client (the reader waits for a fre
 
 
 class Controlled(Protocol):
-    """What the control channel needs of a shell: the stdio ``server.Shell`` and ``httpshell.HttpShell``."""
+    """What the control channel needs of a shell: the stdio ``shells.stdio.Shell`` and ``shells.http.shell.HttpShell``."""
 
     log: Any
 

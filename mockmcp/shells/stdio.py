@@ -135,7 +135,7 @@ class Shell:
         """Requests parked without a task, by id."""
         return self.tasks.parked
 
-    # ---------------------------------------------------------- control (controlshell)
+    # ---------------------------------------------------------- control (shells.control)
 
     def pause_reading(self, seconds: float | None) -> None:
         """Stop reading stdin now (a read in progress is cancelled; no byte is lost)."""

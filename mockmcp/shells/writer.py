@@ -74,7 +74,7 @@ class StdoutWriter:
         self.log = log
         self.exit_process = exit_process
         self.exit_after = exit_after  # (lines, status): die once that many lines went out
-        self.close_stdout = close_stdout  # the process-level part of closing stdout (run.py)
+        self.close_stdout = close_stdout  # the process-level part of closing stdout (launch.run)
         self.lines_written = 0
         # Small: each item can be a whole batch of answers, and a full channel is what stops
         # the reader when the client does not read (back-pressure, bounded memory).

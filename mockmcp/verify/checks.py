@@ -62,7 +62,7 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "tools.arguments.invalid": ("error", "server/tools#error-handling", "tools/call arguments that break the tool's inputSchema (answered with a tool error)"),
     "expect.unmatched": ("error", "docs/verification.md#unmatched-requests", "a request no scenario rule matched (with the closest rule)"),
     "expect.answer": ("error", "docs/verification.md#unmatched-requests", "a client's answer to a server request that differs from the request step's expect (a cassette's recorded answer)"),
-    # The Tasks extension (io.modelcontextprotocol/tasks), checked by taskchecks.py.
+    # The Tasks extension (io.modelcontextprotocol/tasks), checked by task_checks.py.
     "tasks.capability.missing": ("error", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#protocol-errors", "tasks/get, tasks/update or tasks/cancel without the extension in the request's client capabilities (the server MUST refuse it)"),
     "tasks.poll.tooFast": ("warning", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#task-polling", "tasks/get sooner than the task's pollIntervalMs after the last look (clients SHOULD respect it)"),
     "tasks.poll.afterTerminal": ("note", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#task-polling", "tasks/get for a task already completed, failed or cancelled (poll until a terminal status, then stop)"),
@@ -247,7 +247,7 @@ class ClientChecker:
         args = _canon(params.get("arguments") or {})
         if method in p.INPUT_REQUIRED_METHODS or (
             method not in p.TASK_METHODS and ("inputResponses" in params or "requestState" in params)
-        ):  # tasks/update carries inputResponses of its own (taskchecks.py judges them)
+        ):  # tasks/update carries inputResponses of its own (task_checks.py judges them)
             out += self._mrtr(rid, method, target, args, params, message)
         if rid not in self.in_flight:
             self.in_flight[rid] = _InFlight(method, target, args, token)

@@ -11,12 +11,12 @@ loader tells them apart (each step class also says it as ``KEY``).
 
 This module holds the scenario's structure and the four steps every scenario may use
 (``result``, ``text``, ``error``, ``sleep``); the other classes are in parts of their
-own (``model_*.py``), imported only where a class of theirs is needed: creating an
+own (this package's other modules), imported only where a class of theirs is needed: creating an
 attrs class compiles its ``__init__`` and costs about 200 µs, and a warm spawn
 unpickles its scenario, which imports only the parts whose classes it holds (a pickle
 names each class's own module). Creating every class cost about 8% of a warm spawn.
 The annotations here that name a part's class (``list[Step]``) are strings at run
-time; ``model_steps``, which imports every part, resolves them for the code that
+time; ``catalog``, which imports every part, resolves them for the code that
 reads them (the loaders, the checks, the schema).
 """
 
@@ -354,7 +354,7 @@ class Scenario(Model):
 
 # ---------------------------------------------------------------- the other parts
 
-if TYPE_CHECKING:  # the annotations above that name a part's class (resolved by ``model_steps``)
+if TYPE_CHECKING:  # the annotations above that name a part's class (resolved by ``catalog``)
     from mockmcp.scenario.model.notify import RandomDelay, Timer
     from mockmcp.scenario.model.options import CacheHints, ExitAfter, Expectation, Icon, MethodOverride
     from mockmcp.scenario.model.catalog import Step

@@ -5,8 +5,8 @@ Faults (``raw``, ``rawBytes``, ``hang``, ``exit``, ``dribble``, ``stderr``,
 proxy), server requests (``request``) and the state and subscription controls
 (``setState``, ``endSubscription``).
 
-A part of the model (see ``model``'s docstring): imported only where one of these
-classes is needed, since creating an attrs class is not free (see ``model``) and a warm
+A part of the model (see ``base``'s docstring): imported only where one of these
+classes is needed, since creating an attrs class is not free (see ``base``) and a warm
 spawn creates the model first.
 """
 

@@ -1,8 +1,8 @@
 """The model classes of what a reply sends besides its answer, and when: progress,
 log messages and emitted events, loops, random sleeps, and the subscription timers.
 
-A part of the model (see ``model``'s docstring): imported only where one of these
-classes is needed, since creating an attrs class is not free (see ``model``) and a warm
+A part of the model (see ``base``'s docstring): imported only where one of these
+classes is needed, since creating an attrs class is not free (see ``base``) and a warm
 spawn creates the model first.
 """
 
@@ -14,7 +14,7 @@ from attrs import frozen
 
 from mockmcp.scenario.model.base import JSON, Duration, Model
 
-if TYPE_CHECKING:  # a step list holds any step (resolved by ``model_steps``)
+if TYPE_CHECKING:  # a step list holds any step (resolved by ``catalog``)
     from mockmcp.scenario.model.catalog import Step
 
 __all__ = ["RandomDelay", "ProgressSpec", "LogSpec", "EmitSpec", "ProgressStep", "LogStep", "EmitStep", "LoopSpec", "LoopStep", "Timer"]

@@ -1,8 +1,8 @@
 """The model classes of a scenario's optional pieces: icons, method overrides, cache
 hints, ``exitAfter`` and expectations.
 
-A part of the model (see ``model``'s docstring): imported only where one of these
-classes is needed, since creating an attrs class is not free (see ``model``) and a warm
+A part of the model (see ``base``'s docstring): imported only where one of these
+classes is needed, since creating an attrs class is not free (see ``base``) and a warm
 spawn creates the model first.
 """
 

@@ -1,7 +1,7 @@
 """The model classes of ``input_required`` results (multi round-trip requests).
 
-A part of the model (see ``model``'s docstring): imported only where one of these
-classes is needed, since creating an attrs class is not free (see ``model``) and a warm
+A part of the model (see ``base``'s docstring): imported only where one of these
+classes is needed, since creating an attrs class is not free (see ``base``) and a warm
 spawn creates the model first.
 """
 

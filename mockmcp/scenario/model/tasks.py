@@ -1,7 +1,7 @@
 """The model classes of the Tasks extension's ``task:`` step.
 
-A part of the model (see ``model``'s docstring): imported only where one of these
-classes is needed, since creating an attrs class is not free (see ``model``) and a warm
+A part of the model (see ``base``'s docstring): imported only where one of these
+classes is needed, since creating an attrs class is not free (see ``base``) and a warm
 spawn creates the model first.
 """
 
@@ -14,7 +14,7 @@ from attrs import frozen
 
 from mockmcp.scenario.model.base import JSON, Duration, Model
 
-if TYPE_CHECKING:  # a step list holds any step (resolved by ``model_steps``)
+if TYPE_CHECKING:  # a step list holds any step (resolved by ``catalog``)
     from mockmcp.scenario.model.catalog import Step
 
 __all__ = ["TaskPhase", "TaskFaults", "TaskSpec", "TaskStep"]
