@@ -1,4 +1,4 @@
-"""The model's parts (``model_*.py``): plain modules, each imported only where its classes are used.
+"""The model's parts (``scenario/model/*.py``): plain modules, each imported only where its classes are used.
 
 A warm spawn of a scenario whose classes are all in ``model`` itself (``default``) must
 import no part (that is their point: creating attrs classes is a real share of a warm
@@ -97,7 +97,7 @@ def test_a_warm_spawn_imports_the_parts_its_scenario_uses(tmp_path):
 def test_importing_model_alone_imports_no_part_and_a_part_only_itself():
     code = (
         "import sys; from mockmcp.scenario.model import base as model\n"
-        "parts = lambda: {m for m in sys.modules if m.startswith('mockmcp.model_')}\n"
+        "parts = lambda: {m for m in sys.modules if m.startswith('mockmcp.scenario.model.') and m != 'mockmcp.scenario.model.base'}\n"
         "assert parts() == set() and not hasattr(model, 'TaskStep'), parts()\n"
         "from mockmcp.scenario.model.tasks import TaskStep\n"
         "assert parts() == {'mockmcp.scenario.model.tasks'} and not hasattr(model, 'TaskSpec'), parts()\n"
