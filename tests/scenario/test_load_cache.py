@@ -107,7 +107,7 @@ def test_an_edit_that_keeps_size_and_mtime_is_still_a_miss(tmp_path):
 
     copy = tmp_path / "checkout"
     shutil.copytree(ROOT / "mockmcp", copy / "mockmcp", ignore=shutil.ignore_patterns("__pycache__"))
-    module = copy / "mockmcp" / "expectations.py"
+    module = copy / "mockmcp" / "scenario" / "expectations.py"  # (in a layer folder: the key walks them all)
     code = [sys.executable, "-c", "from mockmcp.scenario import loadcache; print(loadcache.code_fingerprint().hex())"]
 
     def key() -> str:
