@@ -120,7 +120,7 @@ def _demo_command(sub: _Sub) -> None:
 
 def _schema_command(sub: _Sub) -> None:
     schema = _command(sub, "schema", "print the JSON Schema of the scenario format",
-                      "  mockmcp schema > mockmcp.cli.schema.json\n  mockmcp schema --indent 0 | wc -c\n")
+                      "  mockmcp schema > mockmcp.schema.json\n  mockmcp schema --indent 0 | wc -c\n")
     schema.add_argument("--indent", type=_non_negative_int, default=2, metavar="N",
                         help="indentation of the printed JSON (default: 2)")
 
