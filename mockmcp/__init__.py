@@ -43,9 +43,7 @@ def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'mockmcp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"mockmcp.{module}"), name)
-    globals()[name] = value
-    return value
+    return getattr(importlib.import_module(f"mockmcp.{module}"), name)
 
 
 def __dir__() -> list[str]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from mockmcp.core.connection import ShellConnection
     from mockmcp.core.control import Control
+    from mockmcp.shells.control import Sync
     from mockmcp.scenario.model.base import Scenario
     from mockmcp.shells.control import ControlServer
     from mockmcp.shells.log import StderrLog
@@ -90,8 +91,10 @@ def _print_url(url: str) -> None:
 
 
 def run_http(args: argparse.Namespace | SimpleNamespace, scenario: Scenario, conn: ShellConnection, log: StderrLog,
-             observers: Hooks, control: Control | None = None) -> int:
-    """``mockmcp run SCENARIO --http [HOST:]PORT``: the HTTP shell in this process's trio run."""
+             observers: Hooks, control: Control | None = None, sync: Sync | None = None) -> int:
+    """``mockmcp run SCENARIO --http [HOST:]PORT``: the HTTP shell in this process's trio run.
+
+    ``sync``: the session directory's lock around each control operation (``--session``)."""
     host, port = args.http
     ea = scenario.protocol.exitAfter
     shell = HttpShell(
@@ -114,7 +117,7 @@ def run_http(args: argparse.Namespace | SimpleNamespace, scenario: Scenario, con
     if control is not None:
         from mockmcp.shells.control import listen
 
-        listening = listen(args.control, control, shell.controlled, conn, log)
+        listening = listen(args.control, control, shell.controlled, log, sync)
         if listening is None:
             return 2
     return trio.run(serve_process, shell, host, port, scenario.protocol.ignoreEof, scenario.protocol.ignoreSigterm,

@@ -64,6 +64,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     plain = Connection(engine, max_line=args.max_line_bytes or DEFAULT_MAX_LINE)
     conn: ShellConnection = plain
     journal = None
+    sync = None
     if store is not None:
         from mockmcp.sessiondir.connection import SessionConnection
         from mockmcp.sessiondir.layout import SessionError
@@ -73,7 +74,8 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
         except SessionError as exc:
             print(f"mockmcp: {exc}", file=sys.stderr)
             return 2
-        conn = SessionConnection(plain, store)
+        conn = session_conn = SessionConnection(plain, store)
+        sync = session_conn.synced  # control operations in the session's lock too
         journal = store.journal  # the session's journal: `mockmcp report DIR` judges it
     gc.freeze()
     # Young collections every 10,000 allocations, not 700: a busy mock allocates many
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     if getattr(args, "http", None) is not None:
         from mockmcp.launch.http import run_http  # (h11 is imported only here: stdio spawns stay as they were)
 
-        return finished(observers, run_http(args, scenario, conn, log, observers, control))
+        return finished(observers, run_http(args, scenario, conn, log, observers, control, sync=sync))
 
     async def main() -> int:
         stdin = PipeReceiveStream(os.dup(0))
@@ -109,7 +111,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
         if control is not None:
             from mockmcp.shells.control import listen
 
-            listening = listen(args.control, control, shell, conn, log)
+            listening = listen(args.control, control, shell, log, sync)
             if listening is None:
                 return 2
         async with trio.open_nursery() as nursery:

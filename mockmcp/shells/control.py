@@ -27,7 +27,7 @@ import os
 import socket as stdsocket
 import stat
 import struct
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, ContextManager, Protocol
 
 import trio
 
@@ -35,6 +35,9 @@ from mockmcp.wire import jsonrpc
 from mockmcp.core.actions import Send
 from mockmcp.core.control import Control, Outcome, Pause, Resume, Shutdown, Waiter
 from mockmcp.wire.framing import LineFramer
+from mockmcp.shells.log import StderrLog
+
+Sync = Callable[[], ContextManager[None]]  # the session's lock around one control operation
 
 MAX_CONTROL_LINE = 4 * 1024 * 1024  # like an MCP line: a definition may carry a large resource text
 MAX_CLIENTS = 64  # control clients at once; more are answered with an error and closed
@@ -44,7 +47,7 @@ MAX_WAITS = 64  # parked waitFor requests per client (the reader waits for a fre
 class Controlled(Protocol):
     """What the control channel needs of a shell: the stdio ``shells.stdio.Shell`` and ``shells.http.shell.HttpShell``."""
 
-    log: Any
+    log: StderrLog
 
     async def deliver(self, sends: list[Send]) -> None: ...  # events made by the control channel
 
@@ -161,7 +164,8 @@ class _Client:
 class ControlServer:
     """Listens on PATH and serves each control client against one ``Control`` core."""
 
-    def __init__(self, path: str, control: Control, shell: Controlled, *, log: Any = None, sync: Any = None) -> None:
+    def __init__(self, path: str, control: Control, shell: Controlled, *, log: StderrLog | None = None,
+                 sync: Sync | None = None) -> None:
         self.path = path
         self.control = control
         # With --session: a context manager around each operation (the session's lock, what other
@@ -357,11 +361,12 @@ class ControlServer:
             slots.release()
 
 
-def listen(path: str, control: Control, shell: Controlled, conn: Any, log: Any) -> tuple[ControlServer, stdsocket.socket] | None:
+def listen(path: str, control: Control, shell: Controlled, log: StderrLog,
+           sync: Sync | None = None) -> tuple[ControlServer, stdsocket.socket] | None:
     """The ``--control PATH`` server bound for either shell, or ``None`` (the reason logged: exit 2).
 
-    With ``--session`` each operation runs in the session's lock, as each input chunk does."""
-    server = ControlServer(path, control, shell, log=log, sync=getattr(conn, "synced", None))
+    ``sync`` (with ``--session``): each operation runs in the session's lock, as each input chunk does."""
+    server = ControlServer(path, control, shell, log=log, sync=sync)
     try:
         return server, server.bind()
     except ControlPathError as exc:
