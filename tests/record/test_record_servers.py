@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import select
+import shutil
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +127,19 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     ops = [*server["ops"], *server.get("python_ops", ())]
     (recorded,) = run_batch("python-asyncio", [
         {"command": record_cmd(cassette, "once", server), "ops": ops, "timeoutMs": 20000}], jobs=1)
-    return {"name": name, "server": server, "cassette": cassette, "recorded": recorded, "work": work}
+    # The Python client's other two sessions in one driver: a replay of the cassette that ends with
+    # a call it lacks, and new_episodes on a copy of it that passes that call to the real server.
+    appended = work / "appended.yaml"
+    shutil.copy(cassette, appended)
+    new = server["unrecorded"]
+    recorded_one = next(o for o in server["ops"] if o["op"] == "callTool" and o["name"] == new["name"])
+    replay = [sys.executable, "-m", "mockmcp", "run", str(cassette)]
+    python_replay, episode = run_batch("python-asyncio", [
+        {"command": replay, "ops": [*ops, new]},
+        {"command": record_cmd(appended, "new_episodes", server), "ops": [recorded_one, new], "timeoutMs": 20000},
+    ], jobs=2)
+    return {"name": name, "server": server, "cassette": cassette, "recorded": recorded, "work": work,
+            "python_replay": python_replay, "appended": appended, "recorded_one": recorded_one, "episode": episode}
 
 
 def test_the_cassette_is_a_scenario_of_the_servers_era(session: dict[str, Any]) -> None:
@@ -139,16 +151,13 @@ def test_the_cassette_is_a_scenario_of_the_servers_era(session: dict[str, Any]) 
 def test_replay_gives_both_clients_what_the_real_server_gave_them(session: dict[str, Any]) -> None:
     server, cassette = session["server"], session["cassette"]
     replay = [sys.executable, "-m", "mockmcp", "run", str(cassette)]
-    # the Python replay ends with a call that was not recorded: it must fail with a near miss
-    # The TS sessions one after the other (the Python one beside them): the TS client's discover
-    # probe has a timeout of its own that a loaded machine can exceed (it then falls back to legacy).
-    with ThreadPoolExecutor(1) as pool:
-        python = pool.submit(run_batch, "python-asyncio", [
-            {"command": replay, "ops": [*server["ops"], *server.get("python_ops", ()), server["unrecorded"]]}], 1)
-        real = run_client("typescript", {"command": server["command"], "ops": server["ops"],
-                                         "timeoutMs": 20000, "connectTimeoutMs": 20000})
-        ts_replay = run_client("typescript", {"command": replay, "ops": server["ops"]})
-        (python_replay,) = python.result()
+    # the Python replay (run by the fixture) ends with a call that was not recorded: it must fail
+    # with a near miss. The TS sessions one after the other: the TS client's discover probe has a
+    # timeout of its own that a loaded machine can exceed (it then falls back to legacy).
+    real = run_client("typescript", {"command": server["command"], "ops": server["ops"],
+                                     "timeoutMs": 20000, "connectTimeoutMs": 20000})
+    ts_replay = run_client("typescript", {"command": replay, "ops": server["ops"]})
+    python_replay = session["python_replay"]
     *replayed, missed = normalized(python_replay)
     assert replayed == normalized(session["recorded"])
     # progress counts aside: the TS client drops progress for token 0 at random (see test_record_sdk)
@@ -161,17 +170,14 @@ def test_replay_gives_both_clients_what_the_real_server_gave_them(session: dict[
 
 
 def test_new_episodes_appends_an_unrecorded_call(session: dict[str, Any]) -> None:
-    server, cassette = session["server"], session["cassette"]
-    before = cassette.read_text()
+    server, episode, recorded_one = session["server"], session["episode"], session["recorded_one"]
+    before = session["cassette"].read_text()  # (the fixture ran new_episodes on a copy of it)
     new = server["unrecorded"]
-    recorded_one = next(o for o in server["ops"] if o["op"] == "callTool" and o["name"] == new["name"])
-    (episode,) = run_batch("python-asyncio", [
-        {"command": record_cmd(cassette, "new_episodes", server), "ops": [recorded_one, new], "timeoutMs": 20000}], 1)
     assert [o["status"] for o in episode["ops"]] == ["ok", "ok"], episode
     assert server["unrecorded_text"] in json.dumps(episode["ops"][1]["result"])
-    after = cassette.read_text()
+    after = session["appended"].read_text()
     assert after.startswith(before.split("\ntools:")[0])  # what was there is kept as written
-    scenario, _ = loader.load(str(cassette), use_cache=False)
+    scenario, _ = loader.load(str(session["appended"]), use_cache=False)
     tool = next(t for t in scenario.tools if t.name == new["name"])
     assert [r.when.arguments for r in tool.replies] == [recorded_one["arguments"], new["arguments"]]
 
