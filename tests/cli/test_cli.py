@@ -279,14 +279,14 @@ def test_demo_prints_the_exchange():
     assert "Please review this python" in out
     assert "weather://forecast/Paris" in out
     assert out.rstrip().endswith("done.")
+    assert "Traceback" not in proc.stderr
 
 
-def test_demo_of_another_scenario_and_a_broken_one(tmp_path):
+def test_demo_of_another_scenario():
+    """(A broken scenario's demo: tests/cli/test_demo.py.)"""
     ok = subprocess.run(mockmcp_cmd("demo", "prompts"), capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0 and re.search(r"--> #\d+ prompts/get", ok.stdout)
-    bad = subprocess.run(mockmcp_cmd("demo", str(BROKEN / "unknown-key.yaml")), capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 1
-    assert "unknown key 'colour'" in bad.stdout
+    assert ok.stdout.rstrip().endswith("done.") and "Traceback" not in ok.stderr
 
 
 def test_demo_example_values():
