@@ -1,12 +1,24 @@
-"""The pytest plugin, tested with pytester: loaded through its entry point, no conftest copying."""
+"""The pytest plugin, tested through a real pytest run: loaded through its entry point, no conftest copying.
+
+Every inner test file below runs in one pytest process (a pytest start and the ``mcp`` import
+are most of what a run costs), with ``-rA`` so each test's outcome is listed by name and a
+passing test's report sections would show too; each test here checks its own files' outcomes
+and output.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
 import pytest
+from support.process import LEAN_PYTEST_ADDOPTS
 
-pytest_plugins = ["pytester"]
-
-pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("lean_pytest")]  # conftest
+pytestmark = [pytest.mark.interop]
 
 SDK_TEST = '''
 import anyio
@@ -47,33 +59,12 @@ def test_bundled_name_on_trio(mockmcp):
     server.assert_clean()
 '''
 
+SDK_PASSING = SDK_TEST.replace('"arguments": {"text": "bye"}}', '"arguments": {"text": "hi"}}')
+# the expectation on "bye" fails; its own name, so its report is told apart from test_sdk.py's
+SDK_FAILING = SDK_TEST.split("\n\ndef test_bundled_name_on_trio", 1)[0].replace(
+    "def test_inline_dict_on_asyncio", "def test_inline_dict_failing") + "\n"
 
-def test_fixture_with_the_python_sdk(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_sdk=SDK_TEST.replace('"arguments": {"text": "bye"}}', '"arguments": {"text": "hi"}}'))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
-    result.assert_outcomes(passed=2)
-    assert "mockmcp journal" not in result.stdout.str()  # passing tests stay quiet
-
-
-def test_failed_expectation_reads_well(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_sdk=SDK_TEST.replace("    server.assert_expectations()\n", "    server.assert_expectations()\n", 1))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "-k", "inline")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*AssertionError: 1 of 2 expectations failed:*",
-            '*expectations?1?: tools/call echo {"text": "bye"} at least 1 time: seen 0 times, expected at least 1*',
-            "*requests the client sent:*",
-            "*tools/call echo*",
-        ]
-    )
-    # a failing test shows what went over the wire
-    result.stdout.fnmatch_lines(["*mockmcp journal (1: *scenario.yaml)*", "*-> #* server/discover*", '*<- #* result complete "hi"*'])
-
-
-def test_findings_and_report_from_a_raw_client(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_raw='''
+RAW = '''
 import json, subprocess
 
 def test_raw(mockmcp):
@@ -104,14 +95,8 @@ def test_report_missing_is_explained(mockmcp):
     else:
         raise AssertionError("no error")
 '''
-    )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
-    result.assert_outcomes(passed=3)
 
-
-def test_xdist_style_parallel_tests_never_share_paths(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_paths='''
+PATHS = '''
 import pytest
 
 @pytest.mark.parametrize("n", range(3))
@@ -119,14 +104,8 @@ def test_paths(mockmcp, n, tmp_path):
     server = mockmcp("default")
     assert server.directory.parent == tmp_path
 '''
-    )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
-    result.assert_outcomes(passed=3)
 
-
-def test_a_failing_test_gets_a_timeline_page(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_fail='''
+FAILING_WITH_A_TIMELINE = '''
 import json, subprocess
 
 def test_fails(mockmcp):
@@ -135,10 +114,82 @@ def test_fails(mockmcp):
     subprocess.run(server.argv, input=(json.dumps(line) + "\\\\n").encode(), capture_output=True, timeout=30)
     server.assert_expectations()
 '''
+
+FILES = {"test_sdk.py": SDK_PASSING, "test_sdk_failing.py": SDK_FAILING, "test_raw.py": RAW,
+         "test_paths.py": PATHS, "test_fail.py": FAILING_WITH_A_TIMELINE}
+
+
+class Run(NamedTuple):
+    outcomes: dict[str, str]  # "FILE::TEST" -> PASSED | FAILED | ERROR ... (the -rA summary)
+    blocks: dict[str, list[str]]  # failed test name -> the lines of its report in FAILURES
+    stdout: str
+
+    def of(self, file: str) -> dict[str, str]:
+        return {k.split("::", 1)[1]: v for k, v in self.outcomes.items() if k.split("::", 1)[0] == file}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    base = tmp_path_factory.mktemp("plugin")
+    for name, text in FILES.items():
+        (base / name).write_text(text, encoding="utf-8")
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "--basetemp", str(base / "tmp"), *FILES]
+    env = {**os.environ, "PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS}
+    proc = subprocess.run(argv, cwd=base, env=env, capture_output=True, text=True, timeout=300)
+    outcomes = dict((m[2], m[1]) for m in re.finditer(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+::\S+)", proc.stdout, re.M))
+    blocks: dict[str, list[str]] = {}
+    section = name = None
+    for line in proc.stdout.splitlines():
+        title = re.fullmatch(r"={3,} (.*) ={3,}", line)
+        header = re.fullmatch(r"_{3,} (\S+) _{3,}", line)
+        if title:
+            section, name = title[1], None
+        elif header and section == "FAILURES":
+            name = header[1]
+            blocks[name] = []
+        elif name is not None:
+            blocks[name].append(line)
+    return Run(outcomes, blocks, proc.stdout + proc.stderr)
+
+
+def test_fixture_with_the_python_sdk(run: Run) -> None:
+    assert run.of("test_sdk.py") == {"test_inline_dict_on_asyncio": "PASSED", "test_bundled_name_on_trio": "PASSED"}, run.stdout
+    # passing tests stay quiet: the mocks' journals show for the two failing tests only (-rA would list a passing test's)
+    assert run.stdout.count("mockmcp journal (") == 2, run.stdout
+
+
+def test_failed_expectation_reads_well(run: Run) -> None:
+    assert run.of("test_sdk_failing.py") == {"test_inline_dict_failing": "FAILED"}, run.stdout
+    block = pytest.LineMatcher(run.blocks["test_inline_dict_failing"])
+    block.fnmatch_lines(
+        [
+            "*AssertionError: 1 of 2 expectations failed:*",
+            '*expectations?1?: tools/call echo {"text": "bye"} at least 1 time: seen 0 times, expected at least 1*',
+            "*requests the client sent:*",
+            "*tools/call echo*",
+        ]
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*mockmcp journal (1: *scenario.yaml)*", "timeline: *timeline.html"])
-    path = next(line.split("timeline: ", 1)[1] for line in result.stdout.lines if line.startswith("timeline: "))
-    page = open(path, encoding="utf-8").read()
+    # a failing test shows what went over the wire
+    block.fnmatch_lines(["*mockmcp journal (1: *scenario.yaml)*", "*-> #* server/discover*", '*<- #* result complete "hi"*'])
+
+
+def test_findings_and_report_from_a_raw_client(run: Run) -> None:
+    assert run.of("test_raw.py") == dict.fromkeys(
+        ["test_raw", "test_two_servers_two_directories", "test_report_missing_is_explained"], "PASSED"), run.stdout
+
+
+def test_xdist_style_parallel_tests_never_share_paths(run: Run) -> None:
+    assert run.of("test_paths.py") == {f"test_paths[{n}]": "PASSED" for n in range(3)}, run.stdout
+
+
+def test_a_failing_test_gets_a_timeline_page(run: Run) -> None:
+    assert run.of("test_fail.py") == {"test_fails": "FAILED"}, run.stdout
+    block = run.blocks["test_fails"]
+    pytest.LineMatcher(block).fnmatch_lines(["*mockmcp journal (1: *scenario.yaml)*", "timeline: *timeline.html"])
+    path = next(line.split("timeline: ", 1)[1] for line in block if line.startswith("timeline: "))
+    page = Path(path).read_text(encoding="utf-8")
     assert "lanehead mock" in page and "EXPECTATION FAILED" in page and "<img" not in page
+
+
+def test_every_inner_test_is_accounted_for(run: Run) -> None:
+    assert len(run.outcomes) == 10 and set(run.blocks) == {"test_inline_dict_failing", "test_fails"}, run.stdout

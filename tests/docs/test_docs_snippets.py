@@ -210,7 +210,7 @@ def test_blocks(tmp_path_factory: pytest.TempPathFactory) -> BatchRun:
         (directory / f"test_{_slug(snippet)}.py").write_text(snippet.text, encoding="utf-8")
         files.append(f"{directory.name}/test_{_slug(snippet)}.py")
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--continue-on-collection-errors",
-            "--rootdir", str(base), *files]  # a block that does not import fails alone
+            "--rootdir", str(base), "--basetemp", str(base / "tmp"), *files]  # a block that does not import fails alone
     env = {**os.environ, "PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS}
     proc = subprocess.run(argv, cwd=base, env=env, capture_output=True, text=True, timeout=120 * len(files))
     output = f"--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
