@@ -1,8 +1,13 @@
 """The built wheel ships the bundled scenarios: build it, install it in a fresh venv, run one by name.
 
-Slow (a wheel build and a venv with the runtime dependencies, some tens of
-seconds), but part of the normal run: the editable install finds scenarios in
-the checkout, so only this test proves the package data reaches users.
+The editable install finds scenarios in the checkout, so only this test proves the package
+data reaches users. The wheel is built by pip (its build backend in an isolated environment,
+as a user's pip would); the venv is made without pip and the wheel installed into it by this
+venv's pip (``--python``, so its scripts name the new venv's interpreter). Its runtime
+dependencies are this venv's, reached by a path entry (a ``.pth`` line adds the directory
+alone: this venv's own ``.pth`` files, the editable install among them, are not run, so the
+checkout stays out of reach); a pip resolving and installing them in the venv cost most of
+the test's time and checks pip, not the wheel.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -33,9 +39,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)])
     (wheel,) = dist.glob("mockmcp-*.whl")
     venv = base / "venv"
-    run([sys.executable, "-m", "venv", str(venv)])
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"
-    run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)])
+    run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--disable-pip-version-check",
+         "--no-deps", str(wheel)])
+    site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    ours = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    (site / "test-venv-dependencies.pth").write_text("".join(f"{path}\n" for path in ours), encoding="utf-8")
     return venv / "bin"
 
 
