@@ -1,9 +1,11 @@
 """The sans-I/O core imports neither trio, yaml nor cattrs, nor os, pathlib, time, random or socket.
 
-Each core module is imported in a fresh interpreter in which a meta path
-finder refuses trio, yaml and cattrs: an import of any of them, direct or
-through another module, fails the import. A second check makes sure the
-blocker itself works, so this test can fail. The standard library's I/O
+Each core module is imported, one at a time, in an interpreter in which a meta
+path finder refuses trio, yaml and cattrs: an import of any of them, direct or
+through another module, fails the import. One interpreter imports them all in
+turn, forgetting every ``mockmcp`` module before the next, so each import runs
+its own chain of mockmcp imports as in a fresh interpreter and reports its own
+result. A second check makes sure the blocker itself works, so this test can fail. The standard library's I/O
 modules are loaded by the interpreter itself before any test code runs, so a
 finder cannot see their import: the core's source is read instead, and no
 import statement of a core module may name them (the shell hands the core its
@@ -12,11 +14,13 @@ keys, clocks, randomness and file contents).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 from support.paths import ROOT
+
 
 def _sans_io_modules() -> list[str]:
     """The modules the sans-I/O contract in pyproject.toml names, packages expanded (no hand-kept list)."""
@@ -56,15 +60,48 @@ print("ok")
 """
 
 
-def import_blocked(module: str) -> subprocess.CompletedProcess[str]:
-    code = BLOCKER.format(forbidden=FORBIDDEN, module=module)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+# The shell and the loader import trio or yaml: the blocker must refuse them.
+BLOCKED_EXAMPLES = ["shells.stdio", "scenario.plainload", "shells.signals"]
+
+ONE_AT_A_TIME = """
+import importlib, importlib.abc, json, sys, traceback
+FORBIDDEN = {forbidden!r}
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in FORBIDDEN:
+            raise ImportError(f"the sans-I/O core must not import {{name}}")
+        return None
+sys.meta_path.insert(0, Block())
+results = {{}}
+for module in {modules!r}:
+    for name in [m for m in sys.modules if m.split(".")[0] == "mockmcp"]:
+        del sys.modules[name]  # as in a fresh interpreter: this import runs its own chain
+    try:
+        importlib.import_module(module)
+    except Exception:  # any failure to import is this module's result
+        results[module] = traceback.format_exc()
+        continue
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in FORBIDDEN)
+    results[module] = f"loaded {{loaded}}" if loaded else "ok"
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def blocked_imports() -> dict[str, str]:
+    """Module name -> "ok", or why its import failed under the blocker (one interpreter for all)."""
+    modules = [f"mockmcp.{name}" for name in CORE + BLOCKED_EXAMPLES]
+    code = ONE_AT_A_TIME.format(forbidden=FORBIDDEN, modules=modules)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    results: dict[str, str] = json.loads(proc.stdout)
+    assert sorted(results) == sorted(modules)
+    return results
 
 
 @pytest.mark.parametrize("name", CORE)
-def test_core_module_imports_no_io_library(name):
-    proc = import_blocked(f"mockmcp.{name}")
-    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+def test_core_module_imports_no_io_library(name, blocked_imports):
+    assert blocked_imports[f"mockmcp.{name}"] == "ok"
 
 
 def imported_names(source: str) -> set[str]:
@@ -103,11 +140,9 @@ def test_the_core_modules_exist():
         assert importlib.util.find_spec(f"mockmcp.{name}") is not None, name
 
 
-@pytest.mark.parametrize("name", ["shells.stdio", "scenario.plainload", "shells.signals"])
-def test_the_blocker_catches_the_shell_and_the_loader(name):
-    proc = import_blocked(f"mockmcp.{name}")
-    assert proc.returncode != 0
-    assert "the sans-I/O core must not import" in proc.stderr
+@pytest.mark.parametrize("name", BLOCKED_EXAMPLES)
+def test_the_blocker_catches_the_shell_and_the_loader(name, blocked_imports):
+    assert "the sans-I/O core must not import" in blocked_imports[f"mockmcp.{name}"]
 
 
 def test_all_core_modules_together_and_a_request_through_them():
