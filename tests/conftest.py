@@ -82,10 +82,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return SharedFixtureScheduling(config, log)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` first (a stable sort), so with xdist their modules start at once on
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--matrix", action="store_true",
+                     help="also run the tests marked matrix: the interop matrix's whole cross product"
+                          " (every bundled scenario x every official client x both transports)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``matrix`` (the interop matrix's whole cross product, about 120 CPU s, which
+    the default run checks a part of: tests/interop/test_interop_matrix.py) run only when asked,
+    with ``--matrix`` or a ``-m`` that names them; otherwise they are deselected, not skipped.
+
+    Tests marked ``slow`` first (a stable sort), so with xdist their modules start at once on
     their workers while the short ones fill in around them, instead of one starting last and
     running alone at the end of the run (longest first keeps both cores busy to the end)."""
+    if not config.getoption("matrix") and "matrix" not in (config.option.markexpr or ""):
+        deselected = [item for item in items if item.get_closest_marker("matrix")]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if not item.get_closest_marker("matrix")]
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
@@ -115,6 +130,7 @@ _TOKEN = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "matrix: the interop matrix's whole cross product (opt-in: --matrix or -m matrix)")
     inherited = os.environ.get(_PROCS_ENV, "")
     if hasattr(config, "workerinput"):  # an xdist worker: its controller's run, its own pid
         run = inherited.rsplit(" ", 1)[-1].partition(":")[0]

@@ -4,6 +4,7 @@ Usage (from the repository root; the output is committed)::
 
     .venv/bin/python tests/interop/matrix.py            # all scenarios, all clients
     .venv/bin/python tests/interop/matrix.py --scenarios default,mrtr --out /tmp/m.md
+    .venv/bin/python tests/interop/matrix.py --check    # run it all, compare with the page, write nothing
 
 For each scenario in ``scenarios/`` (new ones are picked up automatically) a
 generic plan is derived from the scenario itself: list the tools and call each
@@ -560,6 +561,7 @@ def render(results: dict[str, dict[str, dict[str, Any]]], clients: list[str], ve
         "",
         "```sh",
         ".venv/bin/python tests/interop/matrix.py",
+        ".venv/bin/python tests/interop/matrix.py --check    # the same run, compared with this page, nothing written",
         "```",
         "",
         f"Generated {date} with {versions['python']} (asyncio and trio backends) and {versions['typescript']},"
@@ -581,6 +583,16 @@ def render(results: dict[str, dict[str, dict[str, Any]]], clients: list[str], ve
         " operations by outcome (`ok`, `error CODE` = the client surfaced that JSON-RPC error, `timeout`,"
         " `client-error` = the SDK rejected something itself, `crash`) and gives the mock's verdict on the"
         " client (its `expectations` and client checks). Every non-`ok` operation has a note below.",
+        "",
+        "Regenerating the page runs the whole cross product (every scenario, every client, both transports), so"
+        " this page is always a full run's; `--check` runs the same and fails naming each cell whose verdict is"
+        " not the one shown here. The README's test command checks a part of it, to keep the suite's CPU"
+        " (tests/interop/test_interop_matrix.py): every scenario with one client per transport, `python-trio`"
+        " over stdio and `typescript-http` over HTTP (the cheapest of each transport, measured, and each completes"
+        " every scenario), plus, in every row, each other outcome the page shows for that transport (with one"
+        " client that gave it: those cells are where a client's behaviour matters), and the `default` scenario"
+        " with every client on both transports. The whole cross product is opt-in: `pytest -m matrix` (or"
+        " `pytest --matrix`) runs it as tests, and `matrix.py --check` as above.",
         "",
         "| scenario | " + " | ".join(clients) + " |",
         "| --- | " + " | ".join("---" for _ in clients) + " |",
@@ -686,6 +698,40 @@ def run_matrix(names: list[str], clients: list[str], *, jobs: int = 2,
     return results
 
 
+# A second look at a cell whose verdict is not the committed one: every operation gets this long.
+RECHECK_TIMEOUT_MS = 20_000
+
+
+def check_cells(cells: list[tuple[str, str]], committed: dict[tuple[str, str], str], *,
+                jobs: int = 2) -> list[str]:
+    """Run the (bundled scenario, client) cells and compare the mock's verdicts with ``committed``
+    (``verdicts.committed_cells``); one line per cell that differs (none: they all agree).
+
+    With the page's 3 s per operation first; a cell whose verdict is not the committed one is run
+    once more, all such cells one at a time with ``RECHECK_TIMEOUT_MS`` per operation: on a busy
+    machine a call that is merely slow times out at 3 s (every operation of a cell did under a
+    load of 13 on two cores), while a call that hangs on purpose still times out, later. A crash
+    or a scenario that does not load is never run again."""
+    from mockmcp.scenario import loadcache
+    from verdicts import verdicts
+
+    first = run_cells([(loadcache.bundled_dir() / f"{n}.yaml", c) for n, c in cells], jobs=jobs)
+    wrong, again = [], []
+    for (name, client), cell in zip(cells, first):
+        got = summarize(cell)[0]
+        if "crash" in got or "does not load" in got:
+            wrong.append(f"{name} x {client}: {got}")
+        elif verdicts(got) != verdicts(committed[name, client]):
+            again.append((name, client))
+    rerun = run_cells([(loadcache.bundled_dir() / f"{n}.yaml", c) for n, c in again], jobs=1,
+                      timeout_ms=RECHECK_TIMEOUT_MS)
+    for (name, client), cell in zip(again, rerun):
+        got, want = summarize(cell)[0], committed[name, client]
+        if verdicts(got) != verdicts(want):
+            wrong.append(f"{name} x {client}: now {got!r}, docs/interop.md says {want!r}")
+    return wrong
+
+
 def main(argv: list[str] | None = None) -> int:
     from mockmcp.scenario import loadcache
 
@@ -697,9 +743,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="sessions at once per client (default 2)")
     ap.add_argument("--timeout-ms", type=int, default=DEFAULT_TIMEOUT_MS)
     ap.add_argument("--from-json", help="render earlier raw results (--json) instead of running")
+    ap.add_argument("--check", action="store_true",
+                    help="run the cells and compare the mock's verdicts with the committed page (--out) instead of"
+                         " writing it; exit 1 naming each cell that differs")
     args = ap.parse_args(argv)
     names = args.scenarios.split(",") if args.scenarios else loadcache.bundled_names()
     clients = args.clients.split(",")
+    if args.check:
+        from verdicts import committed_cells
+
+        committed = committed_cells(Path(args.out).read_text(encoding="utf-8"))
+        wrong = check_cells([(n, c) for n in names for c in clients], committed, jobs=args.jobs)
+        print("\n".join(wrong) or f"{len(names)} scenarios x {len(clients)} clients: every verdict is the committed one",
+              file=sys.stderr)
+        return 1 if wrong else 0
     if args.from_json:
         results = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
     else:
