@@ -6,7 +6,13 @@ one), list tools, prompts and resources, then call every tool, get every prompt 
 resource with example arguments. Every request gets an HTTP answer (any status: faults are
 scripted), or a scripted hang or drop; a scripted exit is followed by a restart. Nothing may
 crash: no process ever prints a traceback. The official clients run their generic session over
-HTTP in tests/interop/test_interop_matrix.py; this is the fast raw check the default suite runs.
+HTTP in tests/interop/test_interop_matrix.py (every scenario with the TypeScript client in the
+default run); that checks the mock's verdict on the client, and a client gives up where this
+goes on. What only this test asserts is why it stays beside it: the raw requests an SDK never
+sends (lists a scenario does not declare, the Tasks extension's capability, a legacy scenario
+reached with ``initialize``), no traceback on any process's stderr, and a process still serving
+after all of it (or restarted after a scripted exit). Its cost is one spawn per scenario, which
+neither test can share with the other (each drives its own process).
 """
 
 from __future__ import annotations
