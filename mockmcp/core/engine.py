@@ -149,6 +149,12 @@ class Engine:
         if self.tasks.watchers:
             self.tasks.unwatch(request_id)
 
+    def subscription_ends(self) -> list[Send]:
+        """The answers that end every open listen stream, when the server ends them itself (a graceful
+        shutdown): each one's completion result (``Envelope.listen_closed``), in the order they opened.
+        The shell writes them, then finishes each stream as it closes it (as for any ended request)."""
+        return [self.envelope.listen_closed(sid) for sid in self.session.subscriptions]
+
     # ------------------------------------------------------------ a session kept across processes
 
     def export_state(self) -> dict[str, Any]:

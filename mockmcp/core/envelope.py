@@ -109,6 +109,12 @@ class Envelope:
         msg = {"jsonrpc": p.JSONRPC_VERSION, "id": request_id, "result": result}
         return Send(msg, jsonrpc.encode(msg), True)
 
+    def listen_closed(self, sid: Any) -> Send:
+        """The answer to a listen request whose stream the server ends itself (an ``endSubscription``
+        step, a graceful shutdown): a complete result whose ``_meta`` names the subscription, so the
+        client can tell a graceful end from a dropped transport (which carries no response)."""
+        return self.final(sid, self.complete(p.SUBSCRIPTIONS_LISTEN, {"_meta": {p.META_SUBSCRIPTION_ID: sid}}))
+
     @staticmethod
     def error(request_id: Any, code: int, message: str | None, data: Any = errors.ABSENT) -> Send:
         msg = errors.error_response(request_id, code, message, data)

@@ -51,7 +51,7 @@ class FaultSteps:
                 if step.endSubscription.how == "cancelled":
                     params = {"requestId": ctx.id, "reason": "subscription ended by the server"}
                     return env.notification(p.CANCELLED, params, final=True)
-                return env.final(ctx.id, env.complete(ctx.method, {"_meta": {p.META_SUBSCRIPTION_ID: ctx.id}}))
+                return env.listen_closed(ctx.id)
             case RawStep():
                 return WriteRaw(jsonrpc.encode(templates.render(step.raw, ctx.scope())))
             case RawBytesStep():

@@ -44,7 +44,8 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
 
     ``control``: a bound control server and its socket (``--control``), served beside. At EOF (or
     the control channel's graceful shutdown) no more connections are accepted and scripted replies
-    get ``grace`` seconds, as on stdio; a signal stops at once."""
+    get ``grace`` seconds, as on stdio, then the open listen streams get their completion results
+    (the server ends them); a signal stops at once."""
     from mockmcp.shells.signals import shutdown_signals
 
     # The signal receiver is open before the URL is printed: a suite that stops the mock as
@@ -63,6 +64,7 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
             nursery.start_soon(_until_eof, shell, ignore_eof)
             await shell.lifecycle.stopping.wait()
             await shell.lifecycle.drain()
+            await shell.end_listen_streams()
             nursery.cancel_scope.cancel()
     return 0
 

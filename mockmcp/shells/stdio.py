@@ -284,10 +284,14 @@ class Shell:
                             await self.work.wait_idle()
                 finally:
                     requests.cancel_scope.cancel()
+                    # A stop the server chose (control's shutdown) ends the listen streams with their results,
+                    # after all their plans wrote. (At stdin's EOF the client closed the transport: none owed.)
+                    ends = self.conn.engine.subscription_ends() if self.reader.stopped else []
                     self.tasks.drop_parked()
                     if self.streams is not None:
                         for run in self.streams.drain():
                             self.conn.finished(run.rid)
+            await self.deliver(ends)
             await self.writer.aclose()
         return 0
 

@@ -6,6 +6,8 @@ request's subscription id (``notifications/tasks`` after a ``tasks/get`` changed
 watched task) goes to that stream instead of the answer it was planned in; and the
 control channel's events go to the streams they name. Delivery never waits: a
 stream whose reader is behind loses the event (warned once, journaled each time).
+At a graceful stop the server ends every open stream itself: its completion result,
+then the end of its response (``end_all``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import trio
 from mockmcp.core.actions import Action, Emit, Plan, Send
 from mockmcp.core.engine import Engine
 from mockmcp.wire import protocol as p
-from mockmcp.shells.http.channel import Sink, event_of
+from mockmcp.shells.http.channel import End, Sink, event_of
 from mockmcp.shells.http.ids import drop
 from mockmcp.shells.http.taps import Taps
 from mockmcp.shells.log import StderrLog
@@ -30,6 +32,7 @@ class ListenRoutes:
         self.taps = taps
         self.streams: dict[Any, list[Sink]] = {}  # listen request id -> its streams
         self._stalled: set[Any] = set()  # listen streams that dropped an event (warned once)
+        self._closed = trio.Event()  # set (and replaced) each time a stream closes
 
     def open(self, sid: Any, sink: Sink) -> None:
         self.streams.setdefault(sid, []).append(sink)
@@ -37,6 +40,8 @@ class ListenRoutes:
     def close(self, sid: Any, sink: Sink) -> None:
         if drop(self.streams, sid, sink):
             self._stalled.discard(sid)
+            self._closed.set()
+            self._closed = trio.Event()
 
     async def fan_out(self, emit: Emit, own: Sink) -> None:
         """Deliver an event to the listen streams that want it (the engine says which, in order)."""
@@ -97,6 +102,25 @@ class ListenRoutes:
             for target in targets:
                 self.deliver(sid, target, send)
         await trio.lowlevel.checkpoint()
+
+
+    async def end_all(self, within: float) -> None:
+        """The server ends every open listen stream (a graceful stop): each gets the listen request's
+        completion result, then its response ends (its plan is then cut, as by ``endStream``); waits
+        up to ``within`` seconds for them to be written. A stream not being read loses its end."""
+        ending: list[tuple[Any, Sink]] = []
+        for send in self.engine.subscription_ends():
+            sid = send.message["id"]
+            for target in tuple(self.streams.get(sid, ())):
+                self.deliver(sid, target, send)
+                try:
+                    target.send_nowait(End())
+                except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                    continue
+                ending.append((sid, target))
+        with trio.move_on_after(within):
+            while any(any(s is sink for s in self.streams.get(sid, ())) for sid, sink in ending):
+                await self._closed.wait()
 
 
 def subscription_of(message: Any) -> Any:

@@ -88,6 +88,11 @@ class HttpShell:
         """Accept connections on ``listeners`` until cancelled."""
         await self.loop.serve(listeners, task_status)
 
+    async def end_listen_streams(self) -> None:
+        """A graceful stop (stdin's EOF, the control channel's shutdown), once scripted replies had
+        their grace: the server ends every open listen stream with its completion result."""
+        await self.routes.end_all(self.lifecycle.grace)
+
     def wake_task_streams(self) -> None:
         """If tasks changed (a request, another process of the session, a new named state), wake the
         streams watching them (the session's log watcher calls it too)."""
