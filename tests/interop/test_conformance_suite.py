@@ -42,15 +42,8 @@ TASKS_SCENARIOS = frozenset({
     "tasks-required-task-error", "tasks-mrtr-composition",
 })
 
-COMPOSITION_DEFECT = (
-    "a task created by the final round of an input_required tool call does not see that round's"
-    " inputResponses: the task record keeps only the call's name and arguments (core/tasks), so the"
-    " outcome's {{ inputResponses.* }} render empty"
-)
 # (scenario, check id) -> the defect that makes it fail today
-KNOWN_DEFECTS = {
-    ("tasks-mrtr-composition", "sep-2663-mrtr-synchronous-before-task-creation"): COMPOSITION_DEFECT,
-}
+KNOWN_DEFECTS: dict[tuple[str, str], str] = {}
 
 _RESULT_DIR = re.compile(r"server-(?P<name>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z")
 
@@ -136,10 +129,10 @@ def test_server_suite_2025_11_25(conformance_suite: list[str], tmp_path: Path) -
 # ---------------------------------------------------------------- defects the suite found
 
 
-@pytest.mark.xfail(strict=True, reason=COMPOSITION_DEFECT)
 def test_task_created_by_the_last_input_required_round_sees_its_answers() -> None:
     """tasks-mrtr-composition: test_tool_with_task asks for a name (input_required), and the retry
-    that answers it is answered with a task; the task's result must use the answer."""
+    that answers it is answered with a task; the task's result must use the answer (the task keeps
+    the creating round's answers: core/tasks/records.py's ``creating_round``)."""
     with HttpMock("conformance-server", "--time-scale", "0.1") as mock:
         client = HttpClient(mock, caps={"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
         first = client.call("test_tool_with_task")["result"]

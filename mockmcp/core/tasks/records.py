@@ -29,14 +29,22 @@ class TaskRecord:
     __slots__ = (
         "id", "spec", "params", "meta", "created", "updated", "phase", "phase_start", "polls",
         "total_polls", "answers", "status", "message", "outcome", "version", "cancel_asked",
-        "fault_step", "driven",
+        "fault_step", "driven", "creating_round",
     )
 
-    def __init__(self, id: str, spec: int, params: dict[str, Any], meta: dict[str, Any], now: float) -> None:
+    def __init__(
+        self, id: str, spec: int, params: dict[str, Any], meta: dict[str, Any], now: float,
+        creating_round: dict[str, Any] | None = None,
+    ) -> None:
         self.id = id
         self.spec = spec  # index in scenario_facts(scenario)[0]
         self.params = params  # the tools/call params (name, arguments): the outcome's templates read them
         self.meta = meta
+        # The multi round-trip exchange that ended in this task (its last round: ``round``, the
+        # ``inputResponses`` of every round, the scenario's ``requestState`` text and the
+        # ``missingInputs``), or None for a task made by a first round. Kept apart from ``answers``:
+        # those are the task's own, whose keys are unique for its life whatever the exchange used.
+        self.creating_round = creating_round
         self.created = now
         self.updated = now
         self.phase = 0
@@ -81,6 +89,9 @@ class TaskRecord:
         driven = data.get("driven")
         if driven is not None and type(driven.get("inputRequests")) is not dict:
             raise CorruptRecord("'driven' has no inputRequests object")
+        creating = data.get("creating_round")
+        if creating is not None and (type(creating.get("round")) is not int or type(creating.get("inputResponses")) is not dict):
+            raise CorruptRecord("'creating_round' has no round number and inputResponses object")
         if data["id"] != task_id or not 0 <= data["spec"] < specs or data["phase"] < 0 or data["status"] not in STATUSES:
             raise CorruptRecord("its id, script, phase or status does not fit this scenario")
         rec = cls.__new__(cls)
@@ -99,9 +110,9 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "id": (str,), "spec": (int,), "params": (dict,), "meta": (dict,), "created": _NUMBER, "updated": _NUMBER,
     "phase": (int,), "phase_start": _NUMBER, "polls": (int,), "total_polls": (int,), "answers": (dict,),
     "status": (str,), "message": (str, type(None)), "outcome": (dict, type(None)), "version": (int,),
-    "cancel_asked": (bool,), "fault_step": (int,), "driven": (dict, type(None)),
+    "cancel_asked": (bool,), "fault_step": (int,), "driven": (dict, type(None)), "creating_round": (dict, type(None)),
 }
-_LATER: dict[str, Any] = {"driven": None}  # fields added after the format's first version: their value in older records
+_LATER: dict[str, Any] = {"driven": None, "creating_round": None}  # fields added after the format's first version: their value in older records
 
 
 def seen_key(rec: TaskRecord) -> tuple[Any, ...]:

@@ -203,10 +203,18 @@ class TaskScript:
         return True
 
     def context(self, rec: TaskRecord) -> RequestContext:
-        """The original request's context again, with the answers so far (templates read both)."""
+        """The original request's context again, with the answers so far (templates read both):
+        those of the multi round-trip exchange that created the task, then the task's own (a key
+        both used is the task's answer, the later one)."""
         req = jsonrpc.Request(None, p.TOOLS_CALL, rec.params, {})
         ctx = RequestContext(req, rec.meta, self.state())
-        if rec.answers:
+        first = rec.creating_round
+        if first is not None:
+            ctx.set_rounds(
+                first["round"], {**first["inputResponses"], **rec.answers},
+                missing=first.get("missingInputs"), request_state=first.get("requestState"),
+            )
+        elif rec.answers:
             ctx.set_rounds(1, rec.answers)
         return ctx
 

@@ -60,6 +60,18 @@ def _start() -> str:
     return "start"
 
 
+def _creating_round(ctx: RequestContext) -> dict[str, Any] | None:
+    """What the task keeps of the multi round-trip exchange that created it (its outcome and input
+    requests render with it): None when a first round created it."""
+    if ctx.round == 1 and not ctx.input_responses and ctx.missing_inputs is None:
+        return None
+    first: dict[str, Any] = {"round": ctx.round, "inputResponses": dict(ctx.input_responses)}
+    if ctx.missing_inputs is not None:  # (the exchange carried requestState)
+        first["missingInputs"] = list(ctx.missing_inputs)
+        first["requestState"] = ctx.request_state
+    return first
+
+
 class TaskTable:
     """The tasks of one session, and the rules of the extension that need their state.
 
@@ -161,7 +173,7 @@ class TaskTable:
 
     def create(self, ctx: RequestContext, spec: TaskSpec) -> TaskRecord:
         params = {k: v for k, v in ctx.params.items() if k in ("name", "arguments")}
-        rec = TaskRecord(self.new_id(), self.script.index(spec), params, ctx.meta, self.clock())
+        rec = TaskRecord(self.new_id(), self.script.index(spec), params, ctx.meta, self.clock(), _creating_round(ctx))
         self.script.enter(rec, spec)
         self.changed = True
         self.advance(rec)
