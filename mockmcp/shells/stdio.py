@@ -101,11 +101,6 @@ class Shell:
         return self.observers.on_output
 
     @property
-    def on_data(self) -> OnData | None:
-        """Every line written, undecoded (the control channel's journal)."""
-        return self.observers.on_data
-
-    @property
     def busy(self) -> int:
         """Work the EOF grace waits for; ``mockmcp proxy`` adds the answers its real server owes."""
         return self.work.count
