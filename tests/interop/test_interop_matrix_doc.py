@@ -18,6 +18,7 @@ from interop import matrix
 
 COMMITTED = matrix.ROOT / "docs" / "interop.md"
 TASKS = "The Tasks extension (io.modelcontextprotocol/tasks)"
+PARITY = "The conformance suite's client scenarios (parity)"
 
 # One cell, as a driver reports it: enough for render() to write every generated section.
 RESULTS = {"default": {"python-asyncio": {
@@ -47,8 +48,9 @@ def test_regenerating_the_committed_page_keeps_the_tasks_section(tmp_path: Path,
     assert TASKS in [title for title, _ in matrix._sections(committed)]  # the section this is about
     page = _regenerate(tmp_path, committed, monkeypatch)
     titles = [title for title, _ in matrix._sections(page)]
-    assert titles == ["", TASKS, "Known client behaviours", "Notes"]  # in its place: after the table
+    assert titles == ["", TASKS, PARITY, "Known client behaviours", "Notes"]  # in their place: after the table
     assert _section(page, TASKS) == _section(committed, TASKS)  # word for word
+    assert _section(page, PARITY) == _section(committed, PARITY)
     # the generated parts are the new run's: one scenario, one client
     table = [line for line in _section(page, "").splitlines() if line.startswith("| `")]
     assert table == ["| `default` | 1 ok; mock: no report ([notes](#defaultpython-asyncio)) |"]
