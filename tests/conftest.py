@@ -1,13 +1,12 @@
 """Shared test helpers: the official schema, a fake link for the core, subprocess spawning.
 
 Every line the mock writes in these tests can be checked against the official
-JSON Schema of revision 2026-07-28, read from ``../shared`` (never copied into
-the project).
+JSON Schema of revision 2026-07-28 and the Tasks extension's (``support.schema``),
+read from ``../shared`` (never copied into the project).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -16,7 +15,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from support.paths import ROOT, SCHEMA_PATH
+from support.paths import ROOT
+from support.schema import SchemaChecker, checker
 from support.process import LEAN_PYTEST_ADDOPTS
 
 _FINER_UNITS = pytest.StashKey[bool]()  # the run uses the default distribution chosen below
@@ -242,85 +242,10 @@ def _reap_leaks(ours: Callable[[str], bool]) -> list[str]:
     return [f"pid {pid}: {cmd}" for (pid, _), cmd in sorted(leaks.items())]
 
 
-# Result shape by request method, for schema validation of responses.
-RESULT_DEF = {
-    "server/discover": "DiscoverResult",
-    "tools/list": "ListToolsResult",
-    "tools/call": "CallToolResult",
-    "prompts/list": "ListPromptsResult",
-    "prompts/get": "GetPromptResult",
-    "resources/list": "ListResourcesResult",
-    "resources/read": "ReadResourceResult",
-    "resources/templates/list": "ListResourceTemplatesResult",
-    "completion/complete": "CompleteResult",
-    "subscriptions/listen": "SubscriptionsListenResult",
-}
-NOTIFICATION_DEF = {
-    "notifications/progress": "ProgressNotification",
-    "notifications/message": "LoggingMessageNotification",
-    "notifications/cancelled": "CancelledNotification",
-    "notifications/tools/list_changed": "ToolListChangedNotification",
-    "notifications/prompts/list_changed": "PromptListChangedNotification",
-    "notifications/resources/list_changed": "ResourceListChangedNotification",
-    "notifications/resources/updated": "ResourceUpdatedNotification",
-    "notifications/subscriptions/acknowledged": "SubscriptionsAcknowledgedNotification",
-}
-
-
-class SchemaChecker:
-    """Validates server output against the official JSON Schema."""
-
-    def __init__(self) -> None:
-        import jsonschema
-
-        self.schema = json.loads(SCHEMA_PATH.read_text())
-        self._validators: dict[str, Any] = {}
-        self._jsonschema = jsonschema
-
-    def validator(self, name: str) -> Any:
-        v = self._validators.get(name)
-        if v is None:
-            schema = {"$schema": self.schema["$schema"], "$defs": self.schema["$defs"], "$ref": f"#/$defs/{name}"}
-            cls = self._jsonschema.validators.validator_for(schema)
-            v = self._validators[name] = cls(schema)
-        return v
-
-    def check(self, message: Any, method: str | None = None) -> None:
-        """Raise if ``message`` (a parsed server message) is not valid for this revision."""
-        self.validator("JSONRPCMessage").validate(message)
-        assert isinstance(message, dict)
-        if "method" in message:
-            assert "id" not in message, f"the server sent a request: {message}"
-            name = NOTIFICATION_DEF.get(message["method"])
-            assert name, f"unknown server notification {message['method']}"
-            self.validator(name).validate(message)
-        elif "result" in message:
-            result = message["result"]
-            assert "resultType" in result, f"result without resultType: {message}"
-            if result["resultType"] == "input_required":
-                self.validator("InputRequiredResult").validate(result)
-                assert "inputRequests" in result or "requestState" in result
-            elif method in RESULT_DEF:
-                self.validator(RESULT_DEF[method]).validate(result)
-        else:
-            self.validator("JSONRPCErrorResponse").validate(message)
-
-    def check_line(self, line: bytes, method: str | None = None) -> dict[str, Any]:
-        assert line.endswith(b"\n") and b"\n" not in line[:-1], f"not one line: {line!r}"
-        message = json.loads(line)
-        self.check(message, method)
-        return message
-
-
-_checker: SchemaChecker | None = None
-
-
 @pytest.fixture(scope="session")
 def schema() -> SchemaChecker:
-    global _checker
-    if _checker is None:
-        _checker = SchemaChecker()
-    return _checker
+    """The official schemas (the revision's and the Tasks extension's) as one checker (support.schema)."""
+    return checker()
 
 
 @pytest.fixture(scope="session")

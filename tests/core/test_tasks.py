@@ -17,6 +17,7 @@ from support.messages import line, request
 from support.fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
 from support.engines import GATED, scenario_engine
 from support.taskcore import EXT, Core
+from support.schema import checker
 
 from mockmcp.wire import protocol as p
 from mockmcp.core.actions import Send
@@ -278,7 +279,7 @@ def test_task_step_outside_tools_call_is_refused_unless_deliberate() -> None:
     with pytest.raises(LoadError, match="a task can only answer tools/call"):
         load_text(yaml, "<t>")
     deliberate = yaml.replace("{task: {}}", "{task: {faults: {anyMethod: true}}}")
-    core = Core(deliberate)
+    core = Core(deliberate, checked=False)  # (the fault breaks the extension on purpose)
     result = core.ask("prompts/get", {"name": "p"})["result"]
     assert result["resultType"] == "task"
 
@@ -304,22 +305,30 @@ def _req(rid: Any, method: str, params: dict[str, Any] | None = None, caps: Any 
     return request(rid, method, params, {p.META_CLIENT_CAPABILITIES: caps})
 
 
+def _send(link: FakeLink, message: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the shell wrote for ``message``, each message checked against the official schemas."""
+    out: list[dict[str, Any]] = link.send(message)
+    for written in out:
+        checker().check(written, message["method"] if "id" in written else None)
+    return out
+
+
 def test_listen_stream_gets_a_notification_per_change_with_the_full_task() -> None:
     with _link() as link:
-        (created,) = link.send(_req(1, "tools/call", {"name": "approve", "arguments": {}}))
+        (created,) = _send(link, _req(1, "tools/call", {"name": "approve", "arguments": {}}))
         tid = created["result"]["taskId"]
-        (ack,) = link.send(_req(2, "subscriptions/listen", {"notifications": {"taskIds": [tid, "unknown"]}}))
+        (ack,) = _send(link, _req(2, "subscriptions/listen", {"notifications": {"taskIds": [tid, "unknown"]}}))
         assert ack["method"] == "notifications/subscriptions/acknowledged"
         assert ack["params"]["notifications"]["taskIds"] == [tid]
-        out = link.send(_req(3, "tasks/get", {"taskId": tid}))
+        out = _send(link, _req(3, "tasks/get", {"taskId": tid}))
         # the poll ended "preparing": the stream hears of input_required, with the requests
         (note,) = [m for m in out if m.get("method") == p.TASKS_NOTIFICATION]
         assert note["params"]["status"] == "input_required" and "approval" in note["params"]["inputRequests"]
         assert note["params"]["_meta"][p.META_SUBSCRIPTION_ID] == 2 and note["params"]["taskId"] == tid
         assert "resultType" not in note["params"]
-        out = link.send(_req(4, "tasks/update", {"taskId": tid, "inputResponses": {"approval": {"action": "decline"}}}))
+        out = _send(link, _req(4, "tasks/update", {"taskId": tid, "inputResponses": {"approval": {"action": "decline"}}}))
         assert [m["params"]["status"] for m in out if m.get("method") == p.TASKS_NOTIFICATION] == ["working"]
-        out = link.send(_req(5, "tasks/get", {"taskId": tid}))
+        out = _send(link, _req(5, "tasks/get", {"taskId": tid}))
         notes = [m["params"] for m in out if m.get("method") == p.TASKS_NOTIFICATION]
         assert [n["status"] for n in notes] == ["completed"] and notes[0]["result"]["content"][0]["text"] == "the change: decline"
         assert 2 in link.open  # the stream stays open
@@ -327,10 +336,10 @@ def test_listen_stream_gets_a_notification_per_change_with_the_full_task() -> No
 
 def test_time_driven_change_is_pushed_at_its_moment_without_any_poll() -> None:
     with _link() as link:
-        (created,) = link.send(_req(1, "tools/call", {"name": "deploy", "arguments": {}}))
+        (created,) = _send(link, _req(1, "tools/call", {"name": "deploy", "arguments": {}}))
         tid = created["result"]["taskId"]
         before = len(link.timeline)
-        out = link.send(_req(2, "subscriptions/listen", {"notifications": {"taskIds": [tid]}}))
+        out = _send(link, _req(2, "subscriptions/listen", {"notifications": {"taskIds": [tid]}}))
         notes = [m for m in out if m.get("method") == p.TASKS_NOTIFICATION]
         assert [n["params"]["status"] for n in notes] == ["completed"]
         at = [t for t, raw in link.timeline[before:] if b"notifications/tasks" in raw]
@@ -339,7 +348,7 @@ def test_time_driven_change_is_pushed_at_its_moment_without_any_poll() -> None:
 
 def test_listen_for_tasks_without_the_capability_is_32021() -> None:
     with _link() as link:
-        (err,) = link.send(_req(1, "subscriptions/listen", {"notifications": {"taskIds": ["x"]}}, caps={}))
+        (err,) = _send(link, _req(1, "subscriptions/listen", {"notifications": {"taskIds": ["x"]}}, caps={}))
         assert err["error"]["code"] == -32021
 
 
@@ -421,9 +430,9 @@ def test_sampling_and_roots_input_requests_are_answered_through_tasks_update(tmp
 def test_a_named_state_change_is_pushed_to_streams_watching_a_task_gated_on_it() -> None:
     """No poll: the request that sets the state is what ends the task's phase."""
     with FakeLink(scenario_engine(GATED, state_key=b"k", seed=0, clock=trio.current_time)) as link:
-        (created,) = link.send(_req(1, "tools/call", {"name": "gated", "arguments": {}}))
+        (created,) = _send(link, _req(1, "tools/call", {"name": "gated", "arguments": {}}))
         tid = created["result"]["taskId"]
-        link.send(_req(2, "subscriptions/listen", {"notifications": {"taskIds": [tid]}}))
-        out = link.send(_req(3, "tools/call", {"name": "release", "arguments": {}}))
+        _send(link, _req(2, "subscriptions/listen", {"notifications": {"taskIds": [tid]}}))
+        out = _send(link, _req(3, "tools/call", {"name": "release", "arguments": {}}))
         notes = [m["params"] for m in out if m.get("method") == p.TASKS_NOTIFICATION]
         assert [n["status"] for n in notes] == ["completed"] and notes[0]["result"]["content"][0]["text"] == "released"

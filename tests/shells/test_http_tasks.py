@@ -6,7 +6,9 @@ One process per scenario serves every path of it: task creation, polling, input 
 ``tasks/update``, failure, ``tasks/cancel``, the synchronous answer without the capability,
 bad task ids, ``notifications/tasks`` on a ``subscriptions/listen`` stream (after a poll or an
 update changed the task, and on the task's own clock), the faults, and a session directory
-kept across processes that die (scripted, and SIGKILL) and are restarted.
+kept across processes that die (scripted, and SIGKILL) and are restarted. Every message a
+process that keeps to the extension wrote is checked against the official schemas (the revision's
+and the extension's: its journal, ``support.schema``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from support.httpmock import HttpClient, HttpMock, read_events, sse_data
+from support.schema import check_journal
 
 SCALE = 0.05  # pollIntervalMs 100 -> 5 ms; deploy's 2 s -> 100 ms
 
@@ -132,8 +135,8 @@ def test_every_path_of_the_tasks_scenario_over_http(tmp_path: Path) -> None:
         assert mock.stop() == 0
     checks = {f["check"] for f in json.loads(report.read_text())["findings"]}
     assert {"tasks.poll.afterTerminal", "tasks.update.notOutstanding"} <= checks, checks
-    outs = [json.loads(line) for line in journal.read_text().splitlines()]
-    tasks_notes = [r for r in outs if r.get("dir") == "out" and r.get("message", {}).get("method") == "notifications/tasks"]
+    written = check_journal(journal)
+    tasks_notes = [m for m in written if m.get("method") == "notifications/tasks"]
     assert len(tasks_notes) == 4  # three for approve, one for deploy: journaled as written
 
 
@@ -224,6 +227,7 @@ def test_a_session_directory_outlives_http_processes(tmp_path: Path) -> None:
         assert mock.stop() == 0
     report = json.loads((tmp_path / "r3.json").read_text())
     assert report["ok"], report["expectations"]
+    check_journal(tmp_path / "s" / "journal.jsonl")  # every process's, the killed ones' too
     assert len(report["processes"]) == 3  # one verdict over every process of the session
 
 

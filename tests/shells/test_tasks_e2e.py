@@ -2,16 +2,21 @@
 
 One spawn drives every tool of the scenario the way a correct client of the
 Tasks extension does (poll at the interval, answer input once, cancel, stop
-at terminal), and checks each message against what the extension requires.
+at terminal), and checks each message against what the extension requires, and every message
+the process wrote against the official schemas (its journal: ``support.schema``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from support.schema import check_journal
 from support.taskclient import TaskClient
 
 
-def test_every_tool_of_the_tasks_scenario_through_the_real_process() -> None:
-    client = TaskClient("tasks", time_scale=0.05)
+def test_every_tool_of_the_tasks_scenario_through_the_real_process(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    client = TaskClient("tasks", "--journal", str(journal), time_scale=0.05)
     try:
         caps = client.ask("server/discover")["result"]["capabilities"]
         assert caps["extensions"] == {"io.modelcontextprotocol/tasks": {}}
@@ -67,3 +72,6 @@ def test_every_tool_of_the_tasks_scenario_through_the_real_process() -> None:
     finally:
         status = client.close()
     assert status == 0
+    written = check_journal(journal)
+    assert {m.get("method") for m in written} >= {"notifications/tasks"}
+    assert sum(1 for m in written if m.get("result", {}).get("resultType") == "task") >= 6

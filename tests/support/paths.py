@@ -33,3 +33,4 @@ SHARED = find_shared()
 SCHEMA_PATH = SHARED / "spec" / "2026-07-28" / "schema.json"
 EXAMPLES = SHARED / "spec" / "2026-07-28" / "examples"
 SCENARIOS = ROOT / "scenarios"
+TASKS_SCHEMA_PATH = SHARED / "spec" / "ext-tasks" / "schema.json"  # the Tasks extension's generated schema

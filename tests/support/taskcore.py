@@ -1,7 +1,9 @@
 """The Tasks extension driven on the core itself, in process: no shell, no process, a clock the test moves.
 
-``Core`` is a client of one engine through a ``Connection``; ``send_with_tasks`` and
-``task_notes`` work on any connection (a plain one, or a session directory's).
+``Core`` is a client of one engine through a ``Connection``; every message the core writes to it
+is checked against the official schemas (the revision's, and the Tasks extension's for its own
+shapes: ``support.schema``). ``send_with_tasks`` and ``task_notes`` work on any connection (a
+plain one, or a session directory's), and check what they see the same way.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from support.engines import scenario_engine
 from support.messages import line, request
+from support.schema import checker
 
 from mockmcp.core.actions import Send
 from mockmcp.core.connection import Connection
@@ -25,7 +28,8 @@ TASKS_META = {p.META_CLIENT_CAPABILITIES: EXT}  # a request's ``_meta`` with the
 class Core:
     """A client on the core itself: one request in, the messages it planned out."""
 
-    def __init__(self, scenario: str = "tasks", key: bytes = b"k", **kw: Any) -> None:
+    def __init__(self, scenario: str = "tasks", key: bytes = b"k", *, checked: bool = True, **kw: Any) -> None:
+        self.checked = checked  # False: a scenario whose faults break the extension on purpose
         self.now = 1_800_000_000.0
         self.engine = scenario_engine(scenario, state_key=key, seed=0, clock=lambda: self.now, **kw)
         self.conn = Connection(self.engine)
@@ -36,6 +40,9 @@ class Core:
         out = []
         for plan in self.conn.receive_data(line(msg)):
             out.extend(a.message for a in plan.actions if isinstance(a, Send))  # type: ignore[union-attr]
+        if self.checked:
+            for message in out:
+                checker().check(message, method if "id" in message else None)
         return out
 
     def ask(self, method: str, params: dict[str, Any] | None = None, caps: Any = EXT) -> dict[str, Any]:
@@ -58,7 +65,10 @@ class Core:
 def send_with_tasks(conn: Any, rid: Any, method: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     """Every message the immediate part of the answer writes (the answer, notifications)."""
     (plan,) = conn.receive_data(line(request(rid, method, params, TASKS_META)))
-    return [a.message for a in plan.actions if hasattr(a, "message")]
+    out = [a.message for a in plan.actions if hasattr(a, "message")]
+    for message in out:
+        checker().check(message, method if "id" in message else None)
+    return out
 
 
 def task_notes(sends: list[Any]) -> list[dict[str, Any]]:
