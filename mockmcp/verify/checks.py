@@ -20,6 +20,7 @@ from mockmcp.wire import protocol as p
 
 _SPEC = "https://modelcontextprotocol.io/specification/2026-07-28/"
 _LEGACY_SPEC = "https://modelcontextprotocol.io/specification/2025-11-25/"
+_TASKS_SPEC = "https://github.com/modelcontextprotocol/ext-tasks/blob/main/specification/draft/tasks.md"
 
 # id -> (level, spec section, one-line summary). The single list the docs and tests follow.
 CHECKS: dict[str, tuple[str, str, str]] = {
@@ -63,11 +64,14 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "expect.unmatched": ("error", "docs/verification.md#unmatched-requests", "a request no scenario rule matched (with the closest rule)"),
     "expect.answer": ("error", "docs/verification.md#unmatched-requests", "a client's answer to a server request that differs from the request step's expect (a cassette's recorded answer)"),
     # The Tasks extension (io.modelcontextprotocol/tasks), checked by task_checks.py.
-    "tasks.capability.missing": ("error", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#protocol-errors", "tasks/get, tasks/update or tasks/cancel without the extension in the request's client capabilities (the server MUST refuse it)"),
-    "tasks.poll.tooFast": ("warning", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#task-polling", "tasks/get sooner than the task's pollIntervalMs after the last look (clients SHOULD respect it)"),
-    "tasks.poll.afterTerminal": ("note", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#task-polling", "tasks/get for a task already completed, failed or cancelled (poll until a terminal status, then stop)"),
-    "tasks.update.notOutstanding": ("error", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#task-update-requests", "tasks/update answering keys that are not outstanding: never asked, or answered already (each key MUST be outstanding)"),
-    "tasks.result.unsupported": ("error", "https://github.com/modelcontextprotocol/experimental-ext-tasks/blob/main/specification/draft/tasks.md#capability-negotiation", "following a task the server returned to a request the extension does not augment (the client MUST treat it as an invalid response)"),
+    "tasks.capability.missing": ("error", _TASKS_SPEC + "#protocol-errors", "tasks/get, tasks/update or tasks/cancel without the extension in the request's client capabilities (the server MUST refuse it)"),
+    "tasks.poll.tooFast": ("warning", _TASKS_SPEC + "#task-polling", "tasks/get sooner than the task's pollIntervalMs after the last look (clients SHOULD respect it)"),
+    "tasks.poll.afterTerminal": ("note", _TASKS_SPEC + "#task-polling", "tasks/get for a task already completed, failed or cancelled (poll until a terminal status, then stop)"),
+    "tasks.update.notOutstanding": ("error", _TASKS_SPEC + "#task-update-requests", "tasks/update answering keys that are not outstanding: never asked, or answered already (each key MUST be outstanding)"),
+    "tasks.result.unsupported": ("error", _TASKS_SPEC + "#capability-negotiation", "following a task the server returned to a request the extension does not augment (the client MUST treat it as an invalid response)"),
+    "tasks.cancel.notification": ("error", _TASKS_SPEC + "#task-cancellation", "notifications/cancelled for a request the server answered with a task (it MUST NOT be used for task cancellation: tasks/cancel is)"),
+    "tasks.method.removed": ("error", _TASKS_SPEC + "#task-polling", "tasks/result or tasks/list: methods of the 2025-11-25 tasks the extension removed (a server answers -32601)"),
+    "tasks.request.taskParam": ("note", _TASKS_SPEC + "#capability-negotiation", "a request with the 2025-11-25 'task' parameter: the server alone decides whether to answer with a task"),
     # Streamable HTTP (mockmcp run --http): found by the HTTP shell's rules, reported here.
     "http.header.missing": ("error", "basic/transports/streamable-http#server-validation", "a request without MCP-Protocol-Version, Mcp-Method, or Mcp-Name where its method needs one"),
     "http.header.mismatch": ("error", "basic/transports/streamable-http#server-validation", "a request header that does not match the body (or a malformed value or base64 sentinel)"),

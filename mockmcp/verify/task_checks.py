@@ -11,6 +11,7 @@ of ``checks.CHECKS``.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mockmcp.wire import protocol as p
@@ -18,6 +19,8 @@ from mockmcp.verify.checks import Finding
 
 TERMINAL = ("completed", "failed", "cancelled")
 SLACK = 0.9  # a poll 10% early still counts as on time (timers are not exact)
+# The 2025-11-25 tasks' methods, removed from the extension (a server answers them -32601).
+REMOVED_METHODS = frozenset({"tasks/result", "tasks/list"})
 
 
 class _Task:
@@ -37,11 +40,24 @@ class TaskChecker:
         self.time_scale = time_scale
         self.tasks: dict[str, _Task] = {}
         self.pending: dict[Any, tuple[str, Any]] = {}  # request id -> (method, taskId)
+        # Requests the server answered with a task, by id (JSON text): the task is what a client
+        # cancels then (tasks/cancel), not the request (notifications/cancelled).
+        self.answered_with_task: dict[str, str] = {}
 
     def request(self, rid: Any, method: str, params: dict[str, Any], message: dict[str, Any], now: float) -> list[Finding]:
+        self.answered_with_task.pop(_key(rid), None)  # the id names this request from now on
         if method not in p.TASK_METHODS:
+            if method in REMOVED_METHODS:
+                return [Finding("tasks.method.removed", f"{method}: the extension removed it (a task's result comes inlined in tasks/get; there is no task list)", message, rid)]
             if method in p.TASK_AUGMENTABLE or method in (p.PROMPTS_GET, p.RESOURCES_READ):
                 self._pend(rid, method, None)
+                meta = params.get("_meta")
+                if "task" in params and type(meta) is dict and p.META_PROTOCOL_VERSION in meta:
+                    return [Finding(
+                        "tasks.request.taskParam",
+                        f"{method} with a 2025-11-25 'task' parameter: the server alone decides whether to answer with a task (declaring the extension is all a client does)",
+                        message, rid,
+                    )]
             return []
         out: list[Finding] = []
         meta = params.get("_meta")
@@ -87,6 +103,19 @@ class TaskChecker:
                     task.answered.add(k)
         return out
 
+    def notification(self, method: str, params: Any, message: Any) -> list[Finding]:
+        """A client notification: ``notifications/cancelled`` naming a request answered with a task."""
+        if method != p.CANCELLED or type(params) is not dict:
+            return []
+        tid = self.answered_with_task.get(_key(params.get("requestId")))
+        if tid is None:
+            return []
+        return [Finding(
+            "tasks.cancel.notification",
+            f"notifications/cancelled for request {params.get('requestId')!r}, answered with task {tid}: a task is cancelled with tasks/cancel",
+            message,
+        )]
+
     def _pend(self, rid: Any, method: str, tid: Any) -> None:
         self.pending[rid] = (method, tid)
         if len(self.pending) > 10_000:  # requests that never got an answer (cancelled): forget the oldest
@@ -111,6 +140,8 @@ class TaskChecker:
         if result.get("resultType") == "task":
             self.tasks[tid] = _Task(method, result.get("pollIntervalMs"), now)
             del_old(self.tasks)
+            self.answered_with_task[_key(message["id"])] = tid
+            del_old(self.answered_with_task)
         elif method == p.TASKS_GET:
             if tid not in self.tasks:  # created by an earlier process of the session: follow it from here
                 self.tasks[tid] = _Task(p.TOOLS_CALL, result.get("pollIntervalMs"), now)
@@ -136,3 +167,8 @@ def del_old(tasks: dict[str, Any], keep: int = 100_000) -> None:
     """Forget the oldest tasks past ``keep`` (a long session must not grow this for ever)."""
     for tid in list(tasks)[: max(0, len(tasks) - keep)]:
         del tasks[tid]
+
+
+def _key(rid: Any) -> str:
+    """A request id as a key (1 and "1" are two ids)."""
+    return json.dumps(rid)

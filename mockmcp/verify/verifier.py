@@ -145,6 +145,8 @@ class Verifier:
             # expectations can ask for notifications too (e.g. notifications/cancelled after a timeout)
             self.tracker.observe(None, msg.method, msg.params, headers)
             self._found(self.checker.notification(msg.method, msg.params, msg.message))
+            if self.tasks is not None:
+                self._found(self.tasks.notification(msg.method, msg.params, msg.message))
         else:
             self.counts["clientResponses"] += 1
             self._found(self.checker.response(msg.message))

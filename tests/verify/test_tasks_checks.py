@@ -108,6 +108,45 @@ def test_findings_reach_the_report_through_the_real_process(tmp_path: Path) -> N
     assert "tasks.poll.afterTerminal" in checks and "tasks.capability.missing" in checks
 
 
+def test_cancelling_a_task_with_notifications_cancelled_is_an_error() -> None:
+    w = Wire()
+    w.create(rid=7)
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+    assert [f.check for f in w.checker.notification(cancel["method"], cancel["params"], cancel)] == ["tasks.cancel.notification"]
+    assert w.checker.notification("notifications/cancelled", {"requestId": "7"}, cancel) == []  # another id
+    assert w.client(_req(8, "tasks/cancel", {"taskId": "t1"})) == []  # the way to cancel a task
+    w.client(_req(7, "tools/list", {}))  # the id names another request from now on
+    assert w.checker.notification(cancel["method"], cancel["params"], cancel) == []
+
+
+def test_the_removed_methods_and_the_legacy_task_parameter_are_found() -> None:
+    w = Wire()
+    assert w.client(_req(1, "tasks/result", {"taskId": "t1"})) == ["tasks.method.removed"]
+    assert w.client(_req(2, "tasks/list", {})) == ["tasks.method.removed"]
+    assert w.client(_req(3, "tools/call", {"name": "x", "task": {"ttl": 60000}})) == ["tasks.request.taskParam"]
+    assert w.client(_req(4, "tools/call", {"name": "x"})) == []
+    legacy = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "x", "task": {"ttl": 60000}}}
+    assert w.client(legacy) == []  # a 2025-11-25 request (no protocolVersion in _meta) may carry it
+
+
+def test_the_sep_2663_client_checks_through_the_real_process(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    client = TaskClient("tasks", "--report", str(report))
+    rid = client.write("tools/call", {"name": "forever", "arguments": {}})
+    tid = client.answer(rid)["result"]["taskId"]
+    assert client.proc.stdin is not None
+    client.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}) + "\n").encode())
+    client.proc.stdin.flush()
+    assert client.ask("tasks/result", {"taskId": tid})["error"]["code"] == -32601
+    plain = client.ask("tools/call", {"name": "quick", "arguments": {}, "task": {"ttl": 60000}}, caps={})["result"]
+    assert plain["resultType"] == "complete"  # the hint promotes nothing
+    assert client.ask("tasks/cancel", {"taskId": tid})["result"]["resultType"] == "complete"
+    assert client.get(tid)["result"]["status"] == "cancelled"
+    assert client.close() == 0
+    checks = [f["check"] for f in json.loads(report.read_text())["findings"]]
+    assert {"tasks.cancel.notification", "tasks.method.removed", "tasks.request.taskParam"} <= set(checks), checks
+
+
 # ---------------------------------------------------------------- faults (the server wrong on demand)
 
 
