@@ -124,3 +124,56 @@ def test_a_task_made_by_a_first_round_keeps_no_exchange() -> None:
     tid = core.start("build", target="x")
     rec = core.engine.tasks.get(tid)
     assert rec is not None and rec.creating_round is None and "creating_round" in rec.to_json()
+
+
+# ---------------------------------------------------------------- SEP-2663: what each status means
+
+
+def test_a_tool_error_is_a_completed_task_whose_result_has_is_error() -> None:
+    core = Core("conformance-server")
+    tid = core.start("failing_job")
+    core.now += 1.0
+    done = core.get(tid)["result"]
+    assert done["status"] == "completed" and done["result"]["isError"] is True and "error" not in done, done
+
+
+def test_a_protocol_error_is_a_failed_task_with_the_json_rpc_error_inlined_and_said() -> None:
+    core = Core("conformance-server")
+    tid = core.start("protocol_error_job")
+    failed = core.get(tid)["result"]
+    assert failed["status"] == "failed" and "result" not in failed, failed
+    assert failed["error"] == {"code": -32603, "message": "Internal error in the job"}
+    assert failed["statusMessage"] == "Internal error in the job"  # (SHOULD: what went wrong)
+    doomed = Core()  # a scenario's own statusMessage stays
+    tid = doomed.start("doomed")
+    looks = [doomed.get(tid)["result"] for _ in range(3)]
+    assert looks[-1]["status"] == "failed" and looks[-1]["statusMessage"] == "trying"
+
+
+def test_tasks_cancel_is_acknowledged_empty_and_ends_the_task_cancelled() -> None:
+    core = Core()
+    tid = core.start("forever")
+    ack = core.ask("tasks/cancel", {"taskId": tid})["result"]
+    assert set(ack) <= {"resultType", "_meta"} and ack["resultType"] == "complete"
+    cancelled = core.get(tid)["result"]
+    assert cancelled["status"] == "cancelled" and not {"result", "error", "inputRequests"} & set(cancelled)
+    assert core.ask("tasks/cancel", {"taskId": tid})["result"]["resultType"] == "complete"  # idempotent
+    assert core.get(tid)["result"]["status"] == "cancelled"
+
+
+def test_cancel_ignore_is_the_cooperative_server_that_goes_on(tmp_path: Path) -> None:
+    core = Core(_scenario(tmp_path, "mockmcp: 1\ntools:\n  - name: t\n    replies:\n      - steps:\n          - task: {cancel: ignore, phases: [{polls: 2}]}\n"))
+    tid = core.start("t")
+    assert core.ask("tasks/cancel", {"taskId": tid})["result"]["resultType"] == "complete"
+    assert [core.get(tid)["result"]["status"] for _ in range(3)] == ["working", "working", "completed"]
+
+
+def test_a_task_handle_is_only_returned_once_tasks_get_finds_it() -> None:
+    """Durable creation: the task is in the table before its CreateTaskResult is planned, so a
+    tasks/get right after it (no time passed) resolves; a task that ends at once is still found."""
+    core = Core("conformance-server")
+    for args in ({"seconds": 60}, {"seconds": 0}):
+        created = core.call("slow_compute", **args)["result"]
+        assert created["resultType"] == "task"
+        got = core.get(created["taskId"])["result"]
+        assert got["taskId"] == created["taskId"] and got["createdAt"] == created["createdAt"]

@@ -251,3 +251,33 @@ def test_a_client_that_calls_the_tool_again_after_the_restart_fails_over_http(tm
     report = json.loads((tmp_path / "r2.json").read_text())
     failed = {v["expectation"] for v in report["expectations"] if v["verdict"] == "failed"}
     assert not report["ok"] and "started" in failed, report["expectations"]
+
+
+def test_sep_2663_through_the_real_process(tmp_path: Path) -> None:
+    """What each status means by default, with the conformance suite's own fixture tools: a tool
+    error completes with isError, a protocol error fails with the error inlined, tasks/cancel ends a
+    task cancelled, a task handle is found by the tasks/get right after it (in another process of the
+    session too); every message checked against the extension's schema."""
+    session = tmp_path / "s"
+    with HttpMock("conformance-server", "--time-scale", "0.05", "--session", str(session)) as mock:
+        client = HttpClient(mock)
+        tid = client.call("failing_job")["result"]["taskId"]
+        time.sleep(0.1)  # its 1 s x 0.05
+        done = client.get(tid)["result"]
+        assert done["status"] == "completed" and done["result"]["isError"] is True and "error" not in done
+
+        failed = client.get(client.call("protocol_error_job")["result"]["taskId"])["result"]
+        assert failed["status"] == "failed" and "result" not in failed
+        assert failed["error"]["code"] == -32603 and type(failed["error"]["message"]) is str and failed["statusMessage"]
+
+        tid = client.call("slow_compute", seconds=60)["result"]["taskId"]
+        assert client.get(tid)["result"]["status"] == "working"  # found at once
+        with HttpMock("conformance-server", "--session", str(session)) as other:  # and by another process
+            assert HttpClient(other, start_id=500).get(tid)["result"]["taskId"] == tid
+            assert other.stop() == 0
+        ack = client.ask("tasks/cancel", {"taskId": tid})["result"]
+        assert ack["resultType"] == "complete" and "status" not in ack
+        assert client.get(tid)["result"]["status"] == "cancelled"
+        assert mock.stop() == 0
+    written = check_journal(session / "journal.jsonl")
+    assert sum(1 for m in written if m.get("result", {}).get("resultType") == "task") == 3

@@ -114,6 +114,11 @@ class TaskScript:
         rec.status = "failed" if "error" in rec.outcome else "completed"
         rec.updated = at
         rec.message = spec.statusMessage if rec.message is None else rec.message
+        if rec.message is None and rec.status == "failed":
+            # A failed task SHOULD say what went wrong: the JSON-RPC error's own message, unless the
+            # scenario gave one.
+            error = rec.outcome["error"]
+            rec.message = error.get("message") if type(error) is dict and type(error.get("message")) is str else None
         rec.version += 1
 
     def rendered_outcome(self, rec: TaskRecord, steps: list[Step]) -> dict[str, Any] | None:
