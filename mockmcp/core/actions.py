@@ -169,10 +169,12 @@ class HttpFault(_Value):
 
     Before the plan's first message, its status, headers, content type, delay
     and body kind shape the response head (``httprules.head_faults``); where
-    it stands, ``write``, ``end_stream`` and ``reset`` act on the body.
+    it stands, ``write``, ``end_stream``, ``reset`` and ``retry`` (seconds: the
+    stream is closed for the client to resume with ``GET``) act on the body.
     """
 
-    __slots__ = ("status", "body", "headers", "content_type", "delay", "respond_as", "write", "end_stream", "reset")
+    __slots__ = ("status", "body", "headers", "content_type", "delay", "respond_as", "write", "end_stream", "reset",
+                 "retry")
 
     def __init__(
         self,
@@ -185,6 +187,7 @@ class HttpFault(_Value):
         write: bytes | None = None,
         end_stream: bool = False,
         reset: bool = False,
+        retry: float | None = None,
     ) -> None:
         self.status = status
         self.body = body
@@ -195,6 +198,7 @@ class HttpFault(_Value):
         self.write = write
         self.end_stream = end_stream
         self.reset = reset
+        self.retry = retry
 
 
 

@@ -88,6 +88,7 @@ class FaultSteps:
                     f.status, f.body.encode("utf-8"), tuple(f.headers.items()), f.contentType,
                     0.0 if f.delay is None else f.delay.seconds * self.time_scale, f.respondAs,
                     None if f.write is None else f.write.encode("latin-1"), f.endStream, f.reset,
+                    None if f.retry is None else f.retry.seconds * self.time_scale,
                 )
             case RequestStep():
                 return serverrequests.ask(

@@ -104,10 +104,12 @@ def header_map(headers: Headers) -> dict[bytes, bytes]:
 
 
 def check_head(method: bytes, target: bytes, headers: Mapping[bytes, bytes], *, allowed_origins: frozenset[str] = frozenset(),
-               allowed_hosts: frozenset[str] | None = None) -> Reject | None:
+               allowed_hosts: frozenset[str] | None = None, resumable: bool = False) -> Reject | None:
     """The rules a request's head must pass before its body is read (``None``: read it).
 
-    ``allowed_hosts``: the names a ``Host`` header may give (``None``: any; see ``host_allowed``)."""
+    ``allowed_hosts``: the names a ``Host`` header may give (``None``: any; see ``host_allowed``).
+    ``resumable``: a stream the mock closed waits for the client's ``GET`` (``http: {retry: ...}``),
+    so a ``GET`` listing ``text/event-stream`` in its ``Accept`` is read too."""
     if len(target) + sum(len(k) + len(v) + 4 for k, v in headers.items()) > MAX_HEADER_BYTES:
         return Reject(431, "Request Header Fields Too Large", headers=((b"content-type", b"text/plain"),),
                       body=f"the request head exceeds the {MAX_HEADER_BYTES}-byte limit\n".encode())
@@ -124,6 +126,11 @@ def check_head(method: bytes, target: bytes, headers: Mapping[bytes, bytes], *, 
     origin = headers.get(b"origin")
     if origin is not None and not origin_allowed(origin.decode("latin-1"), allowed_origins):
         return _json_error(403, p.INVALID_REQUEST, f"Forbidden: origin {origin.decode('latin-1')!r} is not allowed")
+    if method == b"GET" and resumable:
+        if not admits(headers.get(b"accept", b"").decode("latin-1"), "text/event-stream"):
+            return _json_error(406, p.INVALID_REQUEST, "Not Acceptable: a GET's Accept header must list text/event-stream",
+                               check="http.accept")
+        return None
     if method != b"POST":
         # GET (the removed standalone stream) and DELETE (the removed sessions) included.
         return _json_error(405, p.INVALID_REQUEST, "Method Not Allowed: the MCP endpoint accepts only POST",
@@ -176,6 +183,11 @@ def loopback_hosts(bound: str, extra: Iterable[str] = ()) -> frozenset[str]:
 
 def accepts_both(accept: str) -> bool:
     """Does ``Accept`` admit both ``application/json`` and ``text/event-stream`` (q > 0)?"""
+    return admits(accept, "application/json") and admits(accept, "text/event-stream")
+
+
+def admits(accept: str, kind: str) -> bool:
+    """Does ``Accept`` admit the media type ``kind`` (q > 0; ``major/*`` and ``*/*`` count)?"""
     ranges = set()
     for part in accept.split(","):
         fields = part.split(";")
@@ -190,10 +202,8 @@ def accepts_both(accept: str) -> bool:
                     q = 0.0
         if media and q > 0:
             ranges.add(media)
-    def admits(kind: str) -> bool:
-        major = kind.split("/", 1)[0]
-        return kind in ranges or f"{major}/*" in ranges or "*/*" in ranges
-    return admits("application/json") and admits("text/event-stream")
+    major = kind.split("/", 1)[0]
+    return kind in ranges or f"{major}/*" in ranges or "*/*" in ranges
 
 
 # ---------------------------------------------------------------- after the body
@@ -480,6 +490,17 @@ def sse_event(data: bytes) -> bytes:
 KEEPALIVE = b": keep-alive\n\n"
 
 
+def priming_event(event_id: str, retry_ms: int) -> bytes:
+    """The 2025-11-25 priming event: an event id, an empty ``data`` field, and the ``retry`` (ms) a
+    client waits before it reconnects with ``GET`` and that id as ``Last-Event-ID``."""
+    return f"id: {event_id}\nretry: {retry_ms}\ndata: \n\n".encode("ascii")
+
+
+def with_event_id(event: bytes, event_id: str) -> bytes:
+    """An SSE event with an ``id`` field first (a resumed stream's events carry their ids)."""
+    return b"id: " + event_id.encode("ascii") + b"\n" + event
+
+
 # ---------------------------------------------------------------- JSON body or SSE stream
 
 
@@ -505,7 +526,7 @@ def choose_body(plan: Any, mode: str = "auto") -> str:
         elif kind is Sleep:
             timed = True
         elif kind is HttpFault:
-            if action.write is not None or action.end_stream:
+            if action.write is not None or action.end_stream or action.retry is not None:
                 return "sse"
         else:
             return "sse"

@@ -307,8 +307,11 @@ def http_step_problems(spec: HttpSpec) -> list[tuple[Path_, str]]:
             out.append((("headers", name), "content-length, transfer-encoding and connection are the shell's (they frame the body)"))
         if not _HTTP_VALUE.fullmatch(value) or value != value.strip():
             out.append((("headers", name), "a header value has no control characters and no leading or trailing spaces"))
-    if spec.delay is not None and spec.delay.template is not None:
-        out.append((("delay",), "only a sleep's duration may be a template"))
+    for key, span in (("delay", spec.delay), ("retry", spec.retry)):
+        if span is not None and span.template is not None:
+            out.append(((key,), "only a sleep's duration may be a template"))
+    if spec.retry is not None and spec.respondAs == "json":
+        out.append((("retry",), "retry closes an SSE stream for the client to resume: it needs respondAs sse (or none)"))
     if spec.contentType is not None and not _HTTP_VALUE.fullmatch(spec.contentType):
         out.append((("contentType",), "a content type has no control characters"))
     if spec.write is not None:

@@ -82,6 +82,10 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "http.method": ("error", "basic/transports/streamable-http#sending-messages", "an HTTP method other than POST (GET streams and DELETE sessions were removed)"),
     "http.batch": ("error", "basic/transports/streamable-http#sending-messages", "a POST body that is a JSON array (one request or notification per POST)"),
     "http.retryAfter": ("warning", "https://www.rfc-editor.org/rfc/rfc9110#name-retry-after", "a request sooner than the Retry-After of a 429 or 503 the mock answered"),
+    # The 2025-11-25 polling (http: {retry: ...}): the mock closed a POST's SSE stream before its answer.
+    "http.resume.missing": ("warning", _LEGACY_SPEC + "basic/transports#sending-messages-to-the-server", "no GET to resume an SSE stream the mock closed before its answer, after a priming event with an id and retry (the client SHOULD poll by reconnecting)"),
+    "http.resume.early": ("error", _LEGACY_SPEC + "basic/transports#sending-messages-to-the-server", "a GET resuming a closed SSE stream sooner than the stream's retry field (the client MUST wait that many milliseconds)"),
+    "http.resume.lastEventId": ("warning", _LEGACY_SPEC + "basic/transports#resumability-and-redelivery", "a GET resuming a closed SSE stream without Last-Event-ID, or with another id than the last one the stream carried"),
 }
 
 _REMOVED = {

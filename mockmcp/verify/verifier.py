@@ -104,6 +104,7 @@ class Verifier:
         self.rules: dict[Any, str] = {}
         self._unmatched_seen = 0
         self._headers: dict[str, str] | None = None  # the HTTP request whose body comes next
+        self._unresumed: dict[str, Any] = {}  # event id -> request id: streams closed for a resume, not yet resumed
         if self.journal is not None:
             self.journal.write("start", scenario=engine.scenario.description or "", argv=sys.argv[1:], versions=list(engine.protocol.versions))
 
@@ -189,6 +190,10 @@ class Verifier:
             self._ended(info.get("id"))
         elif kind in _ENDS_A_REQUEST and info.get("id") is not None:
             self._ended(info["id"])
+        elif kind == "httpRetry":
+            self._unresumed[info["eventId"]] = info.get("id")
+        elif kind == "httpResumed":
+            self._unresumed.pop(info["eventId"], None)
         if self.journal is not None:
             self.journal.write("event", kind=kind, **info)
 
@@ -237,6 +242,11 @@ class Verifier:
 
     def report(self) -> dict[str, Any]:
         self._drain_unmatched()
+        for event_id, rid in self._unresumed.items():
+            self._found([Finding("http.resume.missing", f"the mock closed the SSE stream of request {rid!r} before its"
+                                 f" answer (last event id {event_id!r}, with retry); the client never resumed it with GET",
+                                 None, rid)])
+        self._unresumed.clear()
         verdicts = self.tracker.verdicts()
         findings = [f.to_json() for f in self.findings]
         return report_of({"pid": os.getpid()}, self.counts, self.per_check, verdicts, findings)

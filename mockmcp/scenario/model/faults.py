@@ -216,7 +216,10 @@ class HttpSpec(Model):
     answers with a JSON body or an SSE stream whatever the reply needs.
     Body faults happen where the step stands: ``write`` puts these bytes in the
     body unframed (malformed SSE), ``endStream`` ends the response before its
-    answer, ``reset`` drops the connection (mid-stream, or mid-body for JSON).
+    answer, ``reset`` drops the connection (mid-stream, or mid-body for JSON),
+    ``retry`` (the 2025-11-25 polling) sends a priming event with an event id and
+    that ``retry`` field, ends the response, and keeps the rest of the reply for
+    the client's ``GET`` with ``Last-Event-ID`` (the resumed stream).
     """
 
     status: int | None = None
@@ -228,6 +231,7 @@ class HttpSpec(Model):
     write: str | None = None
     endStream: bool = False
     reset: bool = False
+    retry: Duration | None = None
 
 
 @frozen(repr=False, eq=False)

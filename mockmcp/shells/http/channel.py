@@ -4,7 +4,8 @@ A plan runs in a task of its own and never touches the socket: it puts items on
 a channel of ``STREAM_BUFFER`` (its task waits when the writer is behind), and
 the connection's task, the one writer of that socket, drains them (``sse``). The
 items say what to write and what to do: bytes (``Out``, ``DribbleOut``), end the
-process (``ExitNow``), drop the connection (``Reset``), end the answer (``End``).
+process (``ExitNow``), drop the connection (``Reset``), end the answer (``End``),
+close the stream for the client to resume it with ``GET`` (``Detach``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,17 @@ class End:
         self.event = event
 
 
-Item = Out | ExitNow | Reset | End
+class Detach:
+    """Close the stream for the client to resume (``http: {retry: ...}``): a priming event with an
+    event id and ``retry`` (ms), the end of the response; the rest waits for the client's ``GET``."""
+
+    __slots__ = ("retry_ms",)
+
+    def __init__(self, retry_ms: int) -> None:
+        self.retry_ms = retry_ms
+
+
+Item = Out | ExitNow | Reset | End | Detach
 Sink = trio.MemorySendChannel[Item]
 Source = trio.MemoryReceiveChannel[Item]
 

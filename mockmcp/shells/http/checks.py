@@ -21,6 +21,7 @@ from mockmcp.core.engine import Engine
 from mockmcp.scenario.model.base import Scenario
 from mockmcp.wire import errors, jsonrpc
 from mockmcp.shells.http.responses import too_large
+from mockmcp.shells.http.resume import Resumes
 from mockmcp.shells.http.taps import Taps
 
 MessageCheck = Callable[[jsonrpc.Message], None]
@@ -36,6 +37,7 @@ class RequestChecks:
         invalid_tools: dict[str, str] | None = None,
         allowed_origins: frozenset[str] = frozenset(),
         allowed_hosts: frozenset[str] | None = None,
+        resumes: Resumes | None = None,
     ) -> None:
         self.engine = engine
         self.taps = taps
@@ -47,14 +49,16 @@ class RequestChecks:
         self._follow_tables = tool_headers is None and invalid_tools is None
         self.allowed_origins = allowed_origins
         self.allowed_hosts = allowed_hosts  # the Host names a loopback server answers to (None: any)
+        self.resumes = resumes  # streams closed for the client to resume: a GET is let through meanwhile
         self._era = engine.protocol.era
         self.modern_only = self._era == "modern"
         self._retry_after = -math.inf  # trio time before which a request ignores a Retry-After we sent
 
     def head(self, request: h11.Request, headers: dict[bytes, bytes]) -> httprules.Reject | None:
         """The refusal of a request by its head (before its body is read), or ``None``."""
+        resumable = self.resumes is not None and self.resumes.waiting()
         reject = httprules.check_head(request.method, request.target, headers, allowed_origins=self.allowed_origins,
-                                      allowed_hosts=self.allowed_hosts)
+                                      allowed_hosts=self.allowed_hosts, resumable=resumable)
         if reject is None:
             length = headers.get(b"content-length")
             if length is not None and length.isdigit() and int(length) > httprules.MAX_BODY_BYTES:

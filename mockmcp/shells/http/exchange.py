@@ -5,7 +5,9 @@ comes back is answered here: a notification or a client's response with ``202``,
 a plan that only sends one message with one JSON body at once, a scripted
 ``http: {status: ...}`` with that status, and any other plan by running it in a
 task of its own while this task writes what it produces (``seams.AnswerWriter``)
-and a watcher reads the socket: the client closing it cancels the plan.
+and a watcher reads the socket: the client closing it cancels the plan (unless
+the mock closed the stream for a resume first). A ``GET`` resumes such a stream
+(``resume``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from mockmcp.shells.http.checks import RequestChecks
 from mockmcp.shells.http.ids import RequestIds
 from mockmcp.shells.http.lifecycle import ExitCounter, Lifecycle
 from mockmcp.shells.http.responses import (READ_SIZE, ClientGone, Dropped, reset_on_close, write_accepted, write_json,
-                                           write_status)
+                                           write_reject, write_status)
+from mockmcp.shells.http.resume import Resumes
 from mockmcp.shells.http.seams import AnswerWriter, PlanRunner, Routes
 from mockmcp.shells.http.taps import Taps
 from mockmcp.shells.log import StderrLog
@@ -34,7 +37,7 @@ from mockmcp.shells.waits import Asks, TaskWake
 class Exchange:
     def __init__(self, conn: ShellConnection, checks: RequestChecks, runner: PlanRunner, writer: AnswerWriter,
                  routes: Routes, ids: RequestIds, lifecycle: Lifecycle, counter: ExitCounter, taps: Taps,
-                 asks: Asks, task_wake: TaskWake, log: StderrLog) -> None:
+                 asks: Asks, task_wake: TaskWake, log: StderrLog, resumes: Resumes) -> None:
         self.conn = conn
         self.checks = checks
         self.runner = runner
@@ -47,9 +50,13 @@ class Exchange:
         self.asks = asks
         self.task_wake = task_wake
         self.log = log
+        self.resumes = resumes  # the streams closed for the client to resume with GET (resume.py)
 
     async def answer(self, h: h11.Connection, stream: trio.abc.Stream, request: h11.Request, body: bytes) -> None:
         headers = httprules.header_map(request.headers)
+        if request.method == b"GET":  # (let through only while a closed stream waits: checks.head)
+            await self._resume(h, stream, headers)
+            return
         seen: list[jsonrpc.Message] = []
         self.checks.request(headers, body)
         if not body.strip():
@@ -86,6 +93,22 @@ class Exchange:
             return
         kind = head.respond_as if head is not None and head.respond_as else httprules.choose_body(out)
         await self._stream(h, stream, out, kind, head)
+
+    async def _resume(self, h: h11.Connection, stream: trio.abc.Stream, headers: dict[bytes, bytes]) -> None:
+        """A ``GET`` resuming a stream the mock closed (``http: {retry: ...}``); 405 if none waits."""
+        if self.taps.on_request is not None:
+            self.taps.on_request({k.decode("latin-1"): v.decode("latin-1") for k, v in headers.items()})
+        try:
+            resumed = await self.resumes.resume(h, stream, headers, self.writer.write_item)
+        except Dropped:
+            reset_on_close(stream)
+            raise ClientGone() from None
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            raise ClientGone() from None
+        if not resumed:  # (claimed by another GET meanwhile)
+            reject = httprules.check_head(b"GET", httprules.ENDPOINT, headers)
+            assert reject is not None
+            await write_reject(h, stream, reject)
 
     async def _status_answer(self, h: h11.Connection, stream: trio.abc.Stream, plan: Plan, head: httprules.Head) -> None:
         """``http: {status: ...}``: that status, headers and body instead of the plan's answer."""
@@ -128,7 +151,7 @@ class Exchange:
         self.lifecycle.take_busy(run, plan)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.runner.run_plan, plan, run, scope, registered, listen)
-            watcher = trio.CancelScope()
+            watcher = trio.CancelScope()  # (cancelled too when the stream is closed for a resume)
             nursery.start_soon(self._watch, h, stream, watcher, closed, scope, writer, rid)
             try:
                 with writer:
@@ -137,7 +160,7 @@ class Exchange:
                     if body == "json":
                         await self.writer.write_json_when_done(h, stream, receive, head)
                     else:
-                        await self.writer.write_sse(h, stream, receive, head)
+                        await self.writer.write_sse(h, stream, receive, head, rid, watcher.cancel)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ClientGone):
                 if not closed:
                     closed.append(self.ids.running(rid, scope))

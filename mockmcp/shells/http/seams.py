@@ -7,14 +7,14 @@ them); these say what a part needs of another, so either side can be replaced
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import h11
 import trio
 
 from mockmcp.core import httprules
 from mockmcp.core.actions import Emit, Plan, Send
-from mockmcp.shells.http.channel import Run, Sink, Source
+from mockmcp.shells.http.channel import Item, Run, Sink, Source
 
 
 class Answers(Protocol):
@@ -39,7 +39,10 @@ class AnswerWriter(Protocol):
     """Drains a plan's channel onto the socket (``sse.StreamWriter``), as SSE or as one JSON body."""
 
     async def write_sse(self, h: h11.Connection, stream: trio.abc.Stream, receive: Source,
-                        head: httprules.Head | None = None) -> None: ...
+                        head: httprules.Head | None = None, rid: Any = None,
+                        detached: Callable[[], None] | None = None) -> None: ...
+
+    async def write_item(self, h: h11.Connection, stream: trio.abc.Stream, item: Item) -> None: ...
 
     async def write_json_when_done(self, h: h11.Connection, stream: trio.abc.Stream, receive: Source,
                                    head: httprules.Head | None = None) -> None: ...

@@ -22,6 +22,7 @@ from mockmcp.shells.http.controlled import HttpControlled
 from mockmcp.shells.http.exchange import Exchange
 from mockmcp.shells.http.ids import RequestIds
 from mockmcp.shells.http.lifecycle import ExitCounter, ExitProcess, Lifecycle, ReadingGate
+from mockmcp.shells.http.resume import Resumes
 from mockmcp.shells.http.routing import ListenRoutes
 from mockmcp.shells.http.sse import StreamWriter
 from mockmcp.shells.http.taps import OnEvent, OnFinding, OnOutput, OnRequest, Taps
@@ -72,12 +73,14 @@ class HttpShell:
         self.task_wake = task_wake = TaskWake()  # wakes the listen streams that watch tasks (waits.py)
         self.routes = routes = ListenRoutes(engine, log, taps)
         self.ids = ids = RequestIds(connection.finished, taps)
+        self.resumes = resumes = Resumes(taps)  # streams closed for the client to resume with GET (resume.py)
         self.checks = checks = RequestChecks(engine, taps, tool_headers=tool_headers, invalid_tools=invalid_tools,
-                                             allowed_origins=allowed_origins, allowed_hosts=allowed_hosts)
+                                             allowed_origins=allowed_origins, allowed_hosts=allowed_hosts,
+                                             resumes=resumes)
         transport = HttpTransport(log, task_wake, asks, routes, ids, lifecycle, taps)
-        writer = StreamWriter(taps, counter, keepalive)
+        writer = StreamWriter(taps, counter, resumes, keepalive)
         exchange = Exchange(connection, checks, transport, writer, routes, ids, lifecycle, counter, taps, asks,
-                            task_wake, log)
+                            task_wake, log, resumes)
         self.loop = ConnectionLoop(exchange, checks, gate, lifecycle, log, watch=connection.watch,
                                    wake=self.wake_task_streams, max_connections=max_connections,
                                    request_timeout=request_timeout, idle_timeout=idle_timeout)

@@ -4,32 +4,40 @@ The connection's task is the one writer of its socket; it writes what the plan
 put on its channel as SSE events (with a keep-alive comment after ``keepalive``
 quiet seconds), or, for a plan answered as one JSON body, waits for the plan's
 answer and writes it whole. Each message is journaled once written, and counted
-for ``exitAfter``.
+for ``exitAfter``. A stream closed for the client to resume (``Detach``) ends
+its response after the priming event; the rest of the plan's items are parked
+for the client's ``GET`` (``resume``).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 import h11
 import trio
 
 from mockmcp.core import httprules
 from mockmcp.wire import jsonrpc
-from mockmcp.shells.http.channel import DribbleOut, End, ExitNow, Item, Out, Reset, Source
+from mockmcp.shells.http.channel import Detach, DribbleOut, End, ExitNow, Item, Out, Reset, Source
 from mockmcp.shells.http.lifecycle import ExitCounter
 from mockmcp.shells.http.responses import SSE_HEADERS, Dropped, is_json, json_head, write_json
+from mockmcp.shells.http.resume import Parked, Resumes
 from mockmcp.shells.http.taps import Taps
 
 
 class StreamWriter:
-    def __init__(self, taps: Taps, counter: ExitCounter, keepalive: float = 15.0) -> None:
+    def __init__(self, taps: Taps, counter: ExitCounter, resumes: Resumes, keepalive: float = 15.0) -> None:
         self.taps = taps
         self.counter = counter
+        self.resumes = resumes
         self.keepalive = keepalive  # seconds of quiet on an SSE stream before a keep-alive comment (0: none)
 
     async def write_sse(self, h: h11.Connection, stream: trio.abc.Stream, receive: Source,
-                        head: httprules.Head | None = None) -> None:
+                        head: httprules.Head | None = None, rid: Any = None,
+                        detached: Callable[[], None] | None = None) -> None:
+        """The plan's items as SSE; at a ``Detach``, the response ends and ``detached`` is called (the
+        client leaving then is no cancel), and the rest of the items are parked for ``rid``'s resume."""
         headers = SSE_HEADERS if head is None else [*head.head_headers(b"text/event-stream"), *SSE_HEADERS[1:]]
         await stream.send_all(h.send(h11.Response(status_code=200, reason=b"OK", headers=headers)))
         keepalive = self.keepalive if self.keepalive > 0 else math.inf
@@ -46,6 +54,18 @@ class StreamWriter:
                 if isinstance(item, End):
                     self.taps.item_event(item)
                     break
+                if isinstance(item, Detach):
+                    if detached is not None:  # first: the client may leave as soon as it reads the end
+                        detached()
+                    parked = self.resumes.park(rid, item.retry_ms)
+                    try:
+                        await stream.send_all(h.send(h11.Data(data=httprules.priming_event(parked.event_id, item.retry_ms))))
+                        await stream.send_all(h.send(h11.EndOfMessage()))
+                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                        pass  # (a disconnection is no cancel: the client may still resume)
+                    parked.closed()
+                    await _park_rest(receive, parked)
+                    return
                 await self.write_item(h, stream, item)
         await stream.send_all(h.send(h11.EndOfMessage()))
 
@@ -69,6 +89,8 @@ class StreamWriter:
                 if item.partial:
                     await stream.send_all(h.send(h11.Data(data=item.partial)))
                 await self.counter.exit(item.status)
+            case Detach():
+                pass  # (a stream resumed is not closed again)
             case Reset():
                 self.taps.item_event(item)
                 raise Dropped()  # (the connection is dropped without ending the response)
@@ -93,6 +115,8 @@ class StreamWriter:
                     break
                 if isinstance(item, Out):
                     final = item
+                elif isinstance(item, Detach):
+                    continue  # (a JSON body is not a stream to resume: check.py says so)
                 elif isinstance(item, Reset):
                     self.taps.item_event(item)
                     reset = True
@@ -115,6 +139,20 @@ class StreamWriter:
         assert isinstance(final, DribbleOut)
         await self.write_item(h, stream, final)
         await stream.send_all(h.send(h11.EndOfMessage()))
+
+
+async def _park_rest(receive: Source, parked: Parked) -> None:
+    """The rest of a closed stream's items, kept for the client's ``GET`` until the plan ends."""
+    try:
+        while True:
+            item = await _receive(receive)
+            if item is None:
+                break
+            parked.add(item)
+            if isinstance(item, End):
+                break
+    finally:
+        parked.finish()
 
 
 async def _receive(channel: Source) -> Item | None:

@@ -15,7 +15,7 @@ import trio
 
 from mockmcp.core.actions import Ask, CloseStdout, Emit, Exit, Forward, HttpFault, Plan, Send, StopReading
 from mockmcp.wire import jsonrpc
-from mockmcp.shells.http.channel import End, ExitNow, Out, Reset, Run
+from mockmcp.shells.http.channel import Detach, End, ExitNow, Out, Reset, Run
 from mockmcp.shells.http.ids import RequestIds
 from mockmcp.shells.http.lifecycle import Lifecycle
 from mockmcp.shells.http.seams import Routes
@@ -98,3 +98,5 @@ class HttpTransport:
             await run.sink.send(End(("httpEndStream", {"id": run.rid})))
         if fault.reset:
             await run.sink.send(Reset(("httpReset", {"id": run.rid})))
+        if fault.retry is not None:
+            await run.sink.send(Detach(max(0, round(fault.retry * 1000))))
