@@ -34,10 +34,15 @@ def verdicts(text: str) -> list[str]:
 def committed_cells(page: str | None = None) -> dict[tuple[str, str], str]:
     """(scenario, client) -> the committed cell text, from the page's table."""
     lines = (PAGE.read_text(encoding="utf-8") if page is None else page).splitlines()
-    header = next(line for line in lines if line.startswith("| scenario |"))
-    clients = [c.strip() for c in header.strip("|").split("|")[1:]]
+    start = next(i for i, line in enumerate(lines) if line.startswith("| scenario |"))
+    clients = [c.strip() for c in lines[start].strip("|").split("|")[1:]]
+    table = []
+    for line in lines[start + 1:]:  # the matrix's own rows only: the page has other tables (the parity table)
+        if not line.startswith("|"):
+            break
+        table.append(line)
     cells = {}
-    for line in lines:
+    for line in table:
         if line.startswith("| `"):
             parts = [p.strip() for p in line.strip("|").split("|")]
             name = parts[0].split()[0].strip("`")
