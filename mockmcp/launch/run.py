@@ -135,4 +135,4 @@ def _close_stdout() -> None:
     os.close(null)
 
 
-__all__ = ["attach_observers", "new_engine", "run"]  # (the first two: launch.boot's, named here as before)
+__all__ = ["run"]

@@ -73,7 +73,7 @@ def test_a_steps_argument_that_is_no_number_is_invalid_params(schema):
     # unvalidated, the loop's template cannot count "many" times: -32602
     import attrs
 
-    from mockmcp.launch.run import new_engine
+    from mockmcp.launch.boot import new_engine
 
     scenario, _ = load(str(SCENARIOS / "progress.yaml"), use_cache=False)
     scenario = attrs.evolve(scenario, protocol=attrs.evolve(scenario.protocol, validateInput=False))

@@ -20,7 +20,7 @@ from support.paths import SCENARIOS
 from support.fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
 from support.messages import call_line, line, request
 from support.engines import engine_for
-from mockmcp.launch.run import new_engine
+from mockmcp.launch.boot import new_engine
 from mockmcp.scenario.loader import load
 
 SCENARIO = """

@@ -289,7 +289,7 @@ def test_new_episodes_routing_agrees_with_what_the_engine_answers(recorded: list
     cassette have this request?": it must agree with the engine's own selection, request by request."""
     from support.engines import plan_for
 
-    from mockmcp.launch.run import new_engine
+    from mockmcp.launch.boot import new_engine
 
     pairs: list[tuple[str, Any]] = [("c", _req(0, "server/discover")), ("s", DISCOVER)]
     for i, (method, name, args) in enumerate(recorded, 1):

@@ -16,7 +16,7 @@ from support.messages import line, request
 from mockmcp.core.actions import Cancel, Forward, Plan, Send, Sleep, WriteRaw
 from mockmcp.scenario.loader import load_text
 from mockmcp.record.proxy_connection import ProxyConnection
-from mockmcp.launch.run import new_engine
+from mockmcp.launch.boot import new_engine
 
 FAULTS = """\
 mockmcp: 1

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from support.shellharness import Harness
 
 from mockmcp.core.engine import Engine
-from mockmcp.launch.run import new_engine
+from mockmcp.launch.boot import new_engine
 from mockmcp.scenario.loader import load_text
 from mockmcp.scenario.problems import LoadError
 

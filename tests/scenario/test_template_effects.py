@@ -97,7 +97,7 @@ UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-
 
 
 def test_helpers_read_the_clock_and_generator_handed_in():
-    from mockmcp.launch.run import new_engine
+    from mockmcp.launch.boot import new_engine
 
     scenario, _ = load_text(HELPERS, "h.yaml")
     results = []

@@ -15,7 +15,7 @@ from mockmcp.scenario.model import base as model
 from mockmcp.core.connection import Connection
 from mockmcp.shells.http.shell import HttpShell
 from mockmcp.shells.log import StderrLog
-from mockmcp.launch.run import new_engine
+from mockmcp.launch.boot import new_engine
 from mockmcp.scenario.model.faults import HttpSpec, HttpStep
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}

@@ -99,7 +99,7 @@ def test_no_validator_is_imported_for_a_scenario_that_needs_none(tmp_path):
     # the default inputSchema ({type: object}) asks nothing of the arguments beyond being an object
     code = (
         "import sys\n"
-        "from mockmcp.scenario.loader import load_text\nfrom mockmcp.launch.run import new_engine\nfrom mockmcp.core.connection import Connection\n"
+        "from mockmcp.scenario.loader import load_text\nfrom mockmcp.launch.boot import new_engine\nfrom mockmcp.core.connection import Connection\n"
         "s, _ = load_text('mockmcp: 1\\ntools: [{name: t, inputSchema: {type: object, description: any}}]\\n', 'x')\n"
         f"Connection(new_engine(s)).receive_data({line(call(1, 't', a=1))!r})\n"
         "print('mockmcp.scenario.jsonschema.validator' in sys.modules)\n"

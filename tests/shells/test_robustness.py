@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from mockmcp.wire import errors
 from mockmcp.wire import jsonrpc
 from mockmcp.core.connection import Connection
-from mockmcp.launch.run import new_engine
+from mockmcp.launch.boot import new_engine
 from mockmcp.wire.framing import LineFramer, Oversized
 from mockmcp.scenario.loader import load
 

@@ -18,7 +18,7 @@ from mockmcp.core.actions import Cancel, Plan
 from mockmcp.core.connection import Connection
 from mockmcp.core.engine import Engine
 from mockmcp.scenario.loader import load, load_text
-from mockmcp.launch.run import new_engine
+from mockmcp.launch.boot import new_engine
 
 __all__ = ["GATED", "bundled", "engine_for", "plan_for", "scenario_engine", "session_engine"]
 

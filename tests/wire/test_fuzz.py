@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from mockmcp.core.actions import Plan, Send
 from mockmcp.core.connection import Connection
 from mockmcp.scenario.loader import load
-from mockmcp.launch.run import new_engine
+from mockmcp.launch.boot import new_engine
 
 from support.fuzz import MUTATIONS, VALUES, mutated  # noqa: F401  (the generators other surfaces' fuzz tests share)
 

@@ -23,7 +23,7 @@ from mockmcp.core.actions import Plan, Send
 from mockmcp.core.connection import Connection
 from mockmcp.scenario.loader import load, load_text
 from mockmcp.scenario.problems import LoadError
-from mockmcp.launch.run import new_engine
+from mockmcp.launch.boot import new_engine
 
 CC = "io.modelcontextprotocol/clientCapabilities"
 

@@ -18,7 +18,7 @@ from support.engines import bundled, engine_for
 
 from mockmcp.core.connection import Connection
 from mockmcp.scenario.loader import load
-from mockmcp.launch.run import new_engine
+from mockmcp.launch.boot import new_engine
 
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 PV = "io.modelcontextprotocol/protocolVersion"
