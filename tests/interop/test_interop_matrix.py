@@ -322,3 +322,22 @@ def test_clients_exclude_tools_with_invalid_x_mcp_header(client: str, request: p
     (listed,) = [o for o in cell["ops"] if o["op"] == "listTools"]
     assert listed["status"] == "ok" and listed["result"]["tools"] == ["valid"], listed
     assert cell["report"]["counts"]["expectations"] == {"passed": 1, "failed": 0}
+
+
+def test_the_committed_cells_are_the_matrix_table_only() -> None:
+    """The page has other tables after the matrix (the conformance parity table): their rows are
+    not scenarios."""
+    page = (
+        "| scenario | python-trio | typescript |\n"
+        "| --- | --- | --- |\n"
+        "| `default` | 3 ok; expectations passed | 3 ok; expectations passed |\n"
+        "\n"
+        "## Parity\n"
+        "| conformance scenario | bundled scenario |\n"
+        "| --- | --- |\n"
+        "| `tools_call` | `default` |\n"
+    )
+    assert verdicts.committed_cells(page) == {
+        ("default", "python-trio"): "3 ok; expectations passed",
+        ("default", "typescript"): "3 ok; expectations passed",
+    }
