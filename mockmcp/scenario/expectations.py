@@ -55,10 +55,19 @@ def label(index: int, e: Expectation) -> str:
     return e.id if e.id is not None else f"expectations[{index}]"
 
 
+def is_retry(method: str, params: dict[str, Any]) -> bool:
+    """A later round of an ``input_required`` exchange (counted only by ``retries: true``)."""
+    return method in p.INPUT_REQUIRED_METHODS and ("requestState" in params or "inputResponses" in params)
+
+
 def request_matches(e: Expectation, method: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> bool:
-    if method != e.method:
+    if not e.retries and is_retry(method, params):
         return False
-    if not e.retries and method in p.INPUT_REQUIRED_METHODS and ("requestState" in params or "inputResponses" in params):
+    return _matches_but_for_retries(e, method, params, headers)
+
+
+def _matches_but_for_retries(e: Expectation, method: str, params: dict[str, Any], headers: dict[str, str] | None) -> bool:
+    if method != e.method:
         return False
     if e.name is not None and params.get("name") != e.name:
         return False
@@ -92,23 +101,37 @@ class ExpectationTracker:
         self.expectations = list(expectations)
         self.seen: list[list[tuple[int, Any]]] = [[] for _ in self.expectations]  # (sequence number, request id)
         self.counts = [0] * len(self.expectations)
+        # matching retries left out of the count (``retries`` unset): a failed count says so
+        self.retries = [0] * len(self.expectations)
         self.sequence = 0
 
     def observe(self, rid: Any, method: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self.sequence += 1
+        retry = is_retry(method, params)
         for i, e in enumerate(self.expectations):
-            if request_matches(e, method, params, headers):
-                self.counts[i] += 1
-                if len(self.seen[i]) < KEPT_IDS:
-                    self.seen[i].append((self.sequence, rid))
+            if not _matches_but_for_retries(e, method, params, headers):
+                continue
+            if retry and not e.retries:
+                self.retries[i] += 1
+                continue
+            self.counts[i] += 1
+            if len(self.seen[i]) < KEPT_IDS:
+                self.seen[i].append((self.sequence, rid))
 
     def export(self) -> dict[str, Any]:
-        return {"sequence": self.sequence, "counts": list(self.counts), "seen": [[list(x) for x in s] for s in self.seen]}
+        return {"sequence": self.sequence, "counts": list(self.counts), "retries": list(self.retries),
+                "seen": [[list(x) for x in s] for s in self.seen]}
 
     def restore(self, data: dict[str, Any]) -> None:
-        """The state ``export`` gave, for the same expectations (the caller checks that)."""
+        """The state ``export`` gave, for the same expectations (the caller checks that).
+
+        A state saved before retries were counted apart has none: they are taken as
+        none (the note on a failed count may then say fewer than there were)."""
         self.sequence = data["sequence"]
         self.counts = list(data["counts"])
+        retries: list[Any] = data.get("retries") or []
+        ok = type(retries) is list and len(retries) == len(self.counts) and all(type(r) is int and r >= 0 for r in retries)
+        self.retries = [int(r) for r in retries] if ok else [0] * len(self.counts)
         self.seen = [[(n, rid) for n, rid in s] for s in data["seen"]]
 
     def verdicts(self) -> list[dict[str, Any]]:
@@ -117,14 +140,15 @@ class ExpectationTracker:
         for i, e in enumerate(self.expectations):
             seen = self.seen[i]
             n = self.counts[i]
+            left_out = _retries_note(self.retries[i])
             why: list[str] = []
             if e.never and n:
                 why.append(f"seen {_times(n)}, expected never")
             if e.exactly is not None and n != e.exactly:
-                why.append(f"seen {_times(n)}, expected exactly {e.exactly}")
+                why.append(f"seen {_times(n)}, expected exactly {e.exactly}" + (left_out if n < e.exactly else ""))
             lo = e.atLeast if e.atLeast is not None else (1 if not (e.never or e.exactly is not None or e.atMost is not None) else None)
             if lo is not None and n < lo:
-                why.append(f"seen {_times(n)}, expected at least {lo}")
+                why.append(f"seen {_times(n)}, expected at least {lo}{left_out}")
             if e.atMost is not None and n > e.atMost:
                 why.append(f"seen {_times(n)}, expected at most {e.atMost}")
             for relation, other_id in (("before", e.before), ("after", e.after)):
@@ -148,6 +172,8 @@ class ExpectationTracker:
                 "ids": [rid for _, rid in seen[:KEPT_IDS]],
                 "verdict": "failed" if why else "passed",
             }
+            if self.retries[i]:
+                entry["retriesNotCounted"] = self.retries[i]
             if e.before is not None:
                 entry["before"] = e.before
             if e.after is not None:
@@ -156,6 +182,15 @@ class ExpectationTracker:
                 entry["why"] = "; ".join(why)
             out.append(entry)
         return out
+
+
+def _retries_note(k: int) -> str:
+    """What a count too low should add when matching retries were left out of it."""
+    if not k:
+        return ""
+    if k == 1:
+        return " (1 more matching request was an input_required retry, not counted; add `retries: true` to count retries)"
+    return f" ({k} more matching requests were input_required retries, not counted; add `retries: true` to count retries)"
 
 
 def failure_message(verdicts: list[dict[str, Any]]) -> str:

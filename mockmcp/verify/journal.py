@@ -200,7 +200,14 @@ def transcript_lines(records: list[dict[str, Any]]) -> Iterator[tuple[str, str]]
             yield f"{stamp}{who} !! {level.upper()} {f.get('check')}: {f.get('text')}  <{f.get('spec')}>", style
         elif d == "verdict":
             v = r.get("verdict") or {}
-            yield f"{stamp}{who} !! EXPECTATION FAILED {v.get('expectation')}: {v.get('request')} {v.get('wanted')}, seen {v.get('count')}", "finding"
+            yield f"{stamp}{who} !! EXPECTATION FAILED {v.get('expectation')}: {v.get('request')} {v.get('wanted')}: {verdict_why(v)}", "finding"
+
+
+def verdict_why(v: dict[str, Any]) -> str:
+    """Why a journalled verdict failed: its own words (which say when matching retries were left
+    out of the count, and how to count them), or the count where a record has none."""
+    why = v.get("why")
+    return why if type(why) is str else f"seen {v.get('count')}"
 
 
 def _key(rid: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -84,6 +85,40 @@ def test_retries_count_only_when_asked() -> None:
     retry = ("tools/call", {"name": "echo", "arguments": {}, "inputResponses": {"a": {}}, "requestState": "s"})
     assert verdicts([E(name="echo", exactly=1)], echo(), retry)[0]["verdict"] == "passed"
     assert verdicts([E(name="echo", exactly=2, retries=True)], echo(), retry)[0]["verdict"] == "passed"
+
+
+RETRY = ("tools/call", {"name": "echo", "arguments": {"text": "hi"}, "inputResponses": {"a": {}}, "requestState": "s"})
+
+
+def test_a_count_too_low_says_how_many_retries_were_left_out_and_how_to_count_them() -> None:
+    v = verdicts([E(name="echo", exactly=2)], echo(), RETRY)[0]
+    assert v["verdict"] == "failed" and v["count"] == 1 and v["retriesNotCounted"] == 1
+    assert v["why"] == ("seen 1 time, expected exactly 2 (1 more matching request was an input_required retry,"
+                        " not counted; add `retries: true` to count retries)")
+    v = verdicts([E(name="echo", atLeast=3)], echo(), RETRY, RETRY, LIST)[0]
+    assert v["why"] == ("seen 1 time, expected at least 3 (2 more matching requests were input_required retries,"
+                        " not counted; add `retries: true` to count retries)")
+    # a retry that would not match anyway (other arguments, another tool) is not mentioned
+    other = ("tools/call", {**RETRY[1], "arguments": {"text": "bye"}})
+    v = verdicts([E(name="echo", arguments={"text": "hi"}, exactly=2)], echo(), other)[0]
+    assert "retries" not in v["why"] and "retriesNotCounted" not in v
+    # too many is never explained by retries left out
+    v = verdicts([E(name="echo", atMost=0)], echo(), RETRY)[0]
+    assert v["why"] == "seen 1 time, expected at most 0"
+    v = verdicts([E(name="echo", exactly=0)], echo(), RETRY)[0]
+    assert v["why"] == "seen 1 time, expected exactly 0"
+
+
+def test_retries_left_out_survive_export_and_restore() -> None:
+    tracker = ExpectationTracker([E(name="echo", exactly=2)])
+    tracker.observe(1, *echo())
+    tracker.observe(2, *RETRY)
+    again = ExpectationTracker([E(name="echo", exactly=2)])
+    again.restore(json.loads(json.dumps(tracker.export())))
+    assert again.verdicts() == tracker.verdicts()
+    old = {k: v for k, v in tracker.export().items() if k != "retries"}  # saved before retries were kept apart
+    again.restore(old)
+    assert again.verdicts()[0]["why"] == "seen 1 time, expected exactly 2"
 
 
 def test_order_before_and_after() -> None:
