@@ -27,6 +27,7 @@ import os
 import socket as stdsocket
 import stat
 import struct
+import sys
 from typing import Any, Callable, ContextManager, Protocol
 
 import trio
@@ -42,6 +43,9 @@ Sync = Callable[[], ContextManager[None]]  # the session's lock around one contr
 MAX_CONTROL_LINE = 4 * 1024 * 1024  # like an MCP line: a definition may carry a large resource text
 MAX_CLIENTS = 64  # control clients at once; more are answered with an error and closed
 MAX_WAITS = 64  # parked waitFor requests per client (the reader waits for a free one)
+# The bytes a Unix socket's path may have: sun_path holds 108 on Linux, 104 on macOS and the BSDs,
+# a terminating NUL included. A longer path fails in bind() with no errno ("AF_UNIX path too long").
+MAX_SOCKET_PATH = 107 if sys.platform.startswith("linux") else 103
 
 
 class Controlled(Protocol):
@@ -65,7 +69,14 @@ class ControlPathError(Exception):
 
 
 def prepare_path(path: str) -> None:
-    """Refuse an existing PATH unless it is a stale socket of ours (then remove it)."""
+    """Refuse a PATH too long for a socket, or an existing PATH unless it is a stale socket of
+    ours (then remove it)."""
+    size = len(os.fsencode(path))
+    if size > MAX_SOCKET_PATH:
+        raise ControlPathError(
+            f"cannot listen on {path}: a Unix socket path may have at most {MAX_SOCKET_PATH} bytes on this"
+            f" system and this one has {size}; use a shorter path (for example /tmp/mockmcp-XXXX.sock;"
+            " macOS temporary folders are long)")
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -185,7 +196,7 @@ class ControlServer:
         remove it), and nothing that appeared at PATH since the check is replaced."""
         prepare_path(self.path)
         tmp = os.path.join(os.path.dirname(self.path) or ".", f".mockmcp-{os.getpid()}-{os.urandom(3).hex()}")
-        if len(os.fsencode(tmp)) > 100:  # (a socket path's limit)
+        if len(os.fsencode(tmp)) > MAX_SOCKET_PATH:
             return self._listen_at_path()
         sock = self._listen(tmp, self.path)
         try:
@@ -220,7 +231,7 @@ class ControlServer:
             sock.listen(MAX_CLIENTS)
         except OSError as exc:
             sock.close()
-            raise ControlPathError(f"cannot listen on {shown or path}: {exc.strerror}") from None
+            raise ControlPathError(f"cannot listen on {shown or path}: {exc.strerror or exc}") from None
         finally:
             os.umask(old)
         sock.setblocking(False)
