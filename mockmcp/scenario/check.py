@@ -458,6 +458,10 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
         from mockmcp.scenario.expectations import problems as expectation_problems
 
         found.extend(Found(path, message) for path, message in expectation_problems(s.expectations))
+    if s.auth is not None:
+        from mockmcp.scenario.authcheck import problems as auth_problems
+
+        found.extend(Found(path, message, level) for path, message, level in auth_problems(s.auth))
     if s.protocol.era == "modern":
         for sp, step in iter_steps(s):
             if isinstance(step, RequestStep):

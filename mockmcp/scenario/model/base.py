@@ -350,6 +350,7 @@ class Scenario(Model):
     subscriptions: Subscriptions = Subscriptions()
     methods: list[MethodOverride] = attrs.Factory(list)
     expectations: list[Expectation] = attrs.Factory(list)
+    auth: Auth | None = None  # authorization over HTTP (the model part ``auth``)
 
 
 # ---------------------------------------------------------------- the other parts
@@ -358,3 +359,4 @@ if TYPE_CHECKING:  # the annotations above that name a part's class (resolved by
     from mockmcp.scenario.model.notify import RandomDelay, Timer
     from mockmcp.scenario.model.options import CacheHints, ExitAfter, Expectation, Icon, MethodOverride
     from mockmcp.scenario.model.catalog import Step
+    from mockmcp.scenario.model.auth import Auth

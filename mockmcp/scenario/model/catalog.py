@@ -14,6 +14,7 @@ from typing import Union
 
 import attrs
 
+from mockmcp.scenario.model import auth as model_auth
 from mockmcp.scenario.model import base as model
 from mockmcp.scenario.model import faults as model_faults
 from mockmcp.scenario.model import notify as model_notify
@@ -75,7 +76,7 @@ STEP_KEYS: dict[str, type] = {attrs.fields(t)[0].name: t for t in STEP_TYPES}
 TERMINAL_STEPS = (ResultStep, TextStep, ErrorStep, InputRequiredStep, HangStep, ExitStep, HugeStep, TaskStep, ForwardStep)
 
 # The modules that hold the model: its core, then its parts.
-PARTS = (model, model_rounds, model_notify, model_tasks, model_options, model_faults)
+PARTS = (model, model_rounds, model_notify, model_tasks, model_options, model_faults, model_auth)
 # Every name of the model, as the annotations of its classes use them.
 NAMESPACE: dict[str, object] = {"Step": Step}
 for _module in PARTS:
