@@ -11,6 +11,10 @@ template, and prints each message readably. Like a capable client it:
   roots, and answers every ``input_required`` request with a canned answer it
   prints, retrying with the exact ``requestState`` until the request completes
   (at most ``MAX_ROUNDS`` rounds);
+- declares the Tasks extension (``io.modelcontextprotocol/tasks``) and follows
+  a tool call answered with a task to its end: it polls ``tasks/get`` at the
+  task's interval, answers its input requests with ``tasks/update``, cancels
+  one that runs on and on, and prints each change of status (``demotasks``);
 - sends a ``progressToken`` and a log level with each tool call and prints the
   progress and log notifications that come back;
 - skips lines that are not JSON (with a note), gives an unanswered request
@@ -39,11 +43,14 @@ import tempfile
 import time
 from typing import IO, Any
 
+from mockmcp.cli.demotasks import TASKS_EXTENSION, follow
+
 PROTOCOL_VERSION = "2026-07-28"
 CAPABILITIES: dict[str, Any] = {
     "elicitation": {"form": {}, "url": {}},
     "sampling": {"tools": {}, "context": {}},
     "roots": {},
+    "extensions": {TASKS_EXTENSION: {}},
 }
 META = {
     "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
@@ -164,10 +171,11 @@ class Mock:
 class Session:
     """The demo client: requests, notifications, input_required rounds and restarts over ``Mock``."""
 
-    def __init__(self, argv: list[str], out: IO[str], timeout: float = TIMEOUT) -> None:
+    def __init__(self, argv: list[str], out: IO[str], timeout: float = TIMEOUT, time_scale: float = 1.0) -> None:
         self.argv = argv
         self.out = out
         self.timeout = timeout
+        self.time_scale = time_scale  # the mock's --time-scale: a task's pollIntervalMs is waited for scaled by it
         self.next_id = 1
         self.restarts = 0
         self.stderr_tails: list[tuple[int, str]] = []
@@ -197,8 +205,11 @@ class Session:
         except Exited:
             pass  # it is gone anyway; the next request restarts it
 
-    def request(self, method: str, params: dict[str, Any] | None = None, *, tool: bool = False) -> dict[str, Any]:
-        """One request and its answer; a timeout, a crash or garbage become a synthetic error reply."""
+    def request(self, method: str, params: dict[str, Any] | None = None, *, tool: bool = False, quiet: bool = False) -> dict[str, Any]:
+        """One request and its answer; a timeout, a crash or garbage become a synthetic error reply.
+
+        ``quiet``: print neither the request nor its answer (a task's polls, whose changes
+        ``demotasks`` prints instead); notifications, timeouts and restarts are printed all the same."""
         rid = self.next_id
         self.next_id += 1
         body = dict(params or {})
@@ -210,16 +221,17 @@ class Session:
         shown = {k: v for k, v in body.items() if k not in ("_meta", "requestState")}
         if "requestState" in body:
             shown["requestState"] = _cut(str(body["requestState"]), 24)
-        self.out.write(f"\n--> #{rid} {method} {_short(shown) if shown else ''}\n")
+        if not quiet:
+            self.out.write(f"\n--> #{rid} {method} {_short(shown) if shown else ''}\n")
         message = {"jsonrpc": "2.0", "id": rid, "method": method, "params": body}
         try:
             self.mock.send(message)
         except Exited:  # it died between requests (an exitAfter, say): a fresh one gets this request
             self.restart("had exited")
             self.mock.send(message)
-        return self._answer(rid, method)
+        return self._answer(rid, quiet)
 
-    def _answer(self, rid: int, method: str) -> dict[str, Any]:
+    def _answer(self, rid: int, quiet: bool) -> dict[str, Any]:
         deadline = time.monotonic() + self.timeout
         while True:
             starting = self.mock.starting()
@@ -243,11 +255,13 @@ class Session:
                 self.out.write(f"<-- (skipped a line that is not a JSON object: {_cut(repr(line)[2:-1], WIDTH - 40)})\n")
                 continue
             if reply.get("id") == rid and "method" not in reply:
-                self._show(reply)
+                if not quiet:
+                    self.show(reply)
                 return reply
             self.out.write(f"<-- {reply.get('method', 'message')} {_short(reply.get('params', reply))}\n")
 
-    def _show(self, reply: dict[str, Any]) -> None:
+    def show(self, reply: dict[str, Any]) -> None:
+        """One answer, readably: its error, or its result without what every result carries."""
         if isinstance(reply.get("error"), dict):
             e = reply["error"]
             self.out.write(f"<-- error {e.get('code')}: {e.get('message')}\n")
@@ -271,19 +285,21 @@ class Session:
         for round_ in range(1, MAX_ROUNDS + 1):
             reply = self.request(method, retry, tool=tool)
             result = reply.get("result")
+            if method == "tools/call" and isinstance(result, dict) and result.get("resultType") == "task":
+                return follow(self, result), round_
             if not isinstance(result, dict) or result.get("resultType") != "input_required":
                 return reply, round_
             self.out.write(f"    (round {round_}: the server needs input; the demo answers and retries)\n")
             retry = dict(params)
             requests = result.get("inputRequests")
             if isinstance(requests, dict) and requests:
-                retry["inputResponses"] = {key: self._input(key, req) for key, req in requests.items()}
+                retry["inputResponses"] = {key: self.canned_answer(key, req) for key, req in requests.items()}
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]  # exactly as received
         self.out.write(f"    (still input_required after {MAX_ROUNDS} rounds: giving up on it)\n")
         return _synthetic(0, f"gave up after {MAX_ROUNDS} rounds"), MAX_ROUNDS
 
-    def _input(self, key: str, req: Any) -> dict[str, Any]:
+    def canned_answer(self, key: str, req: Any) -> dict[str, Any]:
         """The canned answer to one input request, printed as the user/model/client would give it."""
         method = req.get("method") if isinstance(req, dict) else None
         raw = req.get("params") if isinstance(req, dict) else None
@@ -464,16 +480,22 @@ def drive(session: Session) -> list[tuple[str, str]]:
     return summary
 
 
-def demo(scenario: str, out: IO[str] | None = None, *, journal: str | None = None, timeout: float = TIMEOUT) -> int:
-    """Run the demo against ``scenario``; 0 when the tour reached its end, else 1."""
+def demo(scenario: str, out: IO[str] | None = None, *, journal: str | None = None, timeout: float = TIMEOUT,
+         time_scale: float = 1.0) -> int:
+    """Run the demo against ``scenario``; 0 when the tour reached its end, else 1.
+
+    ``time_scale`` is handed to the mock (``--time-scale``): its scripted delays and timed
+    task phases, and the demo's waits between a task's polls, are multiplied by it."""
     out = out or sys.stdout
     argv = [sys.executable, "-m", "mockmcp", "run", scenario]
     if journal:
         argv += ["--journal", journal]
+    if time_scale != 1.0:
+        argv += ["--time-scale", f"{time_scale:g}"]
     out.write(f"$ {' '.join(argv[2:])}   (spawned; this demo is the client)\n")
     status = 0
     summary: list[tuple[str, str]] = []
-    session = Session(argv, out, timeout)
+    session = Session(argv, out, timeout, time_scale)
     try:
         summary = drive(session)
     except DemoError as exc:

@@ -52,7 +52,7 @@ def assert_completed(proc: subprocess.CompletedProcess[str]) -> None:
 # Scenarios whose demo runs through the real ``mockmcp demo`` process in a test of their own, which
 # also asserts ``assert_completed``: here (mrtr, faults, progress) and in tests/cli/test_cli.py
 # (default, prompts). Their run below would repeat those runs.
-THROUGH_THE_CLI = {"mrtr", "faults", "progress", "default", "prompts"}
+THROUGH_THE_CLI = {"mrtr", "faults", "progress", "default", "prompts", "tasks"}
 
 
 @pytest.mark.parametrize("scenario", sorted(p.stem for p in SCENARIOS.glob("*.yaml") if p.stem not in THROUGH_THE_CLI))
@@ -129,6 +129,55 @@ def test_demo_sends_a_progress_token_and_a_log_level_and_prints_the_notification
     calls = [r["message"] for r in read_journal(journal) if r["dir"] == "in" and r["message"].get("method") == "tools/call"]
     assert calls and all("progressToken" in c["params"]["_meta"] and c["params"]["_meta"]["io.modelcontextprotocol/logLevel"] == "debug" for c in calls)
     assert summary(proc.stdout)["tool slow_task"] == "ok"
+
+
+def test_demo_tasks_follows_every_task_to_its_terminal_status(tmp_path: Path) -> None:
+    """``mockmcp demo tasks``: the demo declares the Tasks extension (no -32021), polls each task
+    at its interval (scaled by ``--time-scale``, read back from the mock's journal), answers the
+    input request with ``tasks/update``, cancels the task that never ends, and prints each status."""
+    journal = tmp_path / "j.jsonl"
+    proc, _ = demo("tasks", "--time-scale", "0.1", "--journal", str(journal))
+    assert_completed(proc)
+    out = proc.stdout
+    assert "-32021" not in out
+    rows = summary(out)
+    assert [w.split(" ", 1)[1] for w in rows] == tools_of("tasks")
+    assert rows["tool build"] == "ok (task completed after 4 polls)"
+    assert re.fullmatch(r"ok \(task completed after \d+ polls\)", rows["tool approve"])
+    assert rows["tool doomed"] == "task failed after 3 polls: error -32603"
+    assert rows["tool forever"] == "task cancelled by the demo after 21 polls"
+    assert rows["tool quick"] == "ok (task completed after 2 polls)"
+    assert re.fullmatch(r"ok \(task completed after \d+ polls\)", rows["tool deploy"])
+    # each task's changes of status, to its terminal one, in the demo's own lines
+    blocks = {m.group(1): m.group(2) for m in re.finditer(r'tools/call \{"name": "(\w+)".*?\n(.*?)(?=\n--> #\d+ tools/call|\nsummary:)', out, re.S)}
+    assert 'task: completed "compiling" (poll 4)' in blocks["build"]
+    assert 'task: input_required "waiting for approval"' in blocks["approve"]
+    assert "approval: the user answers 'Approve example change?'" in blocks["approve"]
+    assert "--> #" in blocks["approve"] and "tasks/update" in blocks["approve"]
+    assert '"text": "example change: accept"' in blocks["approve"]
+    assert 'task: failed "trying" (poll 3)' in blocks["doomed"] and "<-- error -32603: the job ran out of disk" in blocks["doomed"]
+    assert "tasks/cancel" in blocks["forever"] and "task: cancelled" in blocks["forever"]
+    assert '"text": "deployed"' in blocks["deploy"]
+    assert re.search(r"--> #\d+ tasks/get", out) is None  # the polls are not printed one by one, only the changes
+    from mockmcp.verify.journal import read_journal
+
+    # the polls the mock read: never sooner than the task's pollIntervalMs x 0.1 after the call or the last poll
+    interval = {t: 0.05 if t == "deploy" else 0.01 for t in tools_of("tasks")}
+    last: dict[str, tuple[str, float]] = {}  # taskId -> (tool, time of the latest tools/call answer or poll)
+    calls: dict[object, str] = {}
+    gaps: list[tuple[str, float]] = []
+    for rec in read_journal(journal):
+        msg = rec.get("message") or {}
+        if rec["dir"] == "in" and msg.get("method") == "tools/call":
+            calls[msg["id"]] = msg["params"]["name"]
+        elif rec["dir"] == "out" and msg.get("id") in calls and (msg.get("result") or {}).get("resultType") == "task":
+            last[msg["result"]["taskId"]] = (calls[msg["id"]], rec["t"])
+        elif rec["dir"] == "in" and msg.get("method") == "tasks/get":
+            tool, then = last[msg["params"]["taskId"]]
+            gaps.append((tool, rec["t"] - then))
+            last[msg["params"]["taskId"]] = (tool, rec["t"])
+    assert len(gaps) >= 38, gaps
+    assert all(gap >= interval[tool] * 0.95 for tool, gap in gaps), gaps
 
 
 def test_demo_of_a_broken_scenario_fails_with_its_problems() -> None:
