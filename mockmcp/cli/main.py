@@ -109,6 +109,7 @@ def _demo_command(sub: _Sub) -> None:
         sub, "demo", "spawn the mock, drive it with a small client and print the exchange",
         "  mockmcp demo\n  mockmcp demo mrtr      # every input_required round, answered\n"
         "  mockmcp demo faults    # hangs, crashes, garbage: the demo goes on\n"
+        "  mockmcp demo tasks --time-scale 0.1   # every task polled to its end, ten times faster\n"
         "  mockmcp demo mrtr --journal j.jsonl && mockmcp journal j.jsonl --html timeline.html\n",
     )
     demo.add_argument("scenario", nargs="?", default="default",
@@ -116,6 +117,8 @@ def _demo_command(sub: _Sub) -> None:
     demo.add_argument("--timeout", type=_non_negative_float, default=3.0, metavar="S",
                       help="seconds to wait for an answer before cancelling the request (default: 3)")
     demo.add_argument("--journal", metavar="FILE", help="have the mock append the exchange to FILE (see `mockmcp journal`)")
+    demo.add_argument("--time-scale", type=_non_negative_float, default=1.0, metavar="F",
+                      help="multiply the scenario's delays and the waits between a task's polls by F (0.1: ten times faster)")
 
 
 def _schema_command(sub: _Sub) -> None:
@@ -313,7 +316,7 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         case "demo":
             from mockmcp.cli.demo import demo
 
-            return demo(args.scenario, journal=args.journal, timeout=args.timeout)
+            return demo(args.scenario, journal=args.journal, timeout=args.timeout, time_scale=args.time_scale)
         case "schema":
             import json
 
