@@ -122,8 +122,11 @@ def _demo_command(sub: _Sub) -> None:
 
 
 def _schema_command(sub: _Sub) -> None:
-    schema = _command(sub, "schema", "print the JSON Schema of the scenario format",
-                      "  mockmcp schema > mockmcp.schema.json\n  mockmcp schema --indent 0 | wc -c\n")
+    schema = _command(sub, "schema", "print the JSON Schema of the scenario format (or of a report, a journal record, the control operations)",
+                      "  mockmcp schema > mockmcp.schema.json\n  mockmcp schema --indent 0 | wc -c\n"
+                      "  mockmcp schema report    # also: journal, control (the TypeScript package's types come from these)\n")
+    schema.add_argument("what", nargs="?", default="scenario", choices=["scenario", "report", "journal", "control"],
+                        help="which schema (default: scenario)")
     schema.add_argument("--indent", type=_non_negative_int, default=2, metavar="N",
                         help="indentation of the printed JSON (default: 2)")
 
@@ -320,9 +323,9 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         case "schema":
             import json
 
-            from mockmcp.cli.schema import scenario_schema
+            from mockmcp.cli.schema import schema_named
 
-            print(json.dumps(scenario_schema(), indent=args.indent))
+            print(json.dumps(schema_named(args.what), indent=args.indent))
             return 0
         case "journal":
             return _journal(args)

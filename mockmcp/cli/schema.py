@@ -51,6 +51,16 @@ def scenario_schema() -> dict[str, Any]:
     }
 
 
+def schema_named(what: str) -> dict[str, Any]:
+    """``mockmcp schema [WHAT]``: the scenario's (derived from the model), or one of the shapes a
+    test reads in other languages (``report``, ``journal``, ``control``: ``cli.outputschemas``)."""
+    if what == "scenario":
+        return scenario_schema()
+    from mockmcp.cli.outputschemas import SCHEMAS
+
+    return SCHEMAS[what]()
+
+
 def _docstring(cls: type) -> str | None:
     # attrs/dataclass-like classes get an auto docstring "Name(a, b)" when none is written.
     doc = cls.__dict__.get("__doc__")
