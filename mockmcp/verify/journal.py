@@ -26,13 +26,26 @@ import time
 from typing import Any, Iterator, TextIO
 
 _encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False, default=repr)
+_claimed_pid: int | None = None
+
+
+def process_pid() -> int:
+    """The pid the journal's records and ``{pid}`` in ``--report`` name: this process's, or the one
+    a warm child claimed (its launcher's: the pid the client spawned and sees, docs/warm.md)."""
+    return os.getpid() if _claimed_pid is None else _claimed_pid
+
+
+def claim_pid(pid: int) -> None:
+    """Name ``pid`` as this process's from now on (the warm child, before it runs the command)."""
+    global _claimed_pid
+    _claimed_pid = pid
 
 
 class JournalWriter:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-        self.pid = os.getpid()
+        self.pid = process_pid()
         self.broken = False
         # A session directory bounds its journal: every ``check_every`` bytes this writer sets
         # ``due`` and the session (under its lock) looks whether to rotate; then ``reopen``.

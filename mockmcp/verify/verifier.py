@@ -25,7 +25,7 @@ from mockmcp.wire import jsonrpc
 from mockmcp.verify.checks import ClientChecker, Finding
 from mockmcp.scenario.expectations import ExpectationTracker, failure_message
 from mockmcp.wire.framing import Oversized
-from mockmcp.verify.journal import JournalWriter, raw_text
+from mockmcp.verify.journal import JournalWriter, process_pid, raw_text
 from mockmcp.verify.reportshape import report_of
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class Verifier:
         self.session = session  # a session directory: the report judges all its processes
         self.log = log
         self.strict = strict
-        self.report_path = report.replace("{pid}", str(os.getpid())) if report else None
+        self.report_path = report.replace("{pid}", str(process_pid())) if report else None
         self.journal = JournalWriter(journal) if journal else None
         self.checker = ClientChecker(modern_only=engine.protocol.era == "modern")
         self.tracker = ExpectationTracker(engine.scenario.expectations)
@@ -249,7 +249,7 @@ class Verifier:
         self._unresumed.clear()
         verdicts = self.tracker.verdicts()
         findings = [f.to_json() for f in self.findings]
-        return report_of({"pid": os.getpid()}, self.counts, self.per_check, verdicts, findings)
+        return report_of({"pid": process_pid()}, self.counts, self.per_check, verdicts, findings)
 
     def finish(self, status: int) -> int:
         report = self.report()
