@@ -1,13 +1,17 @@
 """``mockmcp journal FILE --html OUT``: the exchange as one self-contained HTML timeline.
 
 A transcript is fine for a few lines; a protocol exchange with two mock
-processes, retried ``input_required`` rounds and findings is easier to follow
-as a picture. The page has one lane for the client and one per mock process
-(the journal's ``pid``), one arrow per message in time order, requests paired
-with their responses (click one to highlight both), the rounds of one
-``input_required`` request grouped under one colour, findings and failed
-expectations highlighted and listed at the top, and every message expandable
-to its JSON (``<details>``).
+processes, retried ``input_required`` rounds, a scripted crash and findings is
+easier to follow as a picture. The page is a sequence diagram across the
+page's width: a lifeline for the client and one per mock process (the
+journal's ``pid``) that starts at the process's first record and ends where
+it exited (with its status), one arrow per message in time order with its
+label beside it (progress notifications with their values and messages),
+requests paired with their responses (click one to highlight both), the
+rounds of one ``input_required`` request grouped under one colour, and every
+line expandable to its JSON (``<details>``). The header counts what the
+client did wrong (findings, failed expectations) apart from what the
+scenario made the mock do on purpose (a crash, a hang: ``timeline_layout``).
 
 The page is one file with inline CSS and a few lines of inline JS: no network,
 no CDN, so it opens from a CI artefact or a bug report as it is. Journal
@@ -24,12 +28,12 @@ import os
 import sys
 from typing import Any
 
-import attrs
-
 from mockmcp.verify.journal import describe_message, load_for_command, torn_note
+from mockmcp.verify.timeline_layout import Fault, Lane, fault_summary, faults_of, lanes_of, lifelines_at, links_of, time_of
+from mockmcp.verify.timeline_style import CSS, JS, lifeline_css
 
 JSON_LIMIT = 20_000  # characters of one message's JSON shown in the page (a 4 MiB line would drown it)
-CLIENT_COLUMN = 2  # grid column of the client lane (column 1 holds the time)
+FIRST_LANE = 4  # grid column of the first mock lane (1: time, 2: client, 3: labels)
 
 
 def write_timeline(journal: str | os.PathLike[str], out: str | os.PathLike[str]) -> int:
@@ -52,51 +56,51 @@ def write_timeline(journal: str | os.PathLike[str], out: str | os.PathLike[str])
 
 def render(records: list[dict[str, Any]], *, title: str = "journal", torn: int = 0) -> str:
     """The whole page as a string (pure: the caller writes it)."""
-    ordered = sorted(records, key=lambda r: _time(r, 0.0))  # stable: one process's records keep their order
-    lanes = _lanes(ordered)
-    rows = _Rows(ordered, lanes)
+    ordered = sorted(records, key=lambda r: time_of(r, 0.0))  # stable: one process's records keep their order
+    lanes = lanes_of(ordered)
+    faults = faults_of(ordered)
+    rows = _Rows(ordered, lanes, faults)
     body = [rows.row(i, r) for i, r in enumerate(ordered)]
+    n = len(lanes)
+    findings = sum(1 for r in ordered if r.get("dir") == "finding")
+    failed = sum(1 for r in ordered if r.get("dir") == "verdict")
+    counts = f"<span class=\"findings{' some' if findings or failed else ''}\">{findings} client finding{'s' if findings != 1 else ''}"
+    if failed:
+        counts += f", {failed} failed expectation{'s' if failed != 1 else ''}"
     parts = [
-        "<!doctype html>\n<html lang=en>\n<head>\n<meta charset=utf-8>\n",
-        f"<title>mockmcp timeline: {_e(title)}</title>\n<style>{_CSS}{_lifelines(len(lanes))}</style>\n</head>\n<body>\n",
+        "<!doctype html>\n<html lang=en>\n<head>\n<meta charset=utf-8>\n<meta name=viewport content=\"width=device-width\">\n",
+        f"<title>mockmcp timeline: {_e(title)}</title>\n<style>{CSS}{lifeline_css(rows.sets, n)}</style>\n</head>\n<body>\n",
         f"<header><h1>mockmcp timeline <small>{_e(title)}</small></h1>\n",
-        f"<p class=summary>{len(ordered)} records, {rows.messages} messages, {len(lanes)} mock process{'es' if len(lanes) != 1 else ''}, "
-        f"{len(rows.problems)} problem{'s' if len(rows.problems) != 1 else ''}. Click an arrow to pair a request with its response; "
-        "open a line for its JSON.</p>\n",
+        f"<p class=summary>{len(ordered)} records, {rows.messages} messages, {n} mock process{'es' if n != 1 else ''}. "
+        "Click an arrow to pair a request with its response; open a line for its JSON.</p>\n",
+        f"<p class=counts>{counts}</span> \u00b7 <span class=faults>{_e(fault_summary(faults))}</span></p>\n",
+        _legend(lanes),
         _problems(rows.problems, torn),
+        _faults(faults),
         "</header>\n",
-        f'<div id=timeline class=timeline style="--lanes:{len(lanes)}">\n',
+        f'<div id=timeline class=timeline style="--lanes:{n}">\n',
         _header(lanes),
         *body,
         "</div>\n",
-        f"<script>{_JS}</script>\n</body>\n</html>\n",
+        f"<script>{JS}</script>\n</body>\n</html>\n",
     ]
     return "".join(parts)
 
 
-def _lanes(records: list[dict[str, Any]]) -> dict[Any, tuple[int, str]]:
-    """pid -> (grid column, label), in order of first appearance."""
-    lanes: dict[Any, tuple[int, str]] = {}
-    for r in records:
-        pid = r.get("pid")
-        if pid not in lanes:
-            lanes[pid] = (CLIENT_COLUMN + 1 + len(lanes), f"mock {pid}")
-        if r.get("dir") == "start" and r.get("scenario"):
-            lanes[pid] = (lanes[pid][0], f"mock {pid}: {r['scenario']}")
-    return lanes
-
-
-def _lifelines(lanes: int) -> str:
-    """One vertical line per lane, drawn as row backgrounds (no element per lane per row)."""
-    centers = ["11em"] + [f"calc(16em + {k + 0.5} * var(--lane))" for k in range(lanes)]
-    images = ",".join(["linear-gradient(#c9ced6,#c9ced6)"] * len(centers))
-    return f".row{{background-image:{images};background-size:1px 100%;background-position:{','.join(c + ' 0' for c in centers)}}}"
-
-
-def _header(lanes: dict[Any, tuple[int, str]]) -> str:
-    cells = [f'<div class=lanehead style="grid-column:{CLIENT_COLUMN}">client</div>']
-    cells += [f'<div class="lanehead mock" id="lane-{_e(str(pid))}" style="grid-column:{col}">{_e(label)}</div>' for pid, (col, label) in lanes.items()]
+def _header(lanes: dict[Any, Lane]) -> str:
+    cells = ['<div class=lanehead style="grid-column:2">client</div>']
+    for lane in lanes.values():
+        name = f"<span>{_e(lane.name)}</span>" if lane.name else ""
+        if lane.exit_row is not None:
+            name += f'<span class=ended>exited {_e(str(lane.exit_status))}</span>'
+        cells.append(f'<div class="lanehead mock" id="lane-{_e(str(lane.pid))}" style="grid-column:{FIRST_LANE + lane.index}">'
+                     f"mock {_e(str(lane.pid))}{name}</div>")
     return f"<div class=row id=lanes><span class=t>time</span>{''.join(cells)}</div>\n"
+
+
+def _legend(lanes: dict[Any, Lane]) -> str:
+    items = [f"<li><b>mock {_e(str(lane.pid))}</b>: {_e(lane.scenario)}</li>" for lane in lanes.values() if lane.scenario]
+    return f"<ul class=legend>{''.join(items)}</ul>\n" if items else ""
 
 
 def _problems(problems: list[tuple[str, str]], torn: int) -> str:
@@ -106,100 +110,64 @@ def _problems(problems: list[tuple[str, str]], torn: int) -> str:
     return f"<ul class=problems>{''.join(items)}</ul>\n" if items else ""
 
 
-@attrs.define
-class _Link:
-    """What one message row shares with others: its pair, its input_required group and round."""
-
-    pair: str | None = None
-    took_ms: float | None = None
-    group: int | None = None
-    round: int | None = None
-
-
-def _links(records: list[dict[str, Any]]) -> dict[int, _Link]:
-    """First pass: pair responses with requests (same process, same id) and group input_required rounds.
-
-    A request whose answer is ``input_required`` opens a group (or continues
-    the one of the ``requestState`` it carries); its retry with that state is
-    the next round. Both ends of each round get the group's colour.
-    """
-    links: dict[int, _Link] = {}
-    open_requests: dict[tuple[Any, str], int] = {}
-    state_group: dict[str, tuple[int, int]] = {}  # requestState -> (group, round that issued it)
-    groups = 0
-    for i, r in enumerate(records):
-        msg = r.get("message")
-        if r.get("dir") not in ("in", "out") or not isinstance(msg, dict) or "id" not in msg:
-            continue
-        key = (r.get("pid"), _key(msg["id"]))
-        if r["dir"] == "in" and "method" in msg:
-            open_requests[key] = i
-            raw = msg.get("params")
-            params: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            state = params.get("requestState")
-            if isinstance(state, str) and state in state_group:
-                group, issued = state_group[state]
-                links[i] = _Link(group=group, round=issued + 1)
-            continue
-        if r["dir"] != "out" or "method" in msg or key not in open_requests:
-            continue
-        req = open_requests.pop(key)
-        took = (_time(r, 0.0) - _time(records[req], 0.0)) * 1000
-        request_link = links.setdefault(req, _Link())
-        request_link.pair = f"m{i}"
-        link = links[i] = _Link(pair=f"m{req}", took_ms=took, group=request_link.group, round=request_link.round)
-        result = msg.get("result")
-        if isinstance(result, dict) and result.get("resultType") == "input_required":
-            if request_link.group is None:
-                request_link.group, request_link.round = groups, 1
-                link.group, link.round = groups, 1
-                groups += 1
-            state = result.get("requestState")
-            if isinstance(state, str):
-                state_group[state] = (request_link.group, request_link.round or 1)
-    return links
+def _faults(faults: list[Fault]) -> str:
+    items = [f'<li><a href="#m{f.row}">{_e(f.kind)}: {_e(f.text)}</a></li>' for f in faults]
+    return f"<ul class=faultlist>{''.join(items)}</ul>\n" if items else ""
 
 
 class _Rows:
-    """Second pass: one row of HTML per record."""
+    """One row of HTML per record, each naming the set of lifelines it draws."""
 
-    def __init__(self, records: list[dict[str, Any]], lanes: dict[Any, tuple[int, str]]) -> None:
+    def __init__(self, records: list[dict[str, Any]], lanes: dict[Any, Lane], faults: list[Fault]) -> None:
         self.lanes = lanes
-        self.t0 = _time(records[0], 0.0) if records else 0.0
-        self.links = _links(records)
+        self.order = list(lanes.values())
+        self.count = len(records)
+        self.t0 = time_of(records[0], 0.0) if records else 0.0
+        self.links = links_of(records)
+        self.faults = {f.row: f for f in faults}
         self.messages = 0
         self.problems: list[tuple[str, str]] = []
+        self.sets: dict[tuple[tuple[int, str], ...], str] = {}
 
     def row(self, index: int, r: dict[str, Any]) -> str:
         anchor = f"m{index}"
-        stamp = _stamp(_time(r, self.t0) - self.t0)
-        col = self.lanes[r.get("pid")][0]
+        stamp = _stamp(time_of(r, self.t0) - self.t0)
+        lane = self.lanes[r.get("pid")]
+        drawn = lifelines_at(index, self.order, self.count)
+        lines = self.sets.setdefault(drawn, f"L{len(self.sets)}")
         match r.get("dir"):
             case "in" | "out":
-                return self._message(index, stamp, col, r)
+                return self._message(index, stamp, lane, lines, r)
             case "finding":
                 f = r["finding"] if isinstance(r.get("finding"), dict) else {}
                 text = f"{str(f.get('level', 'error')).upper()} {f.get('check')}: {f.get('text')}"
                 self.problems.append((anchor, text))
-                return self._note(anchor, stamp, col, "finding", text, f.get("spec"), r)
+                return self._note(anchor, stamp, lines, "finding", text, f.get("spec"), r)
             case "verdict":
                 v = r["verdict"] if isinstance(r.get("verdict"), dict) else {}
-                text = f"EXPECTATION FAILED {v.get('expectation')}: {v.get('request')} {v.get('wanted')}: {v.get('why') or 'seen ' + str(v.get('count'))}"
+                text = f"EXPECTATION FAILED {v.get('expectation')}: {v.get('request')} {v.get('wanted')}, seen {v.get('count')}"
                 self.problems.append((anchor, text))
-                return self._note(anchor, stamp, col, "finding verdict", text, None, r)
+                return self._note(anchor, stamp, lines, "finding verdict", text, None, r)
             case "start":
-                return self._note(anchor, stamp, col, "event start", f"started: {r.get('scenario') or 'mockmcp run'}", None, r)
+                text = f"mock {r.get('pid')} started: {r.get('scenario') or 'mockmcp run'}"
+                return self._note(anchor, stamp, lines, "event start", text, None, r, _mark("start", lane))
             case _:
+                fault = self.faults.get(index)
+                if fault is not None:
+                    kind = "exit" if r.get("kind") == "exit" else "event"
+                    text = fault.text + (" (crash)" if fault.kind == "crash" else "")
+                    return self._note(anchor, stamp, lines, f"event fault {kind}", text, None, r, _mark(kind, lane))
                 info = {k: v for k, v in r.items() if k not in ("t", "pid", "dir", "kind")}
-                return self._note(anchor, stamp, col, "event", f"{r.get('kind') or r.get('dir')} {_compact(info)}", None, r)
+                text = f"{r.get('kind') or r.get('dir')} {_compact(info)}"
+                return self._note(anchor, stamp, lines, "event", text, None, r, _mark("event", lane))
 
-    def _message(self, index: int, stamp: str, col: int, r: dict[str, Any]) -> str:
+    def _message(self, index: int, stamp: str, lane: Lane, lines: str, r: dict[str, Any]) -> str:
         self.messages += 1
         msg = r.get("message")
         classes = ["msg", r["dir"]]
         extra = ""
         if isinstance(msg, dict):
-            label = describe_message(msg)
+            label = _label(msg)
             classes.append(_kind(msg))
             if "error" in msg:
                 classes.append("error")
@@ -220,40 +188,62 @@ class _Rows:
                 extra += f" <span class=round>round {link.round}</span>"
         if r.get("rule"):
             extra += f" <span class=rule>rule {_e(str(r['rule']))}</span>"
+        fault = self.faults.get(index)
+        if fault is not None:
+            classes.append("fault")
+            extra += f" <span class=tag>{'never answered: hang' if fault.kind == 'hang' else _e(fault.kind)}</span>"
+        end = FIRST_LANE + lane.index + 1
         return (
-            f'<div class="row {" ".join(classes)}" id=m{index}{attrs}><span class=t>{stamp}</span>'
-            f'<details class=arrow style="grid-column:{CLIENT_COLUMN}/{col + 1}"><summary>{_e(label)}{extra}</summary>'
+            f'<div class="row {" ".join(classes)} {lines}" id=m{index}{attrs}><span class=t>{stamp}</span>'
+            f'<span class=line style="grid-column:2/{end}"></span>'
+            f"<details class=arrow><summary>{_e(label)}{extra}</summary><pre>{_e(_json(r))}</pre></details></div>\n"
+        )
+
+    def _note(self, anchor: str, stamp: str, lines: str, classes: str, text: str, spec: Any, r: dict[str, Any], mark: str = "") -> str:
+        """A record that is not a message: a box in the labels column, and a mark on its lane's lifeline."""
+        link = f" <span class=spec>{_e(str(spec))}</span>" if spec else ""
+        return (
+            f'<div class="row note {classes} {lines}" id={anchor}><span class=t>{stamp}</span>{mark}'
+            f"<details class=box><summary>{_e(text)}{link}</summary>"
             f"<pre>{_e(_json(r))}</pre></details></div>\n"
         )
 
-    def _note(self, anchor: str, stamp: str, col: int, classes: str, text: str, spec: Any, r: dict[str, Any]) -> str:
-        """A record that is not a message: a box on its lane (findings span client to lane: they are about both)."""
-        link = f" <span class=spec>{_e(str(spec))}</span>" if spec else ""
-        span = f"{CLIENT_COLUMN}/{col + 1}" if "finding" in classes else f"{col}/{col + 1}"
-        return (
-            f'<div class="row note {classes}" id={anchor}><span class=t>{stamp}</span>'
-            f'<details class=box style="grid-column:{span}"><summary>{_e(text)}{link}</summary>'
-            f"<pre>{_e(_json(r))}</pre></details></div>\n"
-        )
+
+def _mark(kind: str, lane: Lane) -> str:
+    return f'<span class="mark {kind}" style="grid-column:{FIRST_LANE + lane.index}"></span>'
+
+
+def _label(msg: dict[str, Any]) -> str:
+    """The one-line description, with what a notification is about: a progress's values and
+    message (``1/2 step 1 of 2``), a log message's level and text."""
+    text = describe_message(msg)
+    params = msg.get("params")
+    if "id" in msg or not isinstance(params, dict):
+        return text
+    if msg.get("method") == "notifications/progress":
+        total = params.get("total")
+        text += f" {_number(params.get('progress'))}" + (f"/{_number(total)}" if total is not None else "")
+        if isinstance(params.get("message"), str):
+            text += f" {_clip(params['message'], 100)}"
+    elif msg.get("method") == "notifications/message":
+        data = params.get("data")
+        logger = f" {params['logger']}" if isinstance(params.get("logger"), str) else ""
+        text += f" {params.get('level')}{logger}: {_clip(data if isinstance(data, str) else _compact(data), 100)}"
+    return text
+
+
+def _number(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def _stamp(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.3f} s"
 
 
-def _time(record: dict[str, Any], default: float) -> float:
-    t = record.get("t")
-    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else default
-
-
 def _kind(msg: dict[str, Any]) -> str:
     if "method" in msg:
         return "request" if "id" in msg else "notification"
     return "response"
-
-
-def _key(rid: Any) -> str:
-    return json.dumps(rid, sort_keys=True, default=repr)
 
 
 def _json(record: dict[str, Any]) -> str:
@@ -273,56 +263,3 @@ def _clip(text: str, limit: int = 160) -> str:
 
 def _e(text: str) -> str:
     return html.escape(text, quote=True)
-
-
-_CSS = """
-:root{--lane:22em;--bg:#fff;--fg:#1d2330;--muted:#6b7280;--in:#0b63c5;--out:#13804a;--bad:#c0262d}
-body{font:13px/1.35 system-ui,sans-serif;margin:0;color:var(--fg);background:var(--bg)}
-header{padding:10px 16px;border-bottom:1px solid #d6dae1;background:#f6f7f9}
-h1{font-size:17px;margin:0 0 4px}h1 small{font-weight:normal;color:var(--muted)}
-.summary{margin:0;color:var(--muted)}
-.problems{margin:6px 0 0;padding-left:18px;color:var(--bad)}.problems a{color:var(--bad)}
-.timeline{padding:0 16px 40px;min-width:calc(16em + var(--lanes) * var(--lane))}
-.row{display:grid;grid-template-columns:6em 10em repeat(var(--lanes),var(--lane));position:relative;
- content-visibility:auto;contain-intrinsic-size:auto 26px;background-repeat:no-repeat}
-.row>*{grid-row:1}
-.t{color:var(--muted);font-variant-numeric:tabular-nums;padding:5px 0;text-align:right;padding-right:8px}
-#lanes{position:sticky;top:0;z-index:2;background:var(--bg);border-bottom:1px solid #d6dae1}
-.lanehead{font-weight:600;text-align:center;padding:6px 4px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.lanehead.mock{color:var(--out)}
-.arrow,.box{margin:2px 0;min-width:0}
-.arrow>summary{list-style:none;cursor:pointer;position:relative;margin:0 calc(var(--lane)/2) 0 5em;padding:3px 10px 5px;
- border-bottom:2px solid currentColor;white-space:nowrap}
-.arrow>summary::-webkit-details-marker{display:none}
-.in .arrow>summary{color:var(--in)}
-.out .arrow>summary{color:var(--out)}
-.in .arrow>summary::after,.out .arrow>summary::before{content:"";position:absolute;bottom:-6px;border:5px solid transparent}
-.in .arrow>summary::after{right:-2px;border-left:9px solid currentColor;border-right:0}
-.out .arrow>summary::before{left:-2px;border-right:9px solid currentColor;border-left:0}
-.notification .arrow>summary{border-bottom-style:dashed}
-.bad .arrow>summary,.error .arrow>summary{color:var(--bad)}
-.bad .arrow>summary{border-bottom-style:dotted}
-.row[data-group]{box-shadow:inset 4px 0 0 hsl(var(--g) 70% 50%);background-color:hsl(var(--g) 80% 96%)}
-.round{font-size:11px;background:hsl(var(--g,40) 70% 45%);color:#fff;border-radius:8px;padding:0 6px;margin-left:6px}
-.rule,.pairlink,.spec{font-size:11px;color:var(--muted);margin-left:8px}
-.box>summary{cursor:pointer;padding:3px 8px;border-radius:4px;background:#f0ecfa;color:#4b3a88;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
-.start .box>summary{background:#e9f5ee;color:var(--out);font-weight:600}
-.finding .box>summary{background:#fde8e8;color:var(--bad);font-weight:600;border-left:4px solid var(--bad)}
-pre{margin:4px 0 8px 5em;padding:8px;background:#f6f7f9;border:1px solid #e1e4e8;border-radius:4px;overflow:auto;max-height:24em;
- white-space:pre-wrap;word-break:break-all;color:var(--fg);font-size:12px}
-.hl{outline:2px solid #f59e0b;outline-offset:-2px;background-color:#fff7e0}
-:target{outline:2px solid var(--bad);outline-offset:-2px}
-"""
-
-_JS = """
-(function(){
-  var t=document.getElementById('timeline'),lit=[];
-  t.addEventListener('click',function(ev){
-    var row=ev.target.closest('.row');if(!row)return;
-    lit.forEach(function(e){e.classList.remove('hl')});lit=[row];
-    var p=row.getAttribute('data-pair');if(p){var o=document.getElementById(p);if(o)lit.push(o)}
-    var g=row.getAttribute('data-group');if(g){lit=lit.concat([].slice.call(t.querySelectorAll('[data-group="'+g+'"]')))}
-    lit.forEach(function(e){e.classList.add('hl')});
-  });
-})();
-"""
