@@ -1,0 +1,211 @@
+"""The clients the built-in authorization server knows, and how a client proves who it is.
+
+Three ways in (MCP authorization, client registration): pre-registered credentials from the
+scenario, Client ID Metadata Documents (the document is the scenario's: the mock never fetches
+a URL), and dynamic registration (RFC 7591, with OIDC's ``application_type`` checked against the
+redirect URIs). At the token endpoint a client authenticates the way it registered:
+``client_secret_basic``, ``client_secret_post`` or ``none`` (RFC 6749 2.3, OAuth 2.1 2.4).
+Registered clients are bounded (``MAX_CLIENTS``, the oldest forgotten).
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from mockmcp.core.auth.answers import OAuthError
+from mockmcp.core.auth.forms import basic_credentials
+from mockmcp.core.auth.tokens import Mint
+from mockmcp.scenario.model.auth import AuthorizationServer
+
+MAX_CLIENTS = 10_000
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+GRANT_TYPES = frozenset({"authorization_code", "refresh_token"})
+
+
+class Client:
+    __slots__ = ("client_id", "secret", "method", "redirect_uris", "kind", "grant_types")
+
+    def __init__(self, client_id: str, secret: str | None, method: str, redirect_uris: tuple[str, ...] | None, kind: str,
+                 grant_types: tuple[str, ...] = ("authorization_code", "refresh_token")) -> None:
+        self.client_id = client_id
+        self.secret = secret
+        self.method = method  # the token endpoint auth method it registered
+        self.redirect_uris = redirect_uris  # None: any loopback redirect
+        self.kind = kind  # "preRegistered", "document" or "dynamic"
+        self.grant_types = grant_types
+
+
+def is_loopback(uri: str) -> bool:
+    """An ``http`` redirect to this machine (RFC 8252 7.3), whose port the client picks at run time."""
+    try:
+        parts = urlsplit(uri)
+        return parts.scheme == "http" and (parts.hostname or "") in LOOPBACK
+    except ValueError:
+        return False
+
+
+def _without_port(uri: str) -> tuple[str, str, str, str]:
+    parts = urlsplit(uri)
+    return parts.scheme, parts.hostname or "", parts.path, parts.query
+
+
+def redirect_matches(registered: str, given: str) -> bool:
+    """Exact string equality, except that a loopback redirect's port may differ (OAuth 2.1 8.4.2)."""
+    if registered == given:
+        return True
+    try:
+        return is_loopback(registered) and is_loopback(given) and _without_port(registered) == _without_port(given)
+    except ValueError:
+        return False
+
+
+def _absolute(uri: Any) -> bool:
+    if not isinstance(uri, str) or "#" in uri or not uri.isprintable() or " " in uri:
+        return False
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return False
+    return bool(parts.scheme) and (bool(parts.netloc) or parts.scheme not in ("http", "https"))
+
+
+class Clients:
+    def __init__(self, config: AuthorizationServer, mint: Mint) -> None:
+        self.config = config
+        self.mint = mint
+        reg = config.registration
+        self.known: dict[str, Client] = {
+            c.clientId: Client(c.clientId, c.clientSecret, c.tokenEndpointAuthMethod,
+                               None if c.redirectUris is None else tuple(c.redirectUris), "preRegistered")
+            for c in reg.preRegistered
+        }
+        self.documents: dict[str, Mapping[str, Any]] = {d.url: d.document for d in reg.documents} \
+            if reg.clientIdMetadataDocuments else {}
+        self.dynamic: dict[str, Client] = {}
+
+    def find(self, client_id: str) -> Client | None:
+        found = self.known.get(client_id) or self.dynamic.get(client_id)
+        if found is not None:
+            return found
+        reg = self.config.registration
+        if not reg.clientIdMetadataDocuments or not client_id.startswith("https://"):
+            return None
+        doc = self.documents.get(client_id)
+        if doc is not None:
+            uris = doc.get("redirect_uris")
+            return Client(client_id, None, "none", tuple(u for u in uris if isinstance(u, str)) if isinstance(uris, list) else (),
+                          "document")
+        if reg.acceptAnyDocument:
+            return Client(client_id, None, "none", None, "document")
+        return None
+
+    def redirect_for(self, client: Client, given: str | None) -> str:
+        """The redirect URI an authorization request may use (``OAuthError`` if none: never redirected)."""
+        if given is None:
+            if client.redirect_uris is not None and len(client.redirect_uris) == 1:
+                return client.redirect_uris[0]
+            raise OAuthError("invalid_request", "redirect_uri is required (the client has no single registered one)")
+        if client.redirect_uris is None:
+            if is_loopback(given):
+                return given
+            raise OAuthError("invalid_request", f"redirect_uri {given!r} is not a loopback redirect this client may use")
+        if any(redirect_matches(r, given) for r in client.redirect_uris):
+            return given
+        raise OAuthError("invalid_request", f"redirect_uri {given!r} is not registered for this client")
+
+    # ------------------------------------------------------------ dynamic registration
+
+    def register(self, body: Mapping[str, Any]) -> tuple[Client, dict[str, Any]]:
+        """RFC 7591: the new client and the registration response's body."""
+        methods = self.config.tokenEndpointAuthMethods
+        uris = body.get("redirect_uris")
+        if not isinstance(uris, list) or not uris:
+            raise OAuthError("invalid_redirect_uri", "redirect_uris is required: a non-empty list of redirect URIs")
+        for uri in uris:
+            if not _absolute(uri):
+                raise OAuthError("invalid_redirect_uri", f"{uri!r} is not an absolute URI without a fragment")
+        method = body.get("token_endpoint_auth_method", "client_secret_basic")
+        if method not in methods:
+            raise OAuthError("invalid_client_metadata", f"token_endpoint_auth_method {method!r} is not supported"
+                             f" (token_endpoint_auth_methods_supported: {', '.join(methods)})")
+        grants = body.get("grant_types", ["authorization_code"])
+        if not isinstance(grants, list) or not all(isinstance(g, str) for g in grants):
+            raise OAuthError("invalid_client_metadata", "grant_types must be a list of strings")
+        unknown = [g for g in grants if g not in GRANT_TYPES]
+        if unknown:
+            raise OAuthError("invalid_client_metadata", f"grant type {unknown[0]!r} is not supported")
+        responses = body.get("response_types", ["code"])
+        if not isinstance(responses, list) or any(r != "code" for r in responses):
+            raise OAuthError("invalid_client_metadata", "response_types may only list 'code'")
+        self._application_type(body.get("application_type"), uris)
+        for key in ("client_name", "scope", "client_uri", "logo_uri"):
+            if key in body and not isinstance(body[key], str):
+                raise OAuthError("invalid_client_metadata", f"{key} must be a string")
+        client_id = "dyn-" + self.mint()
+        secret = None if method == "none" else self.mint()
+        client = Client(client_id, secret, method, tuple(uris), "dynamic", tuple(grants))
+        self.dynamic[client_id] = client
+        while len(self.dynamic) > MAX_CLIENTS:
+            del self.dynamic[next(iter(self.dynamic))]
+        answer = {k: v for k, v in body.items() if k not in ("client_id", "client_secret")}
+        answer.update(client_id=client_id, token_endpoint_auth_method=method, grant_types=grants, response_types=responses)
+        if secret is not None:
+            answer.update(client_secret=secret, client_secret_expires_at=0)
+        return client, answer
+
+    def _application_type(self, kind: Any, uris: list[str]) -> None:
+        """OIDC Registration 2: a ``web`` client redirects over https and not to loopback; a ``native``
+        one to loopback or a scheme of its own (the MCP spec: clients MUST send it)."""
+        policy = self.config.registration.applicationType
+        if policy == "ignore":
+            return
+        if kind is None:
+            if policy == "require":
+                raise OAuthError("invalid_client_metadata", "application_type is required (native or web)")
+            return
+        if kind not in ("native", "web"):
+            raise OAuthError("invalid_client_metadata", f"application_type must be native or web, got {kind!r}")
+        for uri in uris:
+            scheme = uri.split(":", 1)[0].lower()
+            if kind == "web" and (scheme != "https" or is_loopback(uri)):
+                raise OAuthError("invalid_redirect_uri", f"a web client's redirect URIs use https on a public host,"
+                                 f" not {uri!r} (register it with application_type: native)")
+            if kind == "native" and scheme == "http" and not is_loopback(uri):
+                raise OAuthError("invalid_redirect_uri", f"a native client redirects to loopback or a scheme of its own,"
+                                 f" not {uri!r}")
+
+    # ------------------------------------------------------------ the token endpoint
+
+    def authenticate(self, form: Mapping[str, str], authorization: str | None) -> Client:
+        """The client a token request comes from, authenticated as it registered."""
+        basic = authorization is not None and authorization.strip().lower().startswith("basic ")
+        if authorization is not None and not basic:
+            raise OAuthError("invalid_client", "the token endpoint takes Basic client credentials, not"
+                             f" {authorization.split(' ', 1)[0]!r}", status=401)
+        if basic and "client_secret" in form:
+            raise OAuthError("invalid_request", "the client authenticated twice (Basic and client_secret): use one method")
+        if basic:
+            assert authorization is not None
+            client_id, secret = basic_credentials(authorization)
+            if "client_id" in form and form["client_id"] != client_id:
+                raise OAuthError("invalid_request", "client_id differs from the Basic credentials' user")
+            used = "client_secret_basic"
+        else:
+            client_id_or_none, secret_or_none = form.get("client_id"), form.get("client_secret")
+            if client_id_or_none is None:
+                raise OAuthError("invalid_client", "no client_id and no client credentials", status=401)
+            client_id, secret = client_id_or_none, secret_or_none or ""
+            used = "client_secret_post" if secret_or_none is not None else "none"
+        client = self.find(client_id)
+        if client is None:
+            raise OAuthError("invalid_client", f"unknown client {client_id!r}", status=401)
+        if used not in self.config.tokenEndpointAuthMethods:
+            raise OAuthError("invalid_client", f"{used} is not a supported token endpoint auth method", status=401)
+        if used != client.method:
+            raise OAuthError("invalid_client", f"the client registered {client.method} but authenticated with {used}",
+                             status=401)
+        if client.secret is not None and not hmac.compare_digest(secret.encode(), client.secret.encode()):
+            raise OAuthError("invalid_client", "wrong client secret", status=401)
+        return client
