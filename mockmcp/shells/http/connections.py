@@ -17,10 +17,9 @@ import trio
 
 from mockmcp.core import httprules
 from mockmcp.core.connection import Watch
-from mockmcp.shells.http.checks import RequestChecks
 from mockmcp.shells.http.lifecycle import Lifecycle
 from mockmcp.shells.http.responses import READ_SIZE, ClientGone, has_partial, send_raw, too_large, write_reject
-from mockmcp.shells.http.seams import Answers, Paused
+from mockmcp.shells.http.seams import Answers, HeadCheck, Paused
 from mockmcp.shells.log import StderrLog
 
 MAX_CONNECTIONS = 8192  # open client connections at once; more are refused with 503
@@ -32,7 +31,7 @@ class ConnectionLoop:
     def __init__(
         self,
         answers: Answers,
-        checks: RequestChecks,
+        checks: HeadCheck,
         gate: Paused,
         lifecycle: Lifecycle,
         log: StderrLog,

@@ -23,6 +23,13 @@ class Answers(Protocol):
     async def answer(self, h: h11.Connection, stream: trio.abc.Stream, request: h11.Request, body: bytes) -> None: ...
 
 
+class HeadCheck(Protocol):
+    """A request's refusal by its head, before its body is read (``checks.RequestChecks``, or the
+    authorization front ``auth.AuthFront`` in front of it), for the connection loop."""
+
+    def head(self, request: h11.Request, headers: dict[bytes, bytes]) -> httprules.Reject | None: ...
+
+
 class Paused(Protocol):
     """The control channel's pause of reading requests (``lifecycle.ReadingGate``)."""
 

@@ -24,6 +24,7 @@ from mockmcp.shells.http.ids import RequestIds
 from mockmcp.shells.http.lifecycle import ExitCounter, ExitProcess, Lifecycle, ReadingGate
 from mockmcp.shells.http.resume import Resumes
 from mockmcp.shells.http.routing import ListenRoutes
+from mockmcp.shells.http.seams import Answers, HeadCheck
 from mockmcp.shells.http.sse import StreamWriter
 from mockmcp.shells.http.taps import OnEvent, OnFinding, OnOutput, OnRequest, Taps
 from mockmcp.shells.http.transport import HttpTransport
@@ -81,7 +82,14 @@ class HttpShell:
         writer = StreamWriter(taps, counter, resumes, keepalive)
         exchange = Exchange(connection, checks, transport, writer, routes, ids, lifecycle, counter, taps, asks,
                             task_wake, log, resumes)
-        self.loop = ConnectionLoop(exchange, checks, gate, lifecycle, log, watch=connection.watch,
+        front: Answers = exchange
+        heads: HeadCheck = checks
+        if engine.scenario.auth is not None:  # (only then: a plain run imports no authorization code)
+            from mockmcp.shells.http.auth import AuthFront
+
+            front = heads = AuthFront(engine.scenario.auth, checks, exchange, taps, log, allowed_hosts=allowed_hosts,
+                                      time_scale=engine.services.steps.time_scale)
+        self.loop = ConnectionLoop(front, heads, gate, lifecycle, log, watch=connection.watch,
                                    wake=self.wake_task_streams, max_connections=max_connections,
                                    request_timeout=request_timeout, idle_timeout=idle_timeout)
         self.controlled = HttpControlled(log, taps, gate, routes, lifecycle, counter)

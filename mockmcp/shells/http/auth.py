@@ -1,0 +1,122 @@
+"""The authorization front: the scenario's ``auth`` served on the MCP server's own listener.
+
+Made only for a scenario with ``auth`` (so a plain run imports neither this module nor
+``core.auth``), it stands in front of the transport's checks and the exchange: a request for
+one of the authorization core's paths (the well-known metadata, ``/authorize``, ``/token``,
+``/register``) is answered here; a request to the MCP endpoint passes the core's gate by its
+head (``401``/``400`` before its body is read), then, once read, by the scopes its method, tool,
+prompt or resource needs (``403``), and only then reaches the checks and the engine, whichever
+era the client speaks. The shell owns what the core may not: the clock (trio's, so tests on a
+mock clock and ``--time-scale`` apply) and the randomness of codes and tokens (``secrets``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Callable
+
+import h11
+import trio
+
+from mockmcp.core import httprules
+from mockmcp.core.auth.answers import HttpAnswer
+from mockmcp.core.auth.site import AuthSite, describe
+from mockmcp.scenario.model.auth import Auth
+from mockmcp.shells.http.responses import reason, write_reject
+from mockmcp.shells.http.seams import Answers, HeadCheck
+from mockmcp.shells.http.taps import Taps
+from mockmcp.shells.log import StderrLog
+
+
+_REASONS = {201: b"Created", 401: b"Unauthorized"}
+
+
+def _reason(status: int) -> bytes:
+    return _REASONS.get(status) or reason(status)
+
+
+def mint() -> str:
+    """A fresh code or token: 256 bits from the OS, URL-safe."""
+    return secrets.token_urlsafe(32)
+
+
+def as_reject(answer: HttpAnswer) -> httprules.Reject:
+    return httprules.Reject(answer.status, _reason(answer.status).decode("latin-1"), headers=answer.headers, body=answer.body)
+
+
+class AuthFront:
+    """Both seams the connection loop calls (``HeadCheck`` and ``Answers``), in front of the
+    transport's own (``checks`` and ``exchange``)."""
+
+    def __init__(self, config: Auth, checks: HeadCheck, exchange: Answers, taps: Taps, log: StderrLog, *,
+                 allowed_hosts: frozenset[str] | None, time_scale: float = 1.0,
+                 clock: Callable[[], float] = trio.current_time, random: Callable[[], str] = mint) -> None:
+        self.site = AuthSite(config, clock, random, time_scale)
+        self.checks = checks
+        self.exchange = exchange
+        self.taps = taps
+        self.log = log
+        self.allowed_hosts = allowed_hosts
+
+    def _origin(self, headers: dict[bytes, bytes]) -> str | None:
+        """``http://`` and the request's ``Host``: the URLs the client reached the server by. None
+        without a Host, or with one this server does not answer to (the checks refuse it)."""
+        host = headers.get(b"host")
+        if host is None:
+            return None
+        text = host.decode("latin-1").strip()
+        if not text or any(c in text for c in "/?#@ \\") or (
+                self.allowed_hosts is not None and not httprules.host_allowed(text, self.allowed_hosts)):
+            return None
+        return "http://" + text
+
+    def head(self, request: h11.Request, headers: dict[bytes, bytes]) -> httprules.Reject | None:
+        origin = self._origin(headers)
+        if origin is None:
+            return self.checks.head(request, headers)  # (refuses a foreign Host; an absent one stays absent)
+        if self.site.owns(request.target):
+            refused = self.site.refuse_head(request.method, request.target)
+            return None if refused is None else as_reject(refused)
+        if request.target.split(b"?", 1)[0] == httprules.ENDPOINT:
+            refused = self.site.gate(request.target, headers, origin)
+            if refused is not None:
+                self._told(request, refused)
+                return as_reject(refused)
+        return self.checks.head(request, headers)
+
+    async def answer(self, h: h11.Connection, stream: trio.abc.Stream, request: h11.Request, body: bytes) -> None:
+        headers = httprules.header_map(request.headers)
+        origin = self._origin(headers)
+        if origin is not None:
+            if self.site.owns(request.target):
+                answer = self.site.answer(request.method, request.target, headers, body, origin)
+                self._told(request, answer)
+                await write_answer(h, stream, answer, request.method == b"HEAD")
+                return
+            refused = self.site.gate_body(request.target, headers, body, origin)
+            if refused is not None:
+                self._told(request, refused)
+                await write_answer(h, stream, refused)
+                return
+        await self.exchange.answer(h, stream, request, body)
+
+    def _told(self, request: h11.Request, answer: HttpAnswer) -> None:
+        """The journal hears of each authorization exchange by its path and outcome (no secrets:
+        neither the query nor the body)."""
+        path = request.target.split(b"?", 1)[0].decode("latin-1")
+        outcome = describe(answer)
+        self.log("debug", f"auth: {request.method.decode('latin-1')} {path} -> {outcome}")
+        self.taps.event("auth", {"method": request.method.decode("latin-1"), "path": path, "status": answer.status,
+                                 "outcome": outcome})
+
+
+async def write_answer(h: h11.Connection, stream: trio.abc.Stream, answer: HttpAnswer, head: bool = False) -> None:
+    """An authorization answer, whole; the connection stays open for the client's next request."""
+    headers = [*answer.headers, (b"content-length", str(len(answer.body)).encode())]
+    data = h.send(h11.Response(status_code=answer.status, reason=_reason(answer.status), headers=headers))
+    if not head and answer.body:
+        data += h.send(h11.Data(data=answer.body))
+    await stream.send_all(data + h.send(h11.EndOfMessage()))
+
+
+__all__ = ["AuthFront", "write_answer", "write_reject"]
