@@ -40,6 +40,9 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     from mockmcp.shells.stdio import Shell
 
     log = open_log(args.log_level, warnings)
+    if scenario.auth is not None and getattr(args, "http", None) is None:
+        log("warning", "the scenario's auth section applies over HTTP only (--http): this stdio run serves without"
+            " authorization (the specification says stdio does not use it)")
     if scenario.protocol.ignoreSigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     store = None
