@@ -1,0 +1,214 @@
+/**
+ * The control channel (docs/control.md) from TypeScript: one JSON line over the mock's Unix
+ * socket per call, a connection per call (a `waitFor` in one place and an `emit` in another stay
+ * independent), typed by the operations' JSON Schemas (`mockmcp schema control`).
+ *
+ * Every call waits for the socket (bounded: `connectTimeoutMs`), retrying while it is absent
+ * (ENOENT) or refuses (ECONNREFUSED, a stale socket of a killed process). That is what makes a
+ * call right after the client's `connect()` reach the serving process: the TypeScript client
+ * probes with `server/discover` in a throwaway process and reaps it before it spawns the session
+ * process, whose socket appears a moment after `connect()` returns.
+ */
+import net from 'node:net';
+import type {
+  ArmParams, Armed, ControlOperations, CountersResult, DisarmResult, JournalResult, ListTasksResult,
+  SetTaskParams, SetTaskResult, Task, When,
+} from './generated.js';
+
+export const CONNECT_TIMEOUT_MS = 10_000;
+const TIMED_OUT = -32008;
+const RETRY_MS = 10;
+
+/** An error answer of the control channel (`code`, `message`, `data`: docs/control.md). */
+export class ControlError extends Error {
+  readonly code: number;
+  readonly data: unknown;
+
+  constructor(code: number, message: string, data?: unknown) {
+    super(message);
+    this.name = 'ControlError';
+    this.code = code;
+    this.data = data;
+  }
+}
+
+/** `waitFor` saw no matching request in time; `data.nearMiss` names the closest one. */
+export class WaitTimedOut extends ControlError {
+  constructor(message: string, data?: unknown) {
+    super(TIMED_OUT, message, data);
+    this.name = 'WaitTimedOut';
+  }
+}
+
+export type Operation = keyof ControlOperations;
+export type Params<Op extends Operation> = ControlOperations[Op]['params'];
+export type Result<Op extends Operation> = ControlOperations[Op]['result'];
+export type Kind = 'tool' | 'prompt' | 'resource' | 'template';
+type Json = Record<string, unknown>;
+
+interface Answer {
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+function connectOnce(path: string): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.createConnection(path);
+    socket.once('connect', () => {
+      socket.removeListener('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}
+
+async function connect(path: string, timeoutMs: number): Promise<net.Socket> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await connectOnce(path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if ((code !== 'ENOENT' && code !== 'ECONNREFUSED') || Date.now() >= deadline) {
+        const waited = code === 'ENOENT' || code === 'ECONNREFUSED' ? ` after waiting ${timeoutMs} ms for the mock's socket` : '';
+        throw new Error(`mockmcp control: cannot connect to ${path}${waited} (${code ?? String(error)}); ` +
+          'a control call needs a running mock: on stdio the client spawns it, so call after client.connect()');
+      }
+      await new Promise((r) => setTimeout(r, RETRY_MS));
+    }
+  }
+}
+
+function exchange(socket: net.Socket, line: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      buffer += chunk;
+      const end = buffer.indexOf('\n');
+      if (end < 0) return;
+      socket.end();
+      resolve(JSON.parse(buffer.slice(0, end)) as Answer);
+    });
+    socket.once('error', reject);
+    socket.once('close', () => {
+      if (!buffer.includes('\n')) reject(new Error('mockmcp control: the mock closed the connection without answering'));
+    });
+    socket.write(line);
+  });
+}
+
+function clean<T extends Json>(params: T): T {
+  return Object.fromEntries(Object.entries(params).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** Every control operation, typed; `call` is the one transport, the rest name the operations. */
+export class ControlClient {
+  private ids = 0;
+
+  constructor(readonly path: string, readonly connectTimeoutMs: number = CONNECT_TIMEOUT_MS) {}
+
+  /** Send one operation by its wire name and return its result (an error answer throws `ControlError`). */
+  async call<Op extends Operation>(op: Op, params: Params<Op>): Promise<Result<Op>> {
+    const socket = await connect(this.path, this.connectTimeoutMs);
+    const line = JSON.stringify({ jsonrpc: '2.0', id: ++this.ids, method: op, params }) + '\n';
+    let answer: Answer;
+    try {
+      answer = await exchange(socket, line);
+    } finally {
+      socket.destroy();
+    }
+    if (answer.error) {
+      const { code, message, data } = answer.error;
+      throw code === TIMED_OUT ? new WaitTimedOut(message, data) : new ControlError(code, message, data);
+    }
+    return answer.result as Result<Op>;
+  }
+
+  // events: the number of notifications delivered
+  async emit(event: Params<'emit'>['event'], uri?: string): Promise<number> {
+    return (await this.call('emit', clean({ event, uri }))).delivered;
+  }
+  emitToolsChanged(): Promise<number> { return this.emit('tools/list_changed'); }
+  emitPromptsChanged(): Promise<number> { return this.emit('prompts/list_changed'); }
+  emitResourcesChanged(): Promise<number> { return this.emit('resources/list_changed'); }
+  emitResourceUpdated(uri: string): Promise<number> { return this.emit('resources/updated', uri); }
+  async emitLog(level: string, data: unknown, logger?: string): Promise<number> {
+    return (await this.call('emit', clean({ event: 'log' as const, level, data, logger }))).delivered;
+  }
+  async emitTask(taskId: string): Promise<number> {
+    return (await this.call('emit', { event: 'tasks', taskId })).delivered;
+  }
+
+  // tasks (the Tasks extension)
+  async listTasks(): Promise<ListTasksResult['tasks']> { return (await this.call('listTasks', {})).tasks; }
+  async getTask(taskId: string): Promise<Task> { return (await this.call('getTask', { taskId })).task; }
+  async setTask(taskId: string, status: SetTaskParams['status'], more: Omit<SetTaskParams, 'taskId' | 'status'> = {}): Promise<SetTaskResult> {
+    return this.call('setTask', clean({ taskId, status, ...more }));
+  }
+  async completeTask(taskId: string, result?: Json, statusMessage?: string): Promise<Task> {
+    return (await this.setTask(taskId, 'completed', clean({ result, statusMessage }))).task;
+  }
+  async failTask(taskId: string, error: Json, statusMessage?: string): Promise<Task> {
+    return (await this.setTask(taskId, 'failed', clean({ error, statusMessage }))).task;
+  }
+  async cancelTask(taskId: string, statusMessage?: string): Promise<Task> {
+    return (await this.setTask(taskId, 'cancelled', clean({ statusMessage }))).task;
+  }
+  async requireInput(taskId: string, inputRequests: Json, statusMessage?: string): Promise<Task> {
+    return (await this.setTask(taskId, 'input_required', clean({ inputRequests, statusMessage }))).task;
+  }
+
+  // definitions: written exactly like an entry of the scenario's tools:, prompts:, resources:, resourceTemplates:
+  add(kind: Kind, definition: Json, notify = true): Promise<Result<'add'>> {
+    return this.call('add', { kind, definition, notify });
+  }
+  replace(kind: Kind, definition: Json, notify = true): Promise<Result<'replace'>> {
+    return this.call('replace', { kind, definition, notify });
+  }
+  remove(kind: Kind, key: string, notify = true): Promise<Result<'remove'>> {
+    return this.call('remove', { kind, key, notify });
+  }
+  addTool(definition: Json, notify = true): Promise<Result<'add'>> { return this.add('tool', definition, notify); }
+  replaceTool(definition: Json, notify = true): Promise<Result<'replace'>> { return this.replace('tool', definition, notify); }
+  removeTool(name: string, notify = true): Promise<Result<'remove'>> { return this.remove('tool', name, notify); }
+  addPrompt(definition: Json, notify = true): Promise<Result<'add'>> { return this.add('prompt', definition, notify); }
+  replacePrompt(definition: Json, notify = true): Promise<Result<'replace'>> { return this.replace('prompt', definition, notify); }
+  removePrompt(name: string, notify = true): Promise<Result<'remove'>> { return this.remove('prompt', name, notify); }
+  addResource(definition: Json, notify = true): Promise<Result<'add'>> { return this.add('resource', definition, notify); }
+  replaceResource(definition: Json, notify = true): Promise<Result<'replace'>> { return this.replace('resource', definition, notify); }
+  removeResource(uri: string, notify = true): Promise<Result<'remove'>> { return this.remove('resource', uri, notify); }
+  addTemplate(definition: Json, notify = true): Promise<Result<'add'>> { return this.add('template', definition, notify); }
+  replaceTemplate(definition: Json, notify = true): Promise<Result<'replace'>> { return this.replace('template', definition, notify); }
+  removeTemplate(uriTemplate: string, notify = true): Promise<Result<'remove'>> { return this.remove('template', uriTemplate, notify); }
+
+  // state and counters
+  async getState(): Promise<string> { return (await this.call('getState', {})).state; }
+  /** Set the named state; the previous one. */
+  async setState(state: string): Promise<string> { return (await this.call('setState', { state })).previous; }
+  counters(): Promise<CountersResult> { return this.call('counters', {}); }
+
+  // armed replies
+  /** Answer the next `times` requests matching `when` with `steps` (as in a scenario rule). */
+  arm(when: When, steps: ArmParams['steps'], times = 1): Promise<Armed> { return this.call('arm', { when, steps, times }); }
+  /** Remove one armed reply (by id), or all; how many. */
+  async disarm(id?: number): Promise<DisarmResult['disarmed']> { return (await this.call('disarm', clean({ id }))).disarmed; }
+
+  // reading requests
+  async pause(seconds?: number): Promise<void> { await this.call('pause', clean({ seconds })); }
+  async resume(): Promise<void> { await this.call('resume', {}); }
+
+  // traffic
+  /** The journal position the next MCP message will get (for `waitFor`'s `since`). */
+  async position(): Promise<number> { return (await this.call('ping', {})).position; }
+  /** The first request matching `when` read from now on (or from position `since`); `WaitTimedOut` after `timeout` seconds. */
+  async waitFor(when: When, options: { timeout?: number; since?: number } = {}): Promise<Record<string, unknown>> {
+    const answer = await this.call('waitFor', clean({ when, timeout: options.timeout ?? 5, since: options.since }));
+    return answer.message as Record<string, unknown>;
+  }
+  journal(since = 0, limit?: number): Promise<JournalResult> { return this.call('journal', clean({ since, limit })); }
+  /** End the mock: as at the end of stdin, or (`crash`) at once with `status` (default 1). */
+  async shutdown(options: { crash?: boolean; status?: number } = {}): Promise<void> {
+    await this.call('shutdown', clean({ mode: options.crash ? ('crash' as const) : ('graceful' as const), status: options.status }));
+  }
+}
