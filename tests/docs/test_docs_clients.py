@@ -55,7 +55,7 @@ def test_the_typescript_entries_run(tmp_path: Path) -> None:
     program = "\n".join(_blocks(PAGE.read_text(encoding="utf-8"), "js"))
     (tmp_path / "node_modules").symlink_to(TS_MODULES)  # the suite's install of the client
     (tmp_path / "cheatsheet.mjs").write_text(program, encoding="utf-8")
-    env = {**os.environ, "MOCKMCP_PYTHON": sys.executable}
+    env = {**os.environ, "MOCKMCP_PYTHON": sys.executable, "TMPDIR": str(tmp_path)}  # its journal goes there
     proc = subprocess.run(["node", "cheatsheet.mjs"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
