@@ -17,7 +17,7 @@ from pathlib import Path
 import grimp
 from support.paths import ROOT
 
-PUBLIC = {"mockmcp", "mockmcp.__main__", "mockmcp.api", "mockmcp.controlclient", "mockmcp.pytest_plugin"}
+PUBLIC = {"mockmcp", "mockmcp.__main__", "mockmcp.api", "mockmcp.controlclient", "mockmcp.mcp_tasks", "mockmcp.pytest_plugin"}
 LAYERS = {"wire", "scenario", "core", "shells", "sessiondir", "record", "verify", "launch", "warm", "cli"}
 
 
