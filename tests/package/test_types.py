@@ -38,6 +38,6 @@ def test_the_public_api_is_curated_and_every_name_resolves() -> None:
 
 
 def test_importing_the_package_imports_nothing_heavy() -> None:
-    code = "import sys, mockmcp; print(sorted(m for m in ('trio', 'yaml', 'cattrs', 'subprocess') if m in sys.modules))"
+    code = "import sys, mockmcp; print(sorted(m for m in ('trio', 'yaml', 'cattrs', 'subprocess', 'mcp') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
