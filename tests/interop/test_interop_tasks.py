@@ -2,8 +2,9 @@
 
 Python (mcp 2.3.0) has no Tasks extension of its own for 2026-07-28, but its
 extension API (``ClientExtension`` + ``ResultClaim``) lets a client author
-write one; tests/interop/python_tasks.py is that extension, and it drives
-every tool of the scenario, on asyncio and on trio. The TypeScript client
+write one; mockmcp ships one (``mockmcp.mcp_tasks.Tasks``), and
+tests/interop/python_tasks.py drives every tool of the scenario with it, on
+asyncio and on trio. The TypeScript client
 (2.4.0) declares the extension when asked to but rejects a ``resultType:
 "task"`` answer itself (``UNSUPPORTED_RESULT_TYPE``), through ``callTool``
 and through ``request`` with a custom schema alike; ``tasks/get`` reaches the
@@ -31,7 +32,7 @@ def test_python_sdk_with_a_tasks_extension_drives_every_tool() -> None:
     extension under each backend, and the SDK's import (a second of CPU) is paid once."""
     code = (
         "import anyio, json, sys; sys.path.insert(0, 'tests/interop'); import python_tasks; "
-        f"print(json.dumps({{b: anyio.run(python_tasks.drive, {mockmcp_cmd('run', 'tasks', '--time-scale', '0.05')!r}, backend=b)"
+        f"print(json.dumps({{b: anyio.run(python_tasks.drive, {mockmcp_cmd('run', 'tasks', '--time-scale', '0.05')!r}, 0.05, backend=b)"
         " for b in ('asyncio', 'trio')}))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
