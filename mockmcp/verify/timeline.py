@@ -145,7 +145,7 @@ class _Rows:
                 return self._note(anchor, stamp, lines, "finding", text, f.get("spec"), r)
             case "verdict":
                 v = r["verdict"] if isinstance(r.get("verdict"), dict) else {}
-                text = f"EXPECTATION FAILED {v.get('expectation')}: {v.get('request')} {v.get('wanted')}, seen {v.get('count')}"
+                text = f"EXPECTATION FAILED {v.get('expectation')}: {v.get('request')} {v.get('wanted')}: {v.get('why') or 'seen ' + str(v.get('count'))}"
                 self.problems.append((anchor, text))
                 return self._note(anchor, stamp, lines, "finding verdict", text, None, r)
             case "start":
