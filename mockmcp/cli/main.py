@@ -94,10 +94,13 @@ def _run_command(sub: _Sub) -> None:
 
 
 def _check_command(sub: _Sub) -> None:
-    check = _command(sub, "check", "validate scenario files", "  mockmcp check weather.yaml\n  mockmcp check scenarios/*.yaml\n")
+    check = _command(sub, "check", "validate scenario files: errors on stderr, warnings and a verdict per file on stdout",
+                     "  mockmcp check weather.yaml\n  mockmcp check scenarios/*.yaml\n"
+                     "  mockmcp check --strict weather.yaml   # a warning fails it too (CI)\n")
     check.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="a scenario file or the name of a bundled scenario")
     check.add_argument("--allow-absolute-paths", action="store_true",
                        help="let the scenario reference files outside its folder by absolute path")
+    check.add_argument("--strict", action="store_true", help="exit 1 when a scenario has warnings, not only errors")
 
 
 def _list_command(sub: _Sub) -> None:
@@ -303,12 +306,12 @@ def _silence_stdout() -> None:
 def _dispatch(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else argv
     parser = _parser(words[0] if words and words[0] in _COMMANDS else None)
-    args = parser.parse_args(argv)
+    args, command = parse(parser, argv)
     match args.command:
         case "run":
             refused = runargs.refusal(args)
             if refused is not None:
-                parser.error(refused)
+                command.error(refused)
             from mockmcp.launch.run import run
 
             return run(args)
@@ -342,9 +345,31 @@ def _dispatch(argv: Sequence[str] | None) -> int:
 
             return proxy(args)
         case "ctl":
-            return _ctl(args, parser)
+            return _ctl(args, command)
     parser.print_help(sys.stderr)  # bare `mockmcp`: the command list, then argparse's usage-error status
     return 2
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
+    """``argv`` read by ``parser``, and the parser of the (innermost) subcommand it names (``parser``
+    itself when it names none), so that a usage error shows that subcommand's usage.
+
+    argparse's ``parse_args`` hands a subcommand's unknown options back to the whole parser,
+    which would answer ``mockmcp demo --bogus`` with the list of commands; every other mistake
+    in a subcommand's arguments its own parser already tells."""
+    import argparse
+
+    args, extra = parser.parse_known_args(argv)
+    command, inner = parser, True
+    while inner:  # (down to the innermost subcommand named: a subcommand may have its own)
+        inner = False
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction) and getattr(args, action.dest, None) in action.choices:
+                command, inner = action.choices[getattr(args, action.dest)], True
+                break
+    if extra:
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args, command
 
 
 def _ctl(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -357,7 +382,7 @@ def _ctl(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     for arg in args.args:
         key, eq, value = arg.partition("=")
         if not eq or not key:
-            parser.error(f"ctl: expected KEY=VALUE, got {arg!r}")
+            parser.error(f"expected KEY=VALUE, got {arg!r}")
         try:
             params[key] = json.loads(value)
         except ValueError:
@@ -386,22 +411,67 @@ def _journal(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    """Errors on stderr; warnings and one verdict line per scenario on stdout; 1 if any has an
+    error (or, with ``--strict``, a warning)."""
     from mockmcp.scenario.loader import load
     from mockmcp.scenario.problems import LoadError
 
     status = 0
     for name in args.scenarios:
         try:
-            _, warnings = load(name, allow_absolute=args.allow_absolute_paths, use_cache=False)
+            scenario, warnings = load(name, allow_absolute=args.allow_absolute_paths, use_cache=False)
         except LoadError as exc:
+            errors = [p for p in exc.problems if p.level == "error"]
+            for problem in errors:
+                print(problem, file=sys.stderr)
             for problem in exc.problems:
-                print(problem)
+                if problem.level != "error":
+                    print(problem)
+            print(f"{name}: {_count(len(errors), 'error')}")
             status = 1
             continue
-        for w in warnings:
-            print(w)
-        print(f"{name}: ok", file=sys.stderr)
+        warnings = sorted([*warnings, *_warnings(name, scenario)], key=lambda p: (p.line, p.column))
+        for shown, warning in enumerate(warnings):
+            if shown == MAX_WARNINGS_SHOWN:
+                print(f"{name}: {len(warnings) - shown} more warnings not shown")
+                break
+            print(warning)
+        if not warnings:
+            print(f"{name}: ok")
+        elif args.strict:
+            print(f"{name}: {_count(len(warnings), 'warning')} (--strict)")
+            status = 1
+        else:
+            print(f"{name}: ok, {_count(len(warnings), 'warning')}")
     return status
+
+
+# A generated scenario can repeat one mistake in every rule: the verdict still counts them all.
+MAX_WARNINGS_SHOWN = 1000
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _warnings(name: str, scenario: Any) -> list[Any]:
+    """``check``'s warnings about names no request carries (``scenario.checkwarn``), located in the
+    file, whose text is parsed again for positions only when there is a warning to locate."""
+    from mockmcp.scenario import checkwarn
+
+    found = checkwarn.warnings(scenario)
+    if not found:
+        return []
+    from mockmcp.scenario import plainload
+    from mockmcp.scenario.loadcache import resolve
+    from mockmcp.scenario.problems import Problem
+
+    path = resolve(name)
+    try:
+        _, positions = plainload.parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    except OSError:  # (gone since it loaded: the warnings are still told, at the file's start)
+        positions = {}
+    return [Problem(str(path), *plainload.position(positions, f.path), f.message, f.path, f.level) for f in found]
 
 
 def _list() -> int:
