@@ -118,18 +118,21 @@ def test_stdout_has_only_protocol_lines_even_for_garbage(schema):
 
 
 def test_check_valid_scenarios_exit_0():
-    proc = run_mock("check", *map(str, sorted(SCENARIOS.glob("*.yaml"))))
-    assert proc.returncode == 0, proc.stdout
-    assert proc.stdout == b""
+    paths = [str(p) for p in sorted(SCENARIOS.glob("*.yaml"))]
+    proc = run_mock("check", "--strict", *paths)  # --strict: no bundled scenario has a warning either
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr == b""
+    assert proc.stdout.decode().splitlines() == [f"{p}: ok" for p in paths]  # the verdicts, on stdout
 
 
 def test_check_invalid_exit_1_with_exact_lines():
     broken = BROKEN / "duplicate-key.yaml"
     proc = run_mock("check", str(SCENARIOS / "default.yaml"), str(broken))
     assert proc.returncode == 1
-    assert proc.stdout.decode().splitlines() == [
+    assert proc.stderr.decode().splitlines() == [  # errors on stderr
         f"{broken}:7:3: duplicate key 'name' (first defined at line 5) (at $.server.name)"
     ]
+    assert proc.stdout.decode().splitlines() == [f"{SCENARIOS / 'default.yaml'}: ok", f"{broken}: 1 error"]
 
 
 def test_list_shows_every_bundled_scenario_with_a_description():
@@ -162,7 +165,7 @@ def test_invalid_scenario_exits_2_before_reading_stdin():
         proc.stderr.close()  # type: ignore[union-attr]
     assert status == 2
     assert stdout == b""
-    assert stderr.decode().splitlines() == check.stdout.decode().splitlines()
+    assert stderr.decode().splitlines() == check.stderr.decode().splitlines()  # the errors, as check says them
     assert len(stderr.decode().splitlines()) == 3
 
 
@@ -456,8 +459,10 @@ _BAD = [["run"], ["run", "default", "--time-scale", "-1"], ["record", "--", "x"]
 
 
 def _outcome(parser: argparse.ArgumentParser, argv: list[str], capsys: Any) -> tuple[Any, str, str]:
+    from mockmcp.cli.main import parse
+
     try:
-        result: Any = vars(parser.parse_args(argv))
+        result: Any = vars(parse(parser, argv)[0])
     except SystemExit as exc:
         result = ("exit", exc.code)
     out = capsys.readouterr()
@@ -472,3 +477,49 @@ def test_the_one_subcommand_parser_reads_argv_as_the_whole_one(argv, capsys, mon
 
     monkeypatch.setenv("COLUMNS", "100")
     assert _outcome(_parser(argv[0]), argv, capsys) == _outcome(_parser(), argv, capsys)
+
+
+# ------------------------------------------------------------------ a usage error shows the subcommand's own usage
+
+
+def _least_line(parser: argparse.ArgumentParser) -> tuple[list[str], argparse.ArgumentParser]:
+    """What a subcommand's line needs to get past its required arguments (a value for each required
+    positional and option; a nested subcommand's first action), and the innermost parser reached."""
+    args: list[str] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            name, inner = next(iter(action.choices.items()))
+            rest, innermost = _least_line(inner)
+            return [*args, name, *rest], innermost
+        if action.option_strings:
+            if action.required:
+                args += [action.option_strings[0], "x"]
+        elif action.nargs not in ("?", "*", argparse.REMAINDER):
+            args.append("x")
+    return args, parser
+
+
+@pytest.mark.parametrize("command", sorted(_subparsers()))  # every subcommand, one registered later too
+def test_an_unknown_option_shows_the_subcommands_own_usage(command):
+    """argparse hands a subcommand's unknown option back to the top-level parser, whose usage is
+    the list of commands: `mockmcp demo --bogus` must say demo's usage, as its other errors do."""
+    rest, parser = _least_line(_subparsers()[command])
+    proc = run_mock(command, *rest, "--bogus", input=b"")
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and proc.stdout == b"", err
+    assert err.startswith(f"usage: {parser.prog} "), err
+    assert err.endswith(f"{parser.prog}: error: unrecognized arguments: --bogus\n"), err
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["ctl", "p.sock", "ping", "x"], "mockmcp ctl: error: expected KEY=VALUE, got 'x'"),
+    (["run", "default", "--session", "d", "--journal", "j"], "mockmcp run: error: --journal cannot be combined with --session (the session keeps its journal in DIR/journal.jsonl)"),
+])
+def test_a_refusal_after_parsing_shows_the_subcommands_usage(argv, said, capsys):
+    from mockmcp.cli.main import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert err.startswith(f"usage: mockmcp {argv[0]} ") and err.endswith(said + "\n"), err

@@ -74,7 +74,8 @@ def test_check_prints_exactly_the_problem_lines():
     proc = subprocess.run([sys.executable, "-m", "mockmcp", "check", *paths], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     expected = [ln for p in BROKEN for ln in expected_lines(p)]
-    assert proc.stdout.splitlines() == expected
+    assert proc.stderr.splitlines() == expected  # the errors; stdout has a verdict per file
+    assert proc.stdout.splitlines() == [f"{p}: {len(expected_lines(p))} error{'' if len(expected_lines(p)) == 1 else 's'}" for p in BROKEN]
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
@@ -91,7 +92,8 @@ def test_check_accepts_every_bundled_scenario():
         [sys.executable, "-m", "mockmcp", "check", *map(str, BUNDLED)], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "error" not in proc.stdout
+    assert proc.stderr == ""
+    assert proc.stdout.splitlines() == [f"{p}: ok" for p in BUNDLED]  # no warning either
 
 
 def test_bundled_scenarios_by_name():
@@ -318,7 +320,8 @@ def test_a_resource_file_that_cannot_be_read_is_one_located_line_from_check_and_
     checked = subprocess.run([sys.executable, "-m", "mockmcp", "check", str(path)], capture_output=True, timeout=60)
     assert b"Traceback" not in checked.stderr, checked.stderr.decode()
     assert checked.returncode == 1, checked.stderr.decode()
-    out = checked.stdout.decode().splitlines()
+    out = checked.stderr.decode().splitlines()
+    assert checked.stdout.decode() == f"{path}: 1 error\n"
     assert len(out) == 1 and out[0].startswith(where) and out[0].endswith("(at $.resources[0].file)"), out
     run = subprocess.run(
         [sys.executable, "-m", "mockmcp", "run", str(path)], input=b'{"jsonrpc":"2.0","id":1,"method":"server/discover"}\n',

@@ -116,8 +116,8 @@ def test_a_file_reference_with_nul_is_a_located_error(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text('mockmcp: 1\nresources:\n  - uri: file:///x\n    name: x\n    file: "a\\0b"\n')
     proc = run_mock("check", str(path))
-    assert proc.returncode == 1 and proc.stderr == b""
-    assert proc.stdout.decode() == f"{path}:5:5: a file reference cannot contain a NUL character (at $.resources[0].file)\n"
+    assert proc.returncode == 1 and proc.stdout.decode() == f"{path}: 1 error\n"
+    assert proc.stderr.decode() == f"{path}:5:5: a file reference cannot contain a NUL character (at $.resources[0].file)\n"
 
 
 def test_a_fifo_is_not_read(tmp_path):
@@ -134,7 +134,7 @@ def test_check_survives_a_5000_digit_integer_and_run_serves_the_longest_allowed(
     bad.write_text(TOOL + "          - result: {content: [], structuredContent: {n: " + "7" * 5000 + "}}\n")
     proc = run_mock("check", str(bad))
     assert proc.returncode == 1 and b"Traceback" not in proc.stderr
-    assert b"has more than 4300 digits (at $.tools[0].replies[0].steps[0].result.structuredContent.n)" in proc.stdout
+    assert b"has more than 4300 digits (at $.tools[0].replies[0].steps[0].result.structuredContent.n)" in proc.stderr
     good = tmp_path / "good.yaml"
     good.write_text(TOOL + "          - result: {content: [], structuredContent: {n: " + "7" * 4300 + "}}\n")
     assert run_mock("check", str(good)).returncode == 0
@@ -149,4 +149,4 @@ def test_check_refuses_infinity_that_would_crash_run(tmp_path):
     path.write_text(TOOL + "          - result: {content: [], structuredContent: 1e999}\n")
     proc = run_mock("check", str(path))
     assert proc.returncode == 1
-    assert proc.stdout.decode() == f"{path}:6:54: 1e999 is too large for a JSON number (it would be infinity) (at $.tools[0].replies[0].steps[0].result.structuredContent)\n"
+    assert proc.stderr.decode() == f"{path}:6:54: 1e999 is too large for a JSON number (it would be infinity) (at $.tools[0].replies[0].steps[0].result.structuredContent)\n"

@@ -116,7 +116,7 @@ def test_absolute_paths_need_the_flag(tmp_path, schema):
     schema.check(reply, "resources/read")
     assert reply["result"]["contents"][0]["text"] == "absolute content"
     check = run_mock("check", str(path))
-    assert check.returncode == 1 and b"absolute paths are not allowed" in check.stdout
+    assert check.returncode == 1 and b"absolute paths are not allowed" in check.stderr
 
 
 @pytest.mark.parametrize(

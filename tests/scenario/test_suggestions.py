@@ -14,8 +14,9 @@ from support.process import run_mock
 
 
 def check(*args: str) -> tuple[int, str, str]:
+    """The status, the errors (stderr) and the verdict (stdout) of ``mockmcp check ARGS``."""
     proc = run_mock("check", *args)
-    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    return proc.returncode, proc.stderr.decode(), proc.stdout.decode()
 
 
 def scenario(tmp_path: Path, text: str) -> str:
@@ -26,12 +27,12 @@ def scenario(tmp_path: Path, text: str) -> str:
 
 def test_an_unknown_key_suggests_the_closest(tmp_path):
     path = scenario(tmp_path, "mockmcp: 1\ntools:\n  - name: t\n    replys: []\n")
-    assert check(path) == (1, f"{path}:4:5: unknown key 'replys'; did you mean 'replies'? (at $.tools[0].replys)\n", "")
+    assert check(path) == (1, f"{path}:4:5: unknown key 'replys'; did you mean 'replies'? (at $.tools[0].replys)\n", f"{path}: 1 error\n")
 
 
 def test_an_unknown_key_far_from_any_is_just_unknown(tmp_path):
     path = scenario(tmp_path, "mockmcp: 1\ntools:\n  - name: t\n    zzzzqqq: 1\n")
-    assert check(path) == (1, f"{path}:4:5: unknown key 'zzzzqqq' (at $.tools[0].zzzzqqq)\n", "")
+    assert check(path) == (1, f"{path}:4:5: unknown key 'zzzzqqq' (at $.tools[0].zzzzqqq)\n", f"{path}: 1 error\n")
 
 
 def test_an_unknown_step_suggests_the_closest_instead_of_listing_them_all(tmp_path):
@@ -42,14 +43,14 @@ def test_an_unknown_step_suggests_the_closest_instead_of_listing_them_all(tmp_pa
 
 
 def test_an_unknown_scenario_name_suggests_the_closest():
-    assert check("defualt") == (1, "defualt: no such file or bundled scenario; did you mean 'default'?\n", "")
+    assert check("defualt") == (1, "defualt: no such file or bundled scenario; did you mean 'default'?\n", "defualt: 1 error\n")
     proc = run_mock("run", "defualt")
     assert proc.returncode == 2 and proc.stdout == b""
     assert proc.stderr == b"defualt: no such file or bundled scenario; did you mean 'default'?\n"
 
 
 def test_a_name_close_to_nothing_points_at_the_list():
-    assert check("qqqqqqqqqq") == (1, "qqqqqqqqqq: no such file or bundled scenario (`mockmcp list` shows the bundled ones)\n", "")
+    assert check("qqqqqqqqqq") == (1, "qqqqqqqqqq: no such file or bundled scenario (`mockmcp list` shows the bundled ones)\n", "qqqqqqqqqq: 1 error\n")
 
 
 @pytest.mark.parametrize(
@@ -63,15 +64,15 @@ def test_a_name_close_to_nothing_points_at_the_list():
 )
 def test_a_tab_in_the_indentation_says_so(tmp_path, text, where):
     path = scenario(tmp_path, text)
-    assert check(path) == (1, f"{path}:{where}: tab character in indentation; YAML indents with spaces (at $)\n", "")
+    assert check(path) == (1, f"{path}:{where}: tab character in indentation; YAML indents with spaces (at $)\n", f"{path}: 1 error\n")
 
 
 def test_a_missing_file_is_named_with_the_os_error(tmp_path):
     missing = str(tmp_path / "missing.yaml")
-    assert check(missing) == (1, f"{missing}: cannot read: No such file or directory\n", "")
+    assert check(missing) == (1, f"{missing}: cannot read: No such file or directory\n", f"{missing}: 1 error\n")
 
 
 def test_an_unreadable_file_is_named_with_the_os_error(tmp_path):
     folder = tmp_path / "folder.yaml"
     folder.mkdir()
-    assert check(str(folder)) == (1, f"{folder}: cannot read: Is a directory\n", "")
+    assert check(str(folder)) == (1, f"{folder}: cannot read: Is a directory\n", f"{folder}: 1 error\n")

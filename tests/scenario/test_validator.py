@@ -281,7 +281,7 @@ import sys
 from mockmcp.cli import main as cli
 from mockmcp.scenario.jsonschema import validator
 status = cli.main(["check", sys.argv[1]])
-print(status, validator.validators_built())
+print(status, validator.validators_built())  # (after check's verdict line)
 """
 
 
@@ -292,4 +292,4 @@ def test_ten_thousand_tools_with_one_schema_build_one_validator(tmp_path) -> Non
     path.write_text("mockmcp: 1\nserver: {name: many, version: 1.0.0}\ntools:\n" + "".join(TOOL.format(i=i) for i in range(10_000)))
     proc = subprocess.run([sys.executable, "-c", COUNT, str(path)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split() == ["0", "1"], proc.stdout + proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == [f"{path}: ok", "0 1"], proc.stdout + proc.stderr[-2000:]
