@@ -1,0 +1,340 @@
+"""Authorization over HTTP through the real process: ``mockmcp run auth --http 0`` and a raw client.
+
+One process serves the whole flow (401 -> Protected Resource Metadata -> authorization server
+metadata -> registration -> authorize (302 with code, state, iss) -> token (PKCE) -> a tool ->
+403 insufficient_scope on the step-up tool -> authorize again with both scopes -> the call ->
+refresh), then every bad input the RFCs name an error for, against that same process; a second
+process runs a scenario written for the switches (short lifetimes under ``--time-scale``, a
+scripted wrong ``iss``, narrowed scopes, refused refreshes, the legacy era).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import time
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+
+from support.httpmock import HttpMock, Response, msg
+
+REDIRECT = "http://127.0.0.1:47001/callback"
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+def pkce() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return verifier, challenge
+
+
+class Flow:
+    """A raw OAuth client of one mock: each step one request, its answer kept for the asserts."""
+
+    def __init__(self, mock: HttpMock) -> None:
+        self.mock = mock
+        self.origin = mock.url.removesuffix("/mcp")
+
+    def get(self, path: str) -> Response:
+        return self.mock.post(b"", {"Content-Type": None, "Accept": None}, method="GET", path=path)
+
+    def register(self, **metadata: Any) -> Response:
+        body = {"redirect_uris": [REDIRECT], "application_type": "native", "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code", "refresh_token"], "client_name": "raw"}
+        body.update(metadata)
+        return self.mock.post(json.dumps(body).encode(), {"Content-Type": "application/json"}, path="/register")
+
+    def authorize(self, client_id: str, challenge: str, **extra: str | None) -> Response:
+        params: dict[str, str | None] = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT,
+                                         "code_challenge": challenge, "code_challenge_method": "S256", "state": "st-1",
+                                         "scope": "mcp:read", "resource": self.mock.url}
+        params.update(extra)
+        return self.get("/authorize?" + urlencode({k: v for k, v in params.items() if v is not None}))
+
+    def code(self, client_id: str, **extra: str | None) -> tuple[str, str]:
+        verifier, challenge = pkce()
+        r = self.authorize(client_id, challenge, **extra)
+        assert r.status == 302, r
+        return redirected(r)["code"], verifier
+
+    def token(self, form: dict[str, str | None], headers: dict[str, str | None] | None = None) -> Response:
+        body = urlencode({k: v for k, v in form.items() if v is not None}).encode()
+        return self.mock.post(body, {**FORM, **(headers or {})}, path="/token")
+
+    def redeem(self, client_id: str, code: str, verifier: str, **extra: str | None) -> Response:
+        return self.token({"grant_type": "authorization_code", "code": code, "code_verifier": verifier,
+                           "client_id": client_id, "redirect_uri": REDIRECT, "resource": self.mock.url, **extra})
+
+    def access(self, client_id: str, scope: str = "mcp:read") -> dict[str, Any]:
+        code, verifier = self.code(client_id, scope=scope)
+        r = self.redeem(client_id, code, verifier)
+        assert r.status == 200, r
+        return dict(r.json())
+
+    def call(self, token: str | None, rid: int, tool: str = "echo", path: str = "/mcp") -> Response:
+        args = {"text": "hi"} if tool == "echo" else {}
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        return self.mock.post(msg(rid, "tools/call", {"name": tool, "arguments": args}), headers, path=path)
+
+
+def redirected(r: Response) -> dict[str, str]:
+    location = r.headers["location"]
+    assert location.startswith(REDIRECT + "?"), location
+    return {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+
+
+def challenge(r: Response) -> dict[str, str]:
+    header = r.headers["www-authenticate"]
+    assert header.startswith("Bearer "), header
+    out = {}
+    for part in header[len("Bearer "):].split('", '):
+        k, _, v = part.partition("=")
+        out[k.strip()] = v.strip('"')
+    return out
+
+
+def oauth_error(r: Response, status: int, error: str) -> None:
+    assert (r.status, r.json()["error"]) == (status, error), r
+
+
+@pytest.fixture(scope="module")
+def flow() -> Iterator[Flow]:
+    with HttpMock("auth") as mock:
+        yield Flow(mock)
+        assert mock.stop() == 0
+        assert "Traceback" not in mock.stderr()
+
+
+def test_the_whole_flow_with_step_up_and_refresh(flow: Flow) -> None:
+    url, origin = flow.mock.url, flow.origin
+    r = flow.call(None, 1)
+    assert r.status == 401
+    ch = challenge(r)
+    assert ch == {"resource_metadata": origin + "/.well-known/oauth-protected-resource/mcp", "scope": "mcp:read"}
+    prm = flow.get("/.well-known/oauth-protected-resource/mcp").json()
+    assert prm["resource"] == url and prm["scopes_supported"] == ["mcp:read"]
+    assert flow.get("/.well-known/oauth-protected-resource").json() == prm  # the root location answers too
+    (issuer,) = prm["authorization_servers"]
+    meta = flow.get("/.well-known/oauth-authorization-server").json()
+    assert meta["issuer"] == issuer == origin
+    assert meta["code_challenge_methods_supported"] == ["S256"]
+    assert meta["authorization_response_iss_parameter_supported"] is True
+    assert meta["client_id_metadata_document_supported"] is True
+    assert set(meta["token_endpoint_auth_methods_supported"]) == {"client_secret_basic", "client_secret_post", "none"}
+    assert flow.get("/.well-known/openid-configuration").json()["issuer"] == issuer
+    reg = flow.register()
+    assert reg.status == 201 and "client_secret" not in reg.json()
+    cid = reg.json()["client_id"]
+
+    verifier, chal = pkce()
+    r = flow.authorize(cid, chal)
+    assert r.status == 302
+    got = redirected(r)
+    assert got["state"] == "st-1" and got["iss"] == issuer and got["code"]
+    r = flow.redeem(cid, got["code"], verifier)
+    assert r.status == 200 and r.headers["cache-control"] == "no-store", r
+    tokens = r.json()
+    assert tokens["token_type"] == "Bearer" and tokens["scope"] == "mcp:read" and tokens["refresh_token"]
+    assert flow.call(tokens["access_token"], 2).json()["result"]["content"][0]["text"] == "hi"
+
+    r = flow.call(tokens["access_token"], 3, "admin_report")  # step-up: the tool needs mcp:admin too
+    assert r.status == 403
+    ch = challenge(r)
+    assert ch["error"] == "insufficient_scope" and ch["scope"] == "mcp:read mcp:admin"
+    both = flow.access(cid, "mcp:read mcp:admin")
+    assert both["scope"] == "mcp:read mcp:admin"
+    assert flow.call(both["access_token"], 4, "admin_report").json()["result"]["content"][0]["text"] == "all systems nominal"
+
+    r = flow.token({"grant_type": "refresh_token", "refresh_token": both["refresh_token"], "client_id": cid,
+                    "resource": url})
+    assert r.status == 200, r
+    refreshed = r.json()
+    assert refreshed["scope"] == "mcp:read mcp:admin" and refreshed["refresh_token"] != both["refresh_token"]
+    assert flow.call(refreshed["access_token"], 5, "admin_report").status == 200
+    # rotation: the old refresh token is spent
+    r = flow.token({"grant_type": "refresh_token", "refresh_token": both["refresh_token"], "client_id": cid, "resource": url})
+    oauth_error(r, 400, "invalid_grant")
+    # a refresh may narrow the scopes, never widen them
+    r = flow.token({"grant_type": "refresh_token", "refresh_token": refreshed["refresh_token"], "client_id": cid,
+                    "scope": "mcp:read", "resource": url})
+    assert r.json()["scope"] == "mcp:read"
+    r = flow.token({"grant_type": "refresh_token", "refresh_token": r.json()["refresh_token"], "client_id": cid,
+                    "scope": "mcp:read offline_access", "resource": url})
+    oauth_error(r, 400, "invalid_scope")
+
+
+def test_pre_registered_and_metadata_document_clients(flow: Flow) -> None:
+    secret_basic = "Basic " + base64.b64encode(b"mockmcp-client:mockmcp-secret").decode()
+    code, verifier = flow.code("mockmcp-client")
+    form = {"grant_type": "authorization_code", "code": code, "code_verifier": verifier, "redirect_uri": REDIRECT,
+            "resource": flow.mock.url}
+    assert flow.token(form, {"Authorization": secret_basic}).status == 200
+    code, verifier = flow.code("mockmcp-client")
+    wrong = "Basic " + base64.b64encode(b"mockmcp-client:nope").decode()
+    r = flow.token({**form, "code": code, "code_verifier": verifier}, {"Authorization": wrong})
+    oauth_error(r, 401, "invalid_client")
+    assert r.headers["www-authenticate"].startswith("Basic")
+    r = flow.token({**form, "code": code, "code_verifier": verifier, "client_id": "mockmcp-client",
+                    "client_secret": "mockmcp-secret"})
+    oauth_error(r, 401, "invalid_client")  # registered for Basic, authenticated by post
+    # a Client ID Metadata Document from the scenario (never fetched): its own redirect URIs
+    doc = "https://client.example/oauth/metadata.json"
+    verifier, chal = pkce()
+    r = flow.authorize(doc, chal, redirect_uri="http://127.0.0.1:33418/callback")
+    assert r.status == 302 and r.headers["location"].startswith("http://127.0.0.1:33418/callback?code=")
+    r = flow.authorize(doc, chal, redirect_uri="http://evil.example/callback")
+    oauth_error(r, 400, "invalid_request")  # an unregistered redirect URI is never redirected to
+
+
+def test_tokens_outside_the_header_or_for_another_resource_are_refused(flow: Flow) -> None:
+    cid = flow.register().json()["client_id"]
+    token = flow.access(cid)["access_token"]
+    r = flow.call(None, 10, path="/mcp?access_token=" + token)
+    assert r.status == 400 and challenge(r)["error"] == "invalid_request"
+    r = flow.call("not-a-token-this-server-issued", 11)
+    assert r.status == 401 and challenge(r)["error"] == "invalid_token"
+    r = flow.mock.post(msg(12, "tools/list"), {"Authorization": f"Basic {token}"})
+    assert r.status == 401 and "error" not in challenge(r)  # another scheme: no bearer credentials at all
+    verifier, chal = pkce()
+    r = flow.authorize(cid, chal, resource="http://127.0.0.1:1/mcp")
+    assert redirected(r)["error"] == "invalid_target"
+    code, verifier = flow.code(cid)
+    oauth_error(flow.redeem(cid, code, verifier, resource="http://127.0.0.1:1/mcp"), 400, "invalid_target")
+    # a token issued for another MCP URL of this same server (another Host) is for another resource
+    other = flow.mock.url.replace("127.0.0.1", "localhost")
+    assert redirected(flow.authorize(cid, pkce()[1], resource=None))["error"] == "invalid_target"  # resource required
+    body = json.dumps(msg(13, "tools/list")).encode()
+    raw = flow.mock.raw(b"POST /mcp HTTP/1.1\r\nHost: " + urlsplit(other).netloc.encode() + b"\r\nAuthorization: Bearer "
+                        + token.encode() + b"\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                        + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    assert raw.startswith(b"HTTP/1.1 401 ") and b"another resource" in raw
+
+
+def test_bad_input_gets_the_error_the_rfcs_name(flow: Flow) -> None:
+    cid = flow.register().json()["client_id"]
+    code, verifier = flow.code(cid)
+    oauth_error(flow.redeem(cid, code, pkce()[0]), 400, "invalid_grant")  # a wrong verifier
+    oauth_error(flow.redeem(cid, code, verifier), 400, "invalid_grant")  # (the code was spent by the failed try)
+    code, verifier = flow.code(cid)
+    good = flow.redeem(cid, code, verifier)
+    assert good.status == 200
+    oauth_error(flow.redeem(cid, code, verifier), 400, "invalid_grant")  # replayed
+    assert flow.call(good.json()["access_token"], 20).status == 401  # ... and the tokens it gave are revoked
+    other = flow.register().json()["client_id"]
+    code, verifier = flow.code(cid)
+    oauth_error(flow.redeem(other, code, verifier), 400, "invalid_grant")  # a code for another client
+    code, verifier = flow.code(cid)
+    oauth_error(flow.redeem(cid, code, verifier, redirect_uri="http://127.0.0.1:47001/other"), 400, "invalid_grant")
+    oauth_error(flow.token({"grant_type": "password", "client_id": cid}), 400, "unsupported_grant_type")
+    oauth_error(flow.token({"client_id": cid}), 400, "invalid_request")  # no grant_type
+    r = flow.mock.post(b"grant_type=authorization_code&grant_type=refresh_token", FORM, path="/token")
+    oauth_error(r, 400, "invalid_request")  # a repeated parameter
+    r = flow.mock.post(b"grant_type=%zz", FORM, path="/token")
+    oauth_error(r, 400, "invalid_request")  # a malformed escape
+    r = flow.mock.post(b"x=" + b"a" * 70_000, FORM, path="/token")
+    oauth_error(r, 400, "invalid_request")  # oversized
+    r = flow.mock.post(b'{"grant_type": "authorization_code"}', {"Content-Type": "application/json"}, path="/token")
+    oauth_error(r, 400, "invalid_request")  # not a form
+    oauth_error(flow.token({"grant_type": "authorization_code", "code": "x", "client_id": "nobody"}), 401, "invalid_client")
+    verifier, chal = pkce()
+    assert redirected(flow.authorize(cid, chal, code_challenge_method="plain"))["error"] == "invalid_request"
+    assert redirected(flow.authorize(cid, chal, code_challenge_method=None))["error"] == "invalid_request"
+    assert redirected(flow.authorize(cid, chal, scope="mcp:read root"))["error"] == "invalid_scope"
+    assert redirected(flow.authorize(cid, chal, response_type="token"))["error"] == "unsupported_response_type"
+    oauth_error(flow.authorize("nobody", chal), 400, "invalid_client")  # no redirect for an unknown client
+    oauth_error(flow.register(redirect_uris="x"), 400, "invalid_redirect_uri")
+    oauth_error(flow.register(application_type="desktop"), 400, "invalid_client_metadata")
+    oauth_error(flow.register(application_type="web"), 400, "invalid_redirect_uri")  # web with a loopback redirect
+    oauth_error(flow.register(token_endpoint_auth_method="private_key_jwt"), 400, "invalid_client_metadata")
+    r = flow.mock.post(b"[1, 2]", {"Content-Type": "application/json"}, path="/register")
+    oauth_error(r, 400, "invalid_client_metadata")
+    r = flow.mock.post(b"", {"Content-Type": None}, method="DELETE", path="/token")
+    assert r.status == 405 and r.headers["allow"] == "POST"
+    # the pre-registered secret client with a secret it registered for Basic, sent both ways at once
+    basic = "Basic " + base64.b64encode(b"mockmcp-client:mockmcp-secret").decode()
+    r = flow.token({"grant_type": "refresh_token", "refresh_token": "x", "client_secret": "mockmcp-secret"},
+                   {"Authorization": basic})
+    oauth_error(r, 400, "invalid_request")
+
+
+SWITCHES = """\
+mockmcp: 1
+protocol: {era: dual}
+auth:
+  scopes: [a, b, offline_access]
+  resource:
+    metadataAt: [/custom/prm.json]
+    requiredScopes: [a]
+    challenge: {scope: false}
+  server:
+    issuerPath: /tenant1
+    metadataAt: [openidAppended]
+    issParameterSupported: null
+    authorize: {iss: wrong, grantScopes: [a]}
+    tokens: {lifetime: 2s, refresh: reject, refreshTokens: offlineAccess}
+tools:
+  - name: echo
+    inputSchema: {type: object}
+    replies: [{steps: [{text: ok}]}]
+"""
+
+
+def test_the_switches_and_expiry_on_the_shell_clock(tmp_path: Path) -> None:
+    scenario = tmp_path / "switches.yaml"
+    scenario.write_text(SWITCHES)
+    with HttpMock(scenario, "--time-scale", "0.05") as mock:  # a 2 s lifetime lasts 0.1 s
+        flow = Flow(mock)
+        r = flow.call(None, 1)
+        assert challenge(r) == {"resource_metadata": flow.origin + "/custom/prm.json"}  # no scope: switched off
+        assert flow.get("/.well-known/oauth-protected-resource").status == 404  # only the listed location answers
+        prm = flow.get("/custom/prm.json").json()
+        assert prm["authorization_servers"] == [flow.origin + "/tenant1"] and "scopes_supported" not in prm
+        assert flow.get("/.well-known/oauth-authorization-server/tenant1").status == 404
+        meta = flow.get("/tenant1/.well-known/openid-configuration").json()
+        assert meta["issuer"] == flow.origin + "/tenant1" and meta["token_endpoint"] == flow.origin + "/tenant1/token"
+        assert "authorization_response_iss_parameter_supported" not in meta
+        reg = mock.post(json.dumps({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none",
+                                    "grant_types": ["authorization_code", "refresh_token"]}).encode(),
+                        {"Content-Type": "application/json"}, path="/tenant1/register")
+        cid = reg.json()["client_id"]
+        verifier, chal = pkce()
+        r = mock.post(b"", {"Content-Type": None}, method="GET", path="/tenant1/authorize?" + urlencode({
+            "response_type": "code", "client_id": cid, "redirect_uri": REDIRECT, "code_challenge": chal,
+            "code_challenge_method": "S256", "state": "s", "scope": "a b offline_access", "resource": mock.url}))
+        got = redirected(r)
+        assert got["iss"] == "https://wrong-issuer.invalid"  # scripted: a client must refuse it
+        r = mock.post(urlencode({"grant_type": "authorization_code", "code": got["code"], "code_verifier": verifier,
+                                 "client_id": cid, "resource": mock.url}).encode(), FORM, path="/tenant1/token")
+        tokens = r.json()
+        assert tokens["scope"] == "a" and "refresh_token" not in tokens  # narrowed: no b, no offline_access
+        started = time.monotonic()
+        assert flow.call(tokens["access_token"], 2).status == 200
+        while time.monotonic() - started < 5:
+            r = flow.call(tokens["access_token"], 3)
+            if r.status != 200:
+                break
+            time.sleep(0.02)
+        assert r.status == 401 and challenge(r)["error"] == "invalid_token"
+        assert "expired" in challenge(r)["error_description"]
+        assert 0.08 < time.monotonic() - started < 5  # expired on the scaled lifetime, not the written one
+        # the legacy era is gated the same way: initialize without a token is refused
+        init = {"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "legacy", "version": "1"}}}
+        r = mock.post(json.dumps(init).encode())
+        assert r.status == 401
+        verifier, chal = pkce()
+        r = mock.post(b"", {"Content-Type": None}, method="GET", path="/tenant1/authorize?" + urlencode({
+            "response_type": "code", "client_id": cid, "redirect_uri": REDIRECT, "code_challenge": chal,
+            "code_challenge_method": "S256", "scope": "a", "resource": mock.url}))
+        r = mock.post(urlencode({"grant_type": "authorization_code", "code": redirected(r)["code"],
+                                 "code_verifier": verifier, "client_id": cid, "resource": mock.url}).encode(),
+                      FORM, path="/tenant1/token")
+        r = mock.post(json.dumps(init).encode(), {"Authorization": "Bearer " + r.json()["access_token"]})
+        assert r.status == 200 and r.json()["result"]["protocolVersion"] == "2025-11-25", r
+        assert mock.stop() == 0
+        assert "Traceback" not in mock.stderr()
