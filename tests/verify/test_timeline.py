@@ -15,6 +15,7 @@ from support.messages import line, request
 from support.process import run_mock
 
 from mockmcp.verify.timeline import render
+from mockmcp.verify.timeline_layout import lanes_of, lifelines_at
 
 EVIL = '</script><img src=x onerror=alert(1)><script>alert(2)</script>'
 
@@ -144,3 +145,49 @@ def test_not_a_journal_gets_no_page(tmp_path: Path) -> None:
     proc = run_mock("journal", str(scenario), "--html", str(tmp_path / "t.html"))
     assert proc.returncode == 1 and "is not a journal" in proc.stderr.decode()
     assert not (tmp_path / "t.html").exists()
+
+
+def test_client_findings_and_deliberate_faults_are_counted_apart() -> None:
+    def call(t: float, rid: int, name: str, pid: int = 1) -> dict[str, Any]:
+        return rec(t, "in", pid, message={"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name}})
+
+    records = [
+        rec(0.0, "start", scenario="faults", argv=["run", "scenarios/faults.yaml", "--journal", "j"]),
+        call(0.1, 1, "hang"),  # never answered: a hang
+        call(0.2, 2, "slow"),
+        rec(0.3, "event", kind="cancelled", id=2),  # the client gave up on it: not the mock's fault
+        rec(0.35, "in", message={"jsonrpc": "2.0", "id": 3, "method": "subscriptions/listen", "params": {}}),  # open by design
+        rec(0.4, "out", raw="\x00garbage", fault=True),
+        rec(0.5, "finding", finding={"check": "meta.missing", "level": "error", "text": "no _meta", "spec": "s"}),
+        call(0.6, 4, "crash"),
+        rec(0.7, "event", kind="exit", status=3, id=4),
+        rec(0.8, "start", pid=2, scenario="faults"),
+        call(0.9, 5, "echo", pid=2),
+        rec(1.0, "out", pid=2, message={"jsonrpc": "2.0", "id": 5, "result": {"resultType": "complete", "content": []}}),
+    ]
+    text = render(records)
+    assert "1 client finding</span>" in text and "3 deliberate faults (hang, garbage, crash)" in text
+    page = Page(text)
+    listed = [a["href"] for t, a in page.tags if t == "a" and "class" not in a]  # (not the rows' "answer after" links)
+    assert listed == ["#m6", "#m1", "#m5", "#m8"]  # the finding, then each fault on its row
+    assert "tools/call hang <span class=tag>never answered: hang</span>" in text
+    assert "mock 1 exited with status 3 while answering #4 (crash)" in text
+    assert '<div class="lanehead mock" id="lane-1" style="grid-column:4">mock 1<span>faults</span><span class=ended>exited 3</span></div>' in text
+    # the first process's lifeline ends at its exit row; the second's starts at its first record
+    lanes = list(lanes_of(records).values())
+    assert [lifelines_at(row, lanes, len(records)) for row in (0, 7, 8, 9, 10)] == [
+        ((0, "from"),), ((0, "full"),), ((0, "to"),), ((1, "from"),), ((1, "full"),)]
+
+
+def test_progress_and_log_rows_show_their_values() -> None:
+    records = [
+        rec(0.0, "out", message={"jsonrpc": "2.0", "method": "notifications/progress",
+                                 "params": {"progressToken": "p", "progress": 1.0, "total": 2, "message": "fetching forecast"}}),
+        rec(0.1, "out", message={"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p", "progress": 0.5}}),
+        rec(0.2, "out", message={"jsonrpc": "2.0", "method": "notifications/message",
+                                 "params": {"level": "info", "logger": "weather", "data": {"city": "Oslo"}}}),
+    ]
+    text = render(records)
+    assert "<summary>notifications/progress 1/2 fetching forecast</summary>" in text
+    assert "<summary>notifications/progress 0.5</summary>" in text
+    assert "<summary>notifications/message info weather: {&quot;city&quot;: &quot;Oslo&quot;}</summary>" in text
