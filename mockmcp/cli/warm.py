@@ -1,0 +1,71 @@
+"""``mockmcp warm start | stop | status | argv | serve``: the opt-in fork server (docs/warm.md).
+
+``argv`` prints, as a JSON list, the command prefix a client spawns instead of ``mockmcp``: the
+interpreter with ``-S`` and the launcher's path. The launcher hands its process to the warm
+server when one runs and answers, and otherwise runs ``python -m mockmcp`` itself, so the prefix
+is safe to use whether or not a server was started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable, Sequence
+
+from mockmcp.warm.control import NotStarted, running, serve, start, stop
+from mockmcp.warm.paths import UnsafeFolder, warm_paths
+
+HELP = "keep a warm process that forks a mock per spawn in about 20 ms (opt-in; see docs/warm.md)"
+EXAMPLES = (
+    "  mockmcp warm start\n"
+    "  mockmcp warm argv      # [\"python\", \"-S\", \".../mockmcp/warm/launcher.py\"]: spawn this + run ARGS\n"
+    "  mockmcp warm status\n  mockmcp warm stop\n"
+)
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    warm = sub.add_parser("warm", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
+                          epilog="examples:\n" + EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = warm.add_subparsers(dest="warm_action", metavar="ACTION", title="actions", required=True)
+    actions.add_parser("start", help="start the warm server (detached) unless one runs; print its pid and socket")
+    actions.add_parser("stop", help="stop the warm server (its running mocks get 2 s to end)")
+    actions.add_parser("status", help="say whether a warm server runs (exit status 0) or not (1)")
+    actions.add_parser("argv", help="print the command prefix to spawn instead of `mockmcp`, as a JSON list")
+    actions.add_parser("serve", help="serve in the foreground (what `start` runs detached)")
+
+
+def launcher_argv() -> list[str]:
+    from mockmcp.warm import launcher
+
+    return [sys.executable, "-S", launcher.__file__]
+
+
+def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int]) -> int:
+    """One ``warm`` action; ``run`` is the command line's entry (what a forked child runs)."""
+    paths = warm_paths()
+    try:
+        match args.warm_action:
+            case "argv":
+                print(json.dumps(launcher_argv()))
+                return 0
+            case "start":
+                pid = start(paths)
+                print(f"mockmcp warm: running, pid {pid}, socket {paths.socket}")
+                return 0
+            case "status":
+                found = running(paths)
+                if found is None:
+                    print(f"mockmcp warm: not running (socket {paths.socket})")
+                    return 1
+                print(f"mockmcp warm: running, pid {found}, socket {paths.socket}")
+                return 0
+            case "stop":
+                print("mockmcp warm: stopped" if stop(paths) else "mockmcp warm: was not running")
+                return 0
+            case "serve":
+                return serve(paths, run)
+    except (NotStarted, UnsafeFolder) as exc:
+        print(f"mockmcp warm: {exc}", file=sys.stderr)
+        return 1
+    return 2

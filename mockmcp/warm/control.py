@@ -1,0 +1,166 @@
+"""Starting, finding and stopping a warm server (``mockmcp warm start | serve | status | stop``).
+
+``start`` runs ``serve`` detached: its own session, a minimal environment (what decides how an
+interpreter starts: ``PATH``, ``HOME``, the locale and ``PYTHON*`` variables, the runtime and cache
+folders), stdin and stdout on /dev/null, stderr appended to a log file beside the socket; it
+returns once the socket answers. ``serve`` imports every module a run may need, takes the
+baseline it compares hand-offs against, replaces a stale socket (one nobody answers on), writes
+its pid file and serves. ``stop`` sends SIGTERM and waits for the pid to go.
+"""
+
+from __future__ import annotations
+
+import os
+import pkgutil
+import random
+import socket
+import subprocess
+import sys
+import time
+
+import mockmcp
+from mockmcp.warm import child as childmod
+from mockmcp.warm.launcher import PACKAGE, WARM_DIR, encodings
+from mockmcp.warm.paths import WarmPaths, ensure_folder, read_pid
+from mockmcp.warm.refusals import baseline
+from mockmcp.warm.server import WarmServer
+
+KEPT = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", WARM_DIR)
+SKIPPED = ("mockmcp.__main__", "mockmcp.pytest_plugin")  # a module that runs the CLI, one that needs pytest
+
+
+class NotStarted(Exception):
+    """The server did not come up (its log says why)."""
+
+
+def answers(path: str) -> bool:
+    """Whether something listens on the socket ``path``."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(1.0)
+        sock.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.close()
+
+
+def running(paths: WarmPaths) -> int | None:
+    """The pid of the warm server serving ``paths``, or None."""
+    pid = read_pid(paths)
+    return pid if pid is not None and answers(paths.socket) else None
+
+
+def minimal_environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k in KEPT or k.startswith(("LC_", "PYTHON"))}
+
+
+def start(paths: WarmPaths, timeout: float = 30.0) -> int:
+    """Start a detached server unless one runs; its pid."""
+    ensure_folder(paths.folder)
+    pid = running(paths)
+    if pid is not None:
+        return pid
+    with open(os.devnull, "rb") as null_in, open(paths.log, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "mockmcp", "warm", "serve"], stdin=null_in,
+                                stdout=subprocess.DEVNULL, stderr=log, env=minimal_environment(),
+                                start_new_session=True, cwd="/", close_fds=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise NotStarted(f"the warm server exited with status {proc.returncode} (see {paths.log})")
+        pid = running(paths)
+        if pid is not None:
+            return pid
+        time.sleep(0.02)
+    proc.kill()
+    raise NotStarted(f"the warm server did not listen within {timeout:g} s (see {paths.log})")
+
+
+def stop(paths: WarmPaths, timeout: float = 10.0) -> bool:
+    """Stop the running server; False if none ran."""
+    import signal
+
+    pid = read_pid(paths)
+    if pid is None:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if read_pid(paths) != pid or not _alive(pid):
+            return True
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is gone for our purpose
+    except OSError:
+        return False
+
+
+def preload() -> list[str]:
+    """Import every module of the package a mock process may use; the names that failed."""
+    failed = []
+    for info in pkgutil.walk_packages(mockmcp.__path__, "mockmcp."):
+        if info.name in SKIPPED:
+            continue
+        try:
+            __import__(info.name)
+        except ImportError as exc:
+            failed.append(f"{info.name}: {exc}")
+    import ctypes  # noqa: F401  (the child asks for its parent-death signal through it)
+    import resource  # noqa: F401
+
+    from mockmcp.scenario.loadcache import code_fingerprint
+
+    code_fingerprint()  # computed once here, not in every child
+    return failed
+
+
+def generators() -> list[random.Random]:
+    """Every random generator created while importing (trio keeps one): the children reseed them."""
+    import gc
+
+    return [o for o in gc.get_objects() if isinstance(o, random.Random)]
+
+
+def listen(paths: WarmPaths) -> socket.socket:
+    """Bind the socket, replacing a stale one; refuse if a live server answers there."""
+    ensure_folder(paths.folder)
+    if os.path.exists(paths.socket):
+        if answers(paths.socket):
+            raise NotStarted(f"a warm server already answers on {paths.socket}")
+        os.unlink(paths.socket)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(paths.socket)
+    finally:
+        os.umask(old)
+    sock.listen(512)
+    tmp = f"{paths.pidfile}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="ascii") as fh:
+        fh.write(f"{os.getpid()}\n")
+    os.replace(tmp, paths.pidfile)
+    return sock
+
+
+def serve(paths: WarmPaths, run: childmod.Run) -> int:
+    """Serve hand-offs in this process until SIGTERM (``mockmcp warm serve``: what ``start`` detaches)."""
+    failed = preload()
+    base = baseline(PACKAGE, encodings())
+    server = WarmServer(paths, base, generators(), run, listen(paths))
+    for line in failed:
+        server.log(f"not preloaded: {line}")
+    return server.serve()

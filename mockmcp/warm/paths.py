@@ -1,0 +1,79 @@
+"""Where a warm server lives: a per-user 0700 runtime folder, and the socket, pid file and log in it.
+
+The folder is ``$MOCKMCP_WARM_DIR`` (tests), ``$XDG_RUNTIME_DIR/mockmcp`` or ``/tmp/mockmcp-$UID``.
+Whoever can write a socket there can hand this user's processes to a fork of the server, so a
+folder not owned by the user, or open to its group or others, is refused outright (``UnsafeFolder``)
+rather than repaired. The names come from the launcher (``server_name``: the version, the
+interpreter and the package folder), so both sides agree without importing each other's layers.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+
+from mockmcp.warm.launcher import runtime_dir, server_name
+
+
+class UnsafeFolder(Exception):
+    """The runtime folder is another user's, or open to group or others."""
+
+
+@dataclass(frozen=True)
+class WarmPaths:
+    folder: str
+    name: str
+
+    @property
+    def socket(self) -> str:
+        return os.path.join(self.folder, self.name + ".sock")
+
+    @property
+    def pidfile(self) -> str:
+        return os.path.join(self.folder, self.name + ".pid")
+
+    @property
+    def log(self) -> str:
+        return os.path.join(self.folder, self.name + ".log")
+
+
+def warm_paths() -> WarmPaths:
+    return WarmPaths(runtime_dir(dict(os.environ)), server_name())
+
+
+def ensure_folder(folder: str) -> None:
+    """Create ``folder`` 0700 if missing; refuse one that is not the user's own or not private."""
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    check_folder(folder)
+
+
+def check_folder(folder: str) -> None:
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeFolder(f"{folder} is not a directory")
+    if st.st_uid != os.getuid():
+        raise UnsafeFolder(f"{folder} belongs to uid {st.st_uid}, not to this user ({os.getuid()})")
+    if st.st_mode & 0o077:
+        raise UnsafeFolder(f"{folder} is open to its group or others (mode {stat.S_IMODE(st.st_mode):o}; 0700 expected)")
+
+
+def read_pid(paths: WarmPaths) -> int | None:
+    """The running server's pid from its pid file, None if there is none or it is gone."""
+    try:
+        with open(paths.pidfile, encoding="ascii") as fh:
+            pid = int(fh.read().strip() or 0)
+    except (OSError, ValueError):
+        return None
+    if pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return None  # a recycled pid of another user's process
+    return pid

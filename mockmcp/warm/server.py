@@ -1,0 +1,286 @@
+"""The warm server: everything a run needs imported once, and a fork per hand-off.
+
+A plain blocking loop over ``selectors`` (never trio: a fork from inside a running trio loop
+would give the child a copy of the loop's state). Every connection is first a hand-off being
+read (bounded in bytes and in time: ``HANDOFF_TIMEOUT``), then, once forked, the child's line:
+``{"signal": N}`` lines are forwarded to the child while it lives, the launcher's hang-up kills
+it, and its wait status goes back as the last line when it is reaped (SIGCHLD wakes the loop
+through the signal wakeup fd). A bad hand-off closes its connection; a refused one is answered
+``refused`` and closed; nothing a launcher does ends the server. SIGTERM or SIGINT stops it: the
+socket goes at once, children get ``STOP_GRACE`` seconds to end, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import random
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from mockmcp.warm import child as childmod
+from mockmcp.warm.handoff import HEADER, BadHandoff, Handoff, answer, body_length, parse, parse_signal
+from mockmcp.warm.paths import WarmPaths
+from mockmcp.warm.refusals import CHANGED, Baseline, refusal
+
+HANDOFF_TIMEOUT = 5.0  # a launcher that has not sent its whole hand-off by then is dropped
+MAX_PENDING = 256  # hand-offs being read at once; past it a connection is closed (the launcher runs directly)
+STOP_GRACE = 2.0
+_PEERCRED = struct.Struct("3i")
+
+
+@dataclass
+class Conn:
+    """One launcher's connection: its hand-off being read, then (``child``) its child's line."""
+
+    sock: socket.socket
+    peer: tuple[int, int, int]
+    deadline: float
+    data: bytearray = field(default_factory=bytearray)
+    fds: list[int] = field(default_factory=list)
+    child: int = 0
+
+
+class WarmServer:
+    def __init__(self, paths: WarmPaths, base: Baseline, generators: Sequence[random.Random],
+                 run: childmod.Run, listener: socket.socket) -> None:
+        self.paths = paths
+        self.base = base
+        self.generators = generators
+        self.run = run
+        self.listener = listener
+        self.selector = selectors.DefaultSelector()
+        self.wake_r, self.wake_w = socket.socketpair()
+        self.conns: dict[int, Conn] = {}  # by fd
+        self.children: dict[int, Conn] = {}  # by pid
+        self.stopping: float | None = None
+        self.pid = os.getpid()
+
+    def log(self, text: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} mockmcp warm[{self.pid}]: {text}", file=sys.stderr, flush=True)
+
+    # ------------------------------------------------------------ the loop
+
+    def serve(self) -> int:
+        for s in (self.wake_r, self.wake_w, self.listener):
+            s.setblocking(False)
+        signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, self.stop)
+        signal.signal(signal.SIGINT, self.stop)
+        self.selector.register(self.wake_r, selectors.EVENT_READ)
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        gc.freeze()  # what is imported stays put: children share its pages copy-on-write
+        self.log(f"listening on {self.paths.socket}")
+        while True:
+            now = time.monotonic()
+            if self.stopping is not None and (not self.children or now >= self.stopping):
+                break
+            for key, _ in self.selector.select(self.timeout(now)):
+                if key.fileobj is self.wake_r:
+                    self.drain_wakeups()
+                elif key.fileobj is self.listener:
+                    self.accept()
+                else:
+                    conn = self.conns.get(key.fd)
+                    if conn is not None:
+                        self.readable(conn)
+            self.expire(time.monotonic())
+        for pid in list(self.children):
+            self.kill(pid, signal.SIGKILL)
+        self.reap(block=True)
+        self.log("stopped")
+        return 0
+
+    def timeout(self, now: float) -> float | None:
+        deadlines = [c.deadline for c in self.conns.values() if not c.child]
+        if self.stopping is not None:
+            deadlines.append(self.stopping)
+        return max(0.0, min(deadlines) - now) if deadlines else None
+
+    def stop(self, signum: int = 0, frame: object = None, why: str = "") -> None:
+        if self.stopping is not None:
+            return
+        self.log(f"stopping ({why or signal.Signals(signum).name})")
+        self.stopping = time.monotonic() + STOP_GRACE
+        self.selector.unregister(self.listener)
+        self.listener.close()
+        if _owns_pidfile(self.paths.pidfile, self.pid):  # (not a newer server's files)
+            for path in (self.paths.socket, self.paths.pidfile):
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        for pid in list(self.children):
+            self.kill(pid, signal.SIGTERM)
+
+    def drain_wakeups(self) -> None:
+        try:
+            while self.wake_r.recv(4096):
+                pass
+        except BlockingIOError:
+            pass
+        self.reap(block=False)
+
+    def accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # EMFILE and the like: the launcher waits, then runs directly
+                self.log(f"accept: {exc}")
+                return
+            pending = sum(1 for c in self.conns.values() if not c.child)
+            if pending >= MAX_PENDING:
+                sock.close()
+                continue
+            sock.setblocking(False)
+            peer = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+            conn = Conn(sock, peer, time.monotonic() + HANDOFF_TIMEOUT)
+            self.conns[sock.fileno()] = conn
+            self.selector.register(sock, selectors.EVENT_READ)
+
+    def expire(self, now: float) -> None:
+        for conn in [c for c in self.conns.values() if not c.child and c.deadline <= now]:
+            self.log(f"dropped an unfinished hand-off from pid {conn.peer[0]}")
+            self.close(conn)
+
+    def close(self, conn: Conn) -> None:
+        for fd in conn.fds:
+            os.close(fd)
+        conn.fds.clear()
+        self.conns.pop(conn.sock.fileno(), None)
+        try:
+            self.selector.unregister(conn.sock)
+        except (KeyError, ValueError):
+            pass
+        conn.sock.close()
+
+    # ------------------------------------------------------------ one connection
+
+    def readable(self, conn: Conn) -> None:
+        if conn.child:
+            self.child_line(conn)
+            return
+        try:
+            chunk, fds, _, _ = socket.recv_fds(conn.sock, 65536, 3)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk, fds = b"", []
+        conn.fds.extend(fds)
+        if not chunk:
+            self.close(conn)  # a launcher that connected and vanished
+            return
+        conn.data += chunk
+        if len(conn.data) < HEADER.size:
+            return
+        try:
+            length = body_length(bytes(conn.data[: HEADER.size]))
+            if len(conn.data) < HEADER.size + length:
+                return
+            if len(conn.data) > HEADER.size + length or len(conn.fds) != 3:
+                raise BadHandoff("trailing bytes or not three descriptors")
+            handoff = parse(bytes(conn.data[HEADER.size:]))
+        except BadHandoff as exc:
+            self.log(f"bad hand-off from pid {conn.peer[0]}: {exc}")
+            self.close(conn)
+            return
+        self.start(conn, handoff)
+
+    def start(self, conn: Conn, handoff: Handoff) -> None:
+        why = refusal(self.base, handoff, conn.peer, conn.fds[0])
+        if why is not None:
+            self.log(f"refused pid {conn.peer[0]}: {why}")
+            _send(conn.sock, answer("refused", why))
+            self.close(conn)
+            if why.startswith(CHANGED):
+                self.stop(why=why)
+            return
+        pid = os.fork()
+        if pid == 0:
+            self.become_child(conn, handoff)
+        for fd in conn.fds:
+            os.close(fd)
+        conn.fds.clear()
+        conn.child = pid
+        conn.data = bytearray()
+        self.children[pid] = conn
+        if not _send(conn.sock, answer("child", pid)):
+            self.kill(pid, signal.SIGKILL)
+
+    def become_child(self, conn: Conn, handoff: Handoff) -> None:
+        """In the child: let go of the server's sockets without closing anything of the child's later."""
+        self.selector.close()
+        for other in [*(c.sock for c in self.conns.values() if c is not conn), self.listener, self.wake_r, self.wake_w]:
+            try:
+                os.close(other.detach())
+            except OSError:
+                pass
+        conn.sock.setblocking(True)
+        childmod.become(handoff, conn.fds, conn.sock.fileno(), self.generators, self.run, self.pid)
+
+    def child_line(self, conn: Conn) -> None:
+        try:
+            chunk = conn.sock.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:  # the launcher is gone (killed?): so must its child be
+            self.kill(conn.child, signal.SIGKILL)
+            self.selector.unregister(conn.sock)
+            return
+        conn.data += chunk
+        while b"\n" in conn.data:
+            line, _, rest = bytes(conn.data).partition(b"\n")
+            conn.data = bytearray(rest)
+            sig = parse_signal(line)
+            if sig is not None:
+                self.kill(conn.child, sig)
+        if len(conn.data) > 4096:
+            conn.data.clear()
+
+    def kill(self, pid: int, sig: int) -> None:
+        if pid in self.children:  # never a pid already reaped (and maybe reused)
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError, ValueError, OSError):
+                pass
+
+    def reap(self, block: bool) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.children.pop(pid, None)
+            if conn is not None:
+                _send(conn.sock, answer("status", status))
+                self.close(conn)
+
+
+def _send(sock: socket.socket, data: bytes) -> bool:
+    """Send a short answer on a non-blocking socket (it always fits the socket's buffer)."""
+    try:
+        sock.sendall(data)
+        return True
+    except OSError:
+        return False
+
+
+def _owns_pidfile(path: str, pid: int) -> bool:
+    try:
+        with open(path, encoding="ascii") as fh:
+            return fh.read().strip() == str(pid)
+    except OSError:
+        return False
