@@ -1,4 +1,4 @@
-"""Command line: ``mockmcp run | check | list | demo | schema | journal | record | proxy``.
+"""Command line: ``mockmcp run | check | list | demo | schema | journal | record | proxy | warm``.
 
 Imports are deferred to the subcommand that needs them: ``run`` is on every
 test's critical path (suites spawn the mock per test), so it loads trio and the
@@ -234,11 +234,17 @@ def _report_command(sub: _Sub) -> None:
     report.add_argument("--json", action="store_true", help="print the report as JSON (the shape `run --report` writes)")
 
 
+def _warm_command(sub: _Sub) -> None:
+    from mockmcp.cli.warm import add_parser
+
+    add_parser(sub)
+
+
 # Every subcommand, in the order `mockmcp --help` lists them.
 _COMMANDS = {
     "run": _run_command, "check": _check_command, "list": _list_command, "demo": _demo_command,
     "schema": _schema_command, "record": _record_command, "proxy": _proxy_command, "ctl": _ctl_command,
-    "journal": _journal_command, "report": _report_command,
+    "journal": _journal_command, "report": _report_command, "warm": _warm_command,
 }
 
 
@@ -346,6 +352,10 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return proxy(args)
         case "ctl":
             return _ctl(args, command)
+        case "warm":
+            from mockmcp.cli.warm import warm
+
+            return warm(args, main)
     parser.print_help(sys.stderr)  # bare `mockmcp`: the command list, then argparse's usage-error status
     return 2
 
