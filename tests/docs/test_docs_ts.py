@@ -1,40 +1,31 @@
-"""The TypeScript snippets of the docs run against the real TS SDK client: the one in
-docs/other-languages.md, and the live-control recipe of docs/cookbook.md."""
+"""The docs' TypeScript examples are TypeScript through the mockmcp-js package, each a complete
+vitest test file that tests/interop/test_ts_package.py compiles under ``tsc --strict`` and runs
+against the real mock in its one vitest run (support.tsdocs writes them into the package). Here,
+cheaply: the pages that teach TypeScript have such examples and no JavaScript left, and every one
+of their examples is among those the run takes, so none can escape it."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from support.paths import ROOT
+from support.tsdocs import blocks, examples
 
-ROOT = Path(__file__).resolve().parents[2]
-TS = ROOT / "tests" / "interop" / "ts"
-
-
-def _run_js(doc: str) -> list[str]:
-    text = (ROOT / "docs" / doc).read_text()
-    blocks = re.findall(r"```js\n(.*?)```", text, re.S)
-    assert len(blocks) == 1
-    script = TS / f"docs-snippet-{os.getpid()}.mjs"  # inside the package so imports resolve
-    script.write_text(blocks[0])
-    try:
-        env = {**os.environ, "MOCKMCP_PYTHON": sys.executable}
-        proc = subprocess.run(["node", str(script)], cwd=TS, env=env, capture_output=True, text=True, timeout=120)
-    finally:
-        script.unlink()
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout.splitlines()
+PAGES = ["other-languages.md", "cookbook.md", "typescript.md"]
 
 
-@pytest.mark.usefixtures("typescript_client")
-def test_typescript_snippet_runs(tmp_path: Path) -> None:
-    assert _run_js("other-languages.md") == ["echo, add, get_weather", "hello"]
-
-
-@pytest.mark.usefixtures("typescript_client")
-def test_typescript_control_recipe_runs(tmp_path: Path) -> None:
-    assert _run_js("cookbook.md") == ["true", "backend down", "o/"]
+@pytest.mark.parametrize("page", PAGES)
+def test_the_page_teaches_typescript_through_the_package(page: str) -> None:
+    found = blocks(ROOT / "docs" / page)
+    runnable = [text for lang, info, text in found if lang in ("ts", "typescript") and info != "fragment"]
+    assert runnable, f"docs/{page} has no runnable TypeScript example"
+    assert not [lang for lang, _, _ in found if lang in ("js", "javascript")], f"docs/{page} still has JavaScript examples"
+    for text in runnable:
+        assert re.search(r"^import .* from 'vitest';$", text, re.M), "an example is a vitest test file"
+        assert re.search(r"^import .* from 'mockmcp-js';$", text, re.M), "an example goes through the package"
+        assert re.search(r"^test\(", text, re.M)
+    run = examples()
+    stem = page.removesuffix(".md")
+    assert [name for name in run if name.rsplit("-", 1)[0] == stem] == [f"{stem}-{i}.test.ts" for i in range(1, len(runnable) + 1)]
+    assert all(any(text in body for body in run.values()) for text in runnable)
