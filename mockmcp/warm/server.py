@@ -213,6 +213,7 @@ class WarmServer:
         conn.child = pid
         conn.data = bytearray()
         self.children[pid] = conn
+        self.log(f"forked {pid} for pid {conn.peer[0]}")
         if not _send(conn.sock, answer("child", pid)):
             self.kill(pid, signal.SIGKILL)
 

@@ -1,20 +1,101 @@
-"""Spawning the mock from this checkout's interpreter."""
+"""Spawning the mock from this checkout's interpreter (or through a warm server, when one runs for the suite)."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 # The pytest runs a test starts itself (pytester, the documentation's test snippets) test the
 # mockmcp fixture; none uses pytest-trio or hypothesis, and pytest-trio imports all of hypothesis
 # when it loads: about 2 CPU seconds of every such run, half its cost. Left out there.
 LEAN_PYTEST_ADDOPTS = "-p no:trio -p no:hypothesispytest"
 
+# Set by ``pytest --mockmcp-warm`` (the pytest plugin): the warm launcher's argv prefix, as a JSON list.
+WARM_ARGV = "MOCKMCP_WARM_ARGV"
+
 
 def mockmcp_cmd(*args: str) -> list[str]:
-    """The command that spawns the mock from this checkout's interpreter."""
+    """The command that spawns the mock from this checkout's interpreter: through the warm
+    server's launcher when the run has one (``--mockmcp-warm``), else ``python -m mockmcp``."""
+    warm = os.environ.get(WARM_ARGV)
+    if warm:
+        return [*json.loads(warm), *args]
     return [sys.executable, "-m", "mockmcp", *args]
 
 
 def run_mock(*args: str, input: bytes = b"", timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(mockmcp_cmd(*args), input=input, capture_output=True, timeout=timeout)
+
+
+class WarmServer:
+    """A warm server of this checkout in its own runtime folder (``mockmcp warm start``), for tests
+    that compare its spawns with direct ones: ``argv`` is the launcher's prefix, ``env`` the
+    environment a spawn needs to find it, ``forked_for(pid)`` the child its log says it forked."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.env = {**os.environ, "MOCKMCP_WARM_DIR": str(folder)}
+        self.env.pop(WARM_ARGV, None)
+        self.direct = [sys.executable, "-m", "mockmcp"]
+        self.argv: list[str] = json.loads(self.cli("argv").stdout)
+        self.pid = 0
+
+    def cli(self, action: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*self.direct, "warm", action], env=self.env, capture_output=True, text=True, timeout=60)
+
+    def start(self) -> int:
+        proc = self.cli("start")
+        assert proc.returncode == 0, proc.stderr
+        self.pid = int(re.search(r"pid (\d+)", proc.stdout).group(1))  # type: ignore[union-attr]
+        return self.pid
+
+    def stop(self) -> None:
+        self.cli("stop")
+
+    def log(self) -> str:
+        return "".join(p.read_text(errors="replace") for p in self.folder.glob("*.log"))
+
+    def forked_for(self, launcher: int, timeout: float = 5.0) -> int | None:
+        """The child the server forked for ``launcher`` (from its log), None if it forked none."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = re.search(rf"forked (\d+) for pid {launcher}\n", self.log())
+            if found or time.monotonic() > deadline:
+                return int(found.group(1)) if found else None
+            time.sleep(0.01)
+
+    def refused(self, launcher: int) -> str | None:
+        found = re.search(rf"refused pid {launcher}: (.*)\n", self.log())
+        return found.group(1) if found else None
+
+    def children(self) -> list[int]:
+        """The server's living children (zombies included: a leak until reaped)."""
+        try:
+            text = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text()
+        except OSError:
+            return []
+        return [int(p) for p in text.split()]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not ended (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

@@ -1,0 +1,172 @@
+"""A spawn through the warm server against a direct spawn, through real processes: what a client
+can observe must be the same (exit statuses, signals by kill and killpg, end of file, {pid},
+file modes under the caller's umask, cwd-relative scenarios, the caller's environment), and the
+warm path must really have been taken (the server's log names the child it forked)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from support.process import WarmServer, alive, gone_within
+
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}
+DISCOVER = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}).encode() + b"\n"
+CALL = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": META}}).encode() + b"\n"
+
+EXITS = """mockmcp: 1
+protocol:
+  exitAfter: {messages: 2, status: 7}
+tools:
+  - name: echo
+    replies: [{steps: [{text: "{{ arguments.text }}"}]}]
+"""
+EXPECTS = """mockmcp: 1
+tools:
+  - name: echo
+    replies: [{steps: [{text: "{{ arguments.text }}"}]}]
+expectations:
+  - method: tools/call
+    name: echo
+"""
+
+
+def spawn(argv: list[str], warm: WarmServer, *args: str, **kw: object) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([*argv, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=kw.pop("env", warm.env), **kw)  # type: ignore[call-overload]
+
+
+def both(warm: WarmServer) -> list[tuple[str, list[str]]]:
+    return [("warm", warm.argv), ("direct", warm.direct)]
+
+
+def check_path(kind: str, warm: WarmServer, proc: subprocess.Popen[bytes]) -> None:
+    """The warm spawn went through a fork of the server; the direct one did not."""
+    child = warm.forked_for(proc.pid, timeout=5.0 if kind == "warm" else 0.0)
+    assert (child is not None) == (kind == "warm"), warm.log()
+
+
+def test_exit_statuses_and_output_match_a_direct_spawn(warm: WarmServer, tmp_path: Path) -> None:
+    (tmp_path / "exits.yaml").write_text(EXITS)
+    (tmp_path / "expects.yaml").write_text(EXPECTS)
+    cases = {
+        "end of file": (["run", "default"], DISCOVER),
+        "--strict, an expectation unmet": (["run", str(tmp_path / "expects.yaml"), "--strict"], DISCOVER),
+        "the scenario's own exit": (["run", str(tmp_path / "exits.yaml")], DISCOVER + CALL),
+        "a usage error": (["run", "default", "--time-scale", "-1"], b""),
+    }
+    seen: dict[str, dict[str, tuple[int, bytes]]] = {}
+    for name, (args, data) in cases.items():
+        for kind, argv in both(warm):
+            proc = spawn(argv, warm, *args)
+            out, err = proc.communicate(data, timeout=30)
+            check_path(kind, warm, proc)
+            seen.setdefault(name, {})[kind] = (proc.returncode, out)
+    assert {name: s["warm"] for name, s in seen.items()} == {name: s["direct"] for name, s in seen.items()}
+    assert [s["direct"][0] for s in seen.values()] == [0, 1, 7, 2]
+
+
+@pytest.mark.parametrize("how", ["kill SIGTERM", "kill SIGINT", "kill SIGHUP", "kill SIGUSR1", "killpg SIGTERM"])
+def test_signals_end_it_as_they_end_a_direct_spawn(warm: WarmServer, how: str) -> None:
+    """The Python SDK spawns with start_new_session=True and stops the server with killpg: the
+    launcher's group holds only the launcher, which forwards the signal to its child."""
+    verb, name = how.split()
+    sig = signal.Signals[f"{name}"]
+    statuses = {}
+    for kind, argv in both(warm):
+        proc = spawn(argv, warm, "run", "default", start_new_session=(verb == "killpg"))
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(DISCOVER)
+        proc.stdin.flush()
+        assert proc.stdout.readline().startswith(b'{"jsonrpc"')  # serving: the signal meets a running mock
+        if verb == "killpg":
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        proc.wait(timeout=30)
+        check_path(kind, warm, proc)
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.stderr.close()  # type: ignore[union-attr]
+        statuses[kind] = proc.returncode
+    assert statuses["warm"] == statuses["direct"], statuses
+
+
+def test_sigkill_of_the_launcher_takes_its_child_within_a_second(warm: WarmServer) -> None:
+    proc = spawn(warm.argv, warm, "run", "default")
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(DISCOVER)
+    proc.stdin.flush()
+    assert proc.stdout.readline()
+    child = warm.forked_for(proc.pid)
+    assert child is not None and alive(child)
+    proc.kill()
+    proc.wait(timeout=10)
+    assert gone_within(child, 1.0), f"child {child} outlived its launcher"
+    proc.stdin.close()
+    proc.stdout.close()
+    proc.stderr.close()  # type: ignore[union-attr]
+
+
+def test_pid_umask_cwd_and_environment_are_the_callers(warm: WarmServer, tmp_path: Path) -> None:
+    """{pid} in --report and the journal's pid are the pid the client spawned; the journal's mode
+    follows the caller's umask; a scenario path is relative to the caller's cwd; the load cache
+    goes where the caller's XDG_CACHE_HOME says."""
+    for kind, argv in both(warm):
+        for umask, mode in ((0o022, 0o644), (0o077, 0o600)):
+            cwd = tmp_path / f"{kind}-{umask:o}"
+            cwd.mkdir()
+            (cwd / "mine.yaml").write_text(EXPECTS)
+            env = {**warm.env, "XDG_CACHE_HOME": str(cwd / "cache")}
+            proc = spawn(argv, warm, "run", "mine.yaml", "--report", "report-{pid}.json", "--journal", "j.jsonl",
+                         cwd=cwd, umask=umask, env=env)
+            out, err = proc.communicate(DISCOVER + CALL, timeout=30)
+            check_path(kind, warm, proc)
+            assert proc.returncode == 0 and b'"hi"' in out, err
+            report = json.loads((cwd / f"report-{proc.pid}.json").read_text())
+            assert report["pid"] == proc.pid and report["expectations"][0]["verdict"] == "passed", report
+            journal = [json.loads(line) for line in (cwd / "j.jsonl").read_text().splitlines()]
+            assert {r["pid"] for r in journal} == {proc.pid}
+            assert (cwd / "j.jsonl").stat().st_mode & 0o777 == mode
+            assert (cwd / "cache" / "mockmcp").is_dir()
+
+
+def test_a_terminal_on_stdin_runs_directly(warm: WarmServer) -> None:
+    """Job control belongs to a process of the terminal's session: the launcher does not hand it off."""
+    leader, follower = os.openpty()
+    try:
+        proc = subprocess.Popen([*warm.argv, "run", "default"], stdin=follower, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=warm.env)
+        os.write(leader, DISCOVER)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        proc.terminate()
+        proc.communicate(timeout=30)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert json.loads(line)["id"] == 1
+    assert warm.forked_for(proc.pid, timeout=0) is None and warm.refused(proc.pid) is None
+
+
+@pytest.mark.parametrize("change", ["PYTHONHASHSEED", "PYTHONWARNINGS", "no server"])
+def test_a_refused_or_impossible_hand_off_runs_directly(warm: WarmServer, tmp_path: Path, change: str) -> None:
+    env = dict(warm.env)
+    if change == "no server":
+        (tmp_path / "empty").mkdir(mode=0o700)
+        env["MOCKMCP_WARM_DIR"] = str(tmp_path / "empty")
+    else:
+        env[change] = env.get(change, "") + "1"
+    proc = spawn(warm.argv, warm, "run", "default", "--journal", str(tmp_path / "j.jsonl"), env=env)
+    out, err = proc.communicate(DISCOVER, timeout=30)
+    assert proc.returncode == 0 and json.loads(out)["id"] == 1 and out.count(b"\n") == 1, err
+    assert warm.forked_for(proc.pid, timeout=0) is None
+    if change != "no server":
+        assert "PYTHON* variables differ" in (warm.refused(proc.pid) or ""), warm.log()
+    assert {json.loads(line)["pid"] for line in (tmp_path / "j.jsonl").read_text().splitlines()} == {proc.pid}
