@@ -189,7 +189,9 @@ class AuthorizationServer:
         t = self.config.tokens
         if t.refresh == "reject":
             raise OAuthError("invalid_grant", "this server refuses refresh tokens (scripted): authorize again")
-        self._token_resource(form.get("resource"), grant.resource, origin)
+        given = form.get("resource")
+        if given is not None:  # (a refresh is bound to its grant's resource already: asked only to match it)
+            self._token_resource(given, grant.resource, origin)
         scopes = grant.scopes
         asked = form.get("scope")
         if asked is not None:
