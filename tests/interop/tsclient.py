@@ -42,8 +42,9 @@ class ClientUnavailable(RuntimeError):
 def ensure(ts_dir: Path = TS_DIR, package: str = TS_PACKAGE) -> None:
     """Make the client in ``ts_dir`` runnable: check Node and npm, ``npm ci`` unless the stamp matches.
 
-    Other npm folders of the suite (the real servers it records) are installed the same way,
-    naming the ``package`` whose presence proves the install."""
+    Other npm folders of the suite (the real servers it records, the conformance suite, the
+    mockmcp-js package's dev dependencies) are installed the same way, each from its own
+    lockfile, naming the ``package`` whose presence proves the install."""
     if ts_dir in _ready:
         return
     check_node()
