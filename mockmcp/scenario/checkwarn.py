@@ -246,9 +246,10 @@ _OPEN_KEYS = ("patternProperties", "propertyNames", "$ref", "$dynamicRef")
 
 
 def defined_properties(schema: Any) -> frozenset[str] | None:
-    """The property names an object schema defines, or ``None`` when it allows others by name
-    (``additionalProperties``/``unevaluatedProperties`` other than ``false``, pattern properties,
-    a reference) or names none. ``additionalProperties`` left out allows any key in JSON Schema;
+    """The property names an object schema defines (in ``properties`` or ``required``, its own or
+    its ``allOf``/``anyOf``/``oneOf``/``if``/``then``/``else``/dependent schemas'), or ``None`` when
+    it allows others by name (``additionalProperties``/``unevaluatedProperties`` other than
+    ``false``, pattern properties, a reference) or names none. ``additionalProperties`` left out allows any key in JSON Schema;
     a key outside ``properties`` is still almost always a typo, so only a schema that says
     otherwise is taken at its word."""
     names: set[str] = set()
@@ -269,6 +270,9 @@ def _collect(schema: Any, names: set[str]) -> bool:
     props = schema.get("properties")
     if type(props) is dict:
         names.update(props)
+    required = schema.get("required")
+    if type(required) is list:  # (a required name the properties leave out is still the schema's)
+        names.update(r for r in required if type(r) is str)
     for key in ("allOf", "anyOf", "oneOf"):
         branches = schema.get(key)
         if type(branches) is list and not all(_collect(b, names) for b in branches):
@@ -276,6 +280,14 @@ def _collect(schema: Any, names: set[str]) -> bool:
     for key in ("if", "then", "else"):
         if key in schema and not _collect(schema[key], names):
             return False
+    for key in ("dependentSchemas", "dependencies"):  # (draft-07's dependencies may also be name lists)
+        conditional = schema.get(key)
+        if type(conditional) is dict:
+            for sub in conditional.values():
+                if type(sub) is list:
+                    names.update(r for r in sub if type(r) is str)
+                elif not _collect(sub, names):
+                    return False
     return True
 
 

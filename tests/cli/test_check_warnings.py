@@ -213,3 +213,21 @@ def test_a_spawn_never_looks_for_warnings() -> None:
             "print('mockmcp.scenario.checkwarn' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout == "False\n", proc.stderr
+
+
+def test_the_names_a_schema_defines_and_when_it_admits_others() -> None:
+    """Which `when.arguments` keys are typos: a name anywhere the schema names one is defined;
+    a schema that lets other names through by its own words has no typos."""
+    from mockmcp.scenario.checkwarn import defined_properties
+
+    props = {"type": "object", "properties": {"a": {}}}
+    assert defined_properties(props) == {"a"}
+    assert defined_properties({**props, "additionalProperties": False}) == {"a"}
+    assert defined_properties({**props, "required": ["b"], "allOf": [{"properties": {"c": {}}}, {"required": ["a"]}]}) == {"a", "b", "c"}
+    assert defined_properties({**props, "if": {"properties": {"k": {}}}, "then": {"properties": {"d": {}}}}) == {"a", "k", "d"}
+    assert defined_properties({**props, "dependentSchemas": {"a": {"properties": {"e": {}}}}, "dependencies": {"a": ["f"]}}) == {"a", "e", "f"}
+    for admits in ({"additionalProperties": True}, {"additionalProperties": {"type": "string"}}, {"unevaluatedProperties": {}},
+                   {"patternProperties": {"^x": {}}}, {"propertyNames": {"maxLength": 3}}, {"$ref": "#/$defs/x"},
+                   {"anyOf": [{"properties": {"b": {}}}, True]}, {"oneOf": [{"$ref": "#/$defs/x"}]}):
+        assert defined_properties({**props, **admits}) is None, admits
+    assert defined_properties({"type": "object"}) is None  # names none: no opinion
