@@ -231,8 +231,11 @@ def exit_like(status: int) -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
     except (ImportError, ValueError, OSError):
         pass  # no core file of the launcher: the child already dumped its own, if its limits said so
-    _signal.signal(sig, _signal.SIG_DFL)
-    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [sig])
+    try:
+        _signal.signal(sig, _signal.SIG_DFL)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [sig])
+    except (OSError, ValueError):
+        pass  # SIGKILL and SIGSTOP: no disposition, no mask
     posix.kill(posix.getpid(), sig)
     posix._exit(128 + sig)  # (a signal whose default action is not to terminate)
 

@@ -1,0 +1,193 @@
+"""Bad input and faults against the warm server, through real processes: garbage, truncated and
+abandoned hand-offs, 64 launchers at once, the server killed in the middle of a hand-off and
+while its child runs, a stale socket. Never a hung client, never a leaked child, never a crash of
+the server; and the pure parts (the hand-off's parser, the refusals no test process can cause)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.process import WarmServer, alive, gone_within
+
+from mockmcp.warm import handoff, launcher
+from mockmcp.warm.refusals import Baseline, refusal
+
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+DISCOVER = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}).encode() + b"\n"
+
+
+def socket_of(warm: WarmServer) -> str:
+    [path] = warm.folder.glob("*.sock")
+    return str(path)
+
+
+def spawn(warm: WarmServer) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([*warm.argv, "run", "default"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=warm.env)
+
+
+def answered(warm: WarmServer) -> int:
+    """One spawn through the launcher: answered, exited 0; the pid of the child it was forked as (0 if none)."""
+    proc = spawn(warm)
+    out, err = proc.communicate(DISCOVER, timeout=30)
+    assert proc.returncode == 0 and json.loads(out)["id"] == 1, err
+    return warm.forked_for(proc.pid, timeout=2) or 0
+
+
+def test_garbage_truncated_and_abandoned_hand_offs_leave_the_server_serving(warm: WarmServer) -> None:
+    body = launcher.handoff_body(["run", "default"], os.getpid(), launcher.environment())
+    attempts = [
+        b"hello, garbage\n" * 10,  # not a hand-off
+        launcher.frame(body)[:40],  # truncated, then gone
+        struct.pack(">4sI", b"MMW1", 1 << 30),  # a length past the bound
+        launcher.frame(b'{"argv": 1}'),  # well framed, wrong fields, no descriptors
+        b"",  # connects and vanishes
+    ]
+    for data in attempts:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(socket_of(warm))
+            sock.sendall(data)
+    # a hand-off with the descriptors but a body of garbage: closed, nothing forked
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(socket_of(warm))
+        r, w = os.pipe()
+        socket.send_fds(sock, [launcher.frame(b"[" * 100000 + b"]" * 100000)], [r, w, w])
+        sock.settimeout(10)
+        assert sock.recv(100) == b""  # closed without an answer
+        os.close(r)
+        os.close(w)
+    assert answered(warm)
+    assert alive(warm.pid) and "Traceback" not in warm.log()
+    assert warm.log().count("bad hand-off") >= 3
+
+
+def test_64_launchers_at_once_all_answered_and_no_child_left(warm: WarmServer) -> None:
+    procs = [spawn(warm) for _ in range(64)]
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write(DISCOVER)
+        proc.stdin.close()
+    for proc in procs:
+        assert proc.stdout is not None and proc.stderr is not None
+        out = proc.stdout.read()
+        proc.wait(timeout=60)
+        assert proc.returncode == 0 and json.loads(out)["id"] == 1, proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+    forked = [warm.forked_for(p.pid, timeout=0) for p in procs]
+    assert all(f is not None for f in forked), warm.log()[-2000:]
+    assert all(gone_within(f, 5) for f in forked if f is not None)
+    assert warm.children() == [] and alive(warm.pid)
+
+
+def waits_on_a_socket(pid: int, timeout: float = 10.0) -> bool:
+    """Whether the launcher ``pid`` came to hold a socket (its hand-off's) within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:") for fd in os.listdir(f"/proc/{pid}/fd")):
+                return True
+        except OSError:
+            pass
+        time.sleep(0.005)
+    return False
+
+
+@pytest.fixture
+def doomed(tmp_path: Path) -> Iterator[WarmServer]:
+    """A warm server of its own, for a test that kills it."""
+    server = WarmServer(tmp_path / "rt")
+    server.start()
+    yield server
+    server.stop()
+    if alive(server.pid):
+        os.kill(server.pid, signal.SIGKILL)
+
+
+def test_server_killed_mid_hand_off_and_while_a_child_runs_then_a_stale_socket(doomed: WarmServer) -> None:
+    # a child running when the server dies goes with it, and its launcher ends (killed, as its child)
+    running = spawn(doomed)
+    assert running.stdin is not None and running.stdout is not None
+    running.stdin.write(DISCOVER)
+    running.stdin.flush()
+    assert running.stdout.readline()
+    child = doomed.forked_for(running.pid)
+    assert child is not None
+    # a launcher caught mid-hand-off: the server is stopped, it has sent its hand-off and waits
+    os.kill(doomed.pid, signal.SIGSTOP)
+    waiting = spawn(doomed)
+    assert waits_on_a_socket(waiting.pid)
+    os.kill(doomed.pid, signal.SIGKILL)
+    assert gone_within(child, 1.0)
+    running.wait(timeout=10)
+    assert running.returncode == -signal.SIGKILL
+    assert b"warm server went away" in running.stderr.read()  # type: ignore[union-attr]
+    out, err = waiting.communicate(DISCOVER, timeout=30)  # ran directly after the server's end of file
+    assert waiting.returncode == 0 and json.loads(out)["id"] == 1, err
+    for proc in (running, waiting):
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    # the socket file is left behind: a launcher runs directly, `start` replaces it
+    assert Path(socket_of(doomed)).exists()
+    assert answered(doomed) == 0
+    old = doomed.pid
+    assert doomed.start() != old
+    assert answered(doomed) != 0
+
+
+def test_the_hand_off_parser_is_strict() -> None:
+    body = launcher.handoff_body(["run", "x"], 42, {"PATH": "/bin", "ODD": "\udcff"})
+    parsed = handoff.parse(body)
+    assert parsed.argv == ("run", "x") and parsed.pid == 42 and parsed.env["ODD"] == "\udcff"
+    value = json.loads(body)
+    for broken in ({**value, "extra": 1}, {**value, "pid": "42"}, {**value, "cwd": "relative"},
+                   {**value, "env": {"A": 1}}, {**value, "umask": 0o1000}, {**value, "limits": {"NOFILE": [1, 2]}},
+                   {k: v for k, v in value.items() if k != "argv"}):
+        with pytest.raises(handoff.BadHandoff):
+            handoff.parse(json.dumps(broken).encode())
+    for garbage in (b"", b"[]", b"\xff", b"{" * 5000):
+        with pytest.raises(handoff.BadHandoff):
+            handoff.parse(garbage)
+    with pytest.raises(handoff.BadHandoff):
+        handoff.body_length(b"NOPE\0\0\0\1")
+    assert handoff.parse_signal(b'{"signal":15}') == 15
+    assert [handoff.parse_signal(x) for x in (b'{"signal":0}', b'{"signal":true}', b"15", b"{" * 100)] == [None] * 4
+
+
+def test_refusals_of_another_user_namespace_cgroup_and_limits(tmp_path: Path) -> None:
+    """The refusals no unprivileged test process can provoke for real, on the same comparison."""
+    me = os.getpid()
+    mine = handoff.parse(launcher.handoff_body(["run"], me, launcher.environment()))
+    read = Path(f"/proc/{me}/cgroup").read_text()
+    ns = os.readlink(f"/proc/{me}/ns/mnt")
+    base = Baseline(uid=os.getuid(), python={k: v for k, v in os.environ.items() if k.startswith("PYTHON")},
+                    encodings=mine.encodings, mount_ns=ns, cgroup=read, hard_limits={n: -1 for n in mine.limits},
+                    package=str(tmp_path), stamp={})
+    with open(os.devnull) as null:
+        fd = null.fileno()
+        peer = (me, os.getuid(), os.getgid())
+        import dataclasses
+
+        from mockmcp.warm.refusals import package_stamp
+
+        base = dataclasses.replace(base, stamp=package_stamp(str(tmp_path)))
+        assert refusal(base, mine, peer, fd) is None
+        assert "uid" in (refusal(base, mine, (me, os.getuid() + 1, 0), fd) or "")
+        assert "peer" in (refusal(base, mine, (1, os.getuid(), 0), fd) or "")
+        assert "mount namespace" in (refusal(dataclasses.replace(base, mount_ns="mnt:[1]"), mine, peer, fd) or "")
+        assert "cgroup" in (refusal(dataclasses.replace(base, cgroup="0::/elsewhere\n"), mine, peer, fd) or "")
+        if os.getuid() != 0:
+            low = dataclasses.replace(base, hard_limits={n: 1 for n in mine.limits})
+            assert "hard limit" in (refusal(low, mine, peer, fd) or "")
+        (tmp_path / "new.py").write_text("")
+        assert "package changed" in (refusal(base, mine, peer, fd) or "")
