@@ -192,7 +192,7 @@ def control_schema() -> dict[str, Any]:
         "When": _WHEN, "Armed": _ARMED,
         "Task": {**_obj({"taskId": _str(), "status": _TASK_STATUS}, ["taskId", "status"], more=True),
                  "description": "a task as tasks/get shows it (the Tasks extension's DetailedTask)"},
-        "ControlError": _obj({"code": _int(), "message": _str(), "data": _JSON}, ["code", "message"],
+        "ErrorObject": _obj({"code": _int(), "message": _str(), "data": _JSON}, ["code", "message"],
                              description="An error answer: -32602 invalid params (data.problems), -32004 not found, "
                                          "-32008 waitFor timed out (data.nearMiss)"),
     }

@@ -92,7 +92,7 @@ def test_every_control_answer_fits_its_operation(run: dict[str, Any]) -> None:
         ref = schema["properties"][name]["properties"]["result"]["$ref"].rsplit("/", 1)[1]
         _check(_validator("control", ref), result, name)
     error = run["error"]
-    _check(_validator("control", "ControlError"), {"code": error.code, "message": error.message, "data": error.data}, "error")
+    _check(_validator("control", "ErrorObject"), {"code": error.code, "message": error.message, "data": error.data}, "error")
 
 
 def test_every_journal_record_and_both_reports_fit(run: dict[str, Any]) -> None:
