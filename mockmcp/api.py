@@ -49,7 +49,8 @@ class MockServer(ControlOperations):
     """
 
     def __init__(
-        self, scenario: str, directory: Path, *, strict: bool = False, extra: tuple[str, ...] = (), control: bool = False
+        self, scenario: str, directory: Path, *, strict: bool = False, extra: tuple[str, ...] = (), control: bool = False,
+        launcher: tuple[str, ...] | None = None,
     ) -> None:
         self.scenario = scenario
         self.directory = directory
@@ -58,8 +59,10 @@ class MockServer(ControlOperations):
         self.session_path = directory / "session"
         self.journal_path = self.session_path / "journal.jsonl"
         self.report_path = directory / "report.json"
-        self.command = sys.executable
-        self.args = ["-m", "mockmcp", "run", scenario, "--session", str(self.session_path), "--report", str(self.report_path)]
+        # ``launcher``: the command prefix that stands for ``mockmcp`` (the warm server's launcher,
+        # ``mockmcp warm argv``); by default this interpreter's ``-m mockmcp``.
+        self.command, *prefix = launcher or (sys.executable, "-m", "mockmcp")
+        self.args = [*prefix, "run", scenario, "--session", str(self.session_path), "--report", str(self.report_path)]
         if strict:
             self.args.append("--strict")
         self.control_path: str | None = None
@@ -258,12 +261,14 @@ def prepare(
     strict: bool = False,
     extra: tuple[str, ...] | list[str] = (),
     control: bool = False,
+    launcher: tuple[str, ...] | list[str] | None = None,
 ) -> MockServer:
     """A ``MockServer`` for a bundled scenario name, a scenario file or an inline dict.
 
     ``directory`` receives the journal, the report, (for a dict) the scenario
     file and (with ``control=True``) the control socket; give each mock its own
-    directory.
+    directory. ``launcher``: what to spawn instead of ``python -m mockmcp`` (the warm
+    server's prefix, ``mockmcp warm argv``).
     """
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
@@ -275,4 +280,5 @@ def prepare(
         name = os.fspath(scenario)
         if os.path.exists(name):
             name = os.path.abspath(name)  # the client may spawn from another working directory
-    return MockServer(name, d, strict=strict, extra=tuple(extra), control=control)
+    return MockServer(name, d, strict=strict, extra=tuple(extra), control=control,
+                      launcher=tuple(launcher) if launcher else None)
