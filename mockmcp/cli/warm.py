@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Callable, Sequence
 
-from mockmcp.warm.control import NotStarted, running, serve, start, stop
+from mockmcp.warm.control import NotStarted, launcher_argv, running, serve, start, stop
 from mockmcp.warm.paths import UnsafeFolder, warm_paths
 
 HELP = "keep a warm process that forks a mock per spawn in about 20 ms (opt-in; see docs/warm.md)"
@@ -33,12 +33,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     actions.add_parser("status", help="say whether a warm server runs (exit status 0) or not (1)")
     actions.add_parser("argv", help="print the command prefix to spawn instead of `mockmcp`, as a JSON list")
     actions.add_parser("serve", help="serve in the foreground (what `start` runs detached)")
-
-
-def launcher_argv() -> list[str]:
-    from mockmcp.warm import launcher
-
-    return [sys.executable, "-S", launcher.__file__]
 
 
 def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int]) -> int:

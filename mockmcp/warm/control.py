@@ -52,6 +52,13 @@ def running(paths: WarmPaths) -> int | None:
     return pid if pid is not None and answers(paths.socket) else None
 
 
+def launcher_argv() -> list[str]:
+    """What a client spawns instead of ``mockmcp`` (``mockmcp warm argv``)."""
+    from mockmcp.warm import launcher
+
+    return [sys.executable, "-S", launcher.__file__]
+
+
 def minimal_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k in KEPT or k.startswith(("LC_", "PYTHON"))}
 

@@ -1,0 +1,55 @@
+"""``pytest --mockmcp-warm``, through a real pytest run under pytest-xdist: the controller starts
+one warm server that every worker's fixture spawns through, and nothing of it outlives the run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from support.process import LEAN_PYTEST_ADDOPTS, alive
+
+INNER = '''
+import json, os, subprocess
+from pathlib import Path
+
+import pytest
+
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}
+DISCOVER = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}) + "\\n"
+
+
+@pytest.mark.parametrize("n", range(4))
+def test_the_fixture_spawns_through_the_warm_server(mockmcp, n):
+    server = mockmcp("default")
+    prefix = json.loads(os.environ["MOCKMCP_WARM_ARGV"])
+    assert server.argv[:len(prefix)] == prefix
+    proc = subprocess.Popen(server.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    out, _ = proc.communicate(DISCOVER.encode(), timeout=30)
+    assert json.loads(out)["id"] == 1
+    server.assert_expectations()
+    folder = Path(os.environ["MOCKMCP_WARM_DIR"])
+    log = "".join(p.read_text() for p in folder.glob("*.log"))
+    assert f" for pid {proc.pid}\\n" in log, log
+    [pidfile] = folder.glob("*.pid")
+    out_dir = Path(os.environ["WARM_PLUGIN_OUT"])
+    (out_dir / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{n}").write_text(f"{folder} {pidfile.read_text().strip()}")
+'''
+
+
+def test_one_warm_server_for_the_run_shared_by_the_workers_and_gone_after(tmp_path: Path) -> None:
+    (tmp_path / "test_inner.py").write_text(INNER)
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS, "WARM_PLUGIN_OUT": str(out)}
+    env.pop("MOCKMCP_WARM_ARGV", None)
+    env.pop("MOCKMCP_WARM_DIR", None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--mockmcp-warm",
+                           "test_inner.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    seen = {p.read_text() for p in out.iterdir()}
+    assert len(list(out.iterdir())) == 4 and len(seen) == 1, seen  # one server, whichever worker ran a test
+    folder, pid = seen.pop().split()
+    assert not Path(folder).exists() and not alive(int(pid))
