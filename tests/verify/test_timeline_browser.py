@@ -177,6 +177,7 @@ def differs(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 MEASURE = """
 (async () => {
   await document.fonts.ready;
+  await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));  // painted, before the screenshots
   const box = r => ({left: r.left, right: r.right, top: r.top, bottom: r.bottom});
   const textBox = el => { const range = document.createRange(); range.selectNodeContents(el); return box(range.getBoundingClientRect()); };
   const timeline = document.getElementById('timeline');
