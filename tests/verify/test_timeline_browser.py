@@ -78,12 +78,17 @@ class Browser:
             self.events.append(message)
         raise AssertionError("unreachable")
 
-    def wait_event(self, method: str, timeout: float = 60) -> dict[str, Any]:
+    def wait_event(self, method: str, params: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
+        """The first event ``method`` (seen already or to come) whose parameters include ``params``."""
+        def wanted(message: dict[str, Any]) -> bool:
+            got = message.get("params", {})
+            return message.get("method") == method and all(got.get(k) == v for k, v in params.items())
+
         for event in self.events:
-            if event.get("method") == method:
+            if wanted(event):
                 return event
         for message in self._messages(timeout):
-            if message.get("method") == method:
+            if wanted(message):
                 return message
             self.events.append(message)
         raise AssertionError("unreachable")
@@ -176,6 +181,7 @@ def differs(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 
 MEASURE = """
 (async () => {
+  if (location.protocol !== 'file:' || document.readyState !== 'complete') throw new Error('not the loaded timeline: ' + location.href);
   await document.fonts.ready;
   await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));  // painted, before the screenshots
   const box = r => ({left: r.left, right: r.right, top: r.top, bottom: r.bottom});
@@ -252,8 +258,9 @@ def look(page: Path, crash: dict[str, Any], tmp: Path) -> dict[str, Any]:
         session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         browser.send("Emulation.setDeviceMetricsOverride", {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False}, session)
         browser.send("Page.enable", None, session)
-        browser.send("Page.navigate", {"url": page.as_uri()}, session)
-        browser.wait_event("Page.loadEventFired")
+        browser.send("Page.setLifecycleEventsEnabled", {"enabled": True}, session)
+        loader = browser.send("Page.navigate", {"url": page.as_uri()}, session)["loaderId"]
+        browser.wait_event("Page.lifecycleEvent", {"name": "load", "loaderId": loader})  # this page's load, not about:blank's
         answer = browser.send("Runtime.evaluate", {"expression": MEASURE, "returnByValue": True, "awaitPromise": True}, session)
         assert "exceptionDetails" not in answer, answer
         measured: dict[str, Any] = answer["result"]["value"]
