@@ -338,3 +338,13 @@ def test_the_switches_and_expiry_on_the_shell_clock(tmp_path: Path) -> None:
         assert r.status == 200 and r.json()["result"]["protocolVersion"] == "2025-11-25", r
         assert mock.stop() == 0
         assert "Traceback" not in mock.stderr()
+
+
+def test_a_request_without_a_usable_host_is_never_served(flow: Flow) -> None:
+    """The URLs the server advertises come from the Host: without one (HTTP/1.0) or with one that
+    is no host name, nothing is served, the MCP endpoint least of all."""
+    body = json.dumps(msg(30, "tools/list")).encode()
+    head = (b"POST /mcp HTTP/1.0\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n")
+    assert flow.mock.raw(head + b"\r\n" + body).startswith(b"HTTP/1.1 400 ")
+    assert flow.mock.raw(head + b"Host: a/b\r\n\r\n" + body).split(b" ", 2)[1] in (b"400", b"403")

@@ -19,7 +19,7 @@ import h11
 import trio
 
 from mockmcp.core import httprules
-from mockmcp.core.auth.answers import HttpAnswer
+from mockmcp.core.auth.answers import HttpAnswer, json_answer
 from mockmcp.core.auth.site import AuthSite, describe
 from mockmcp.scenario.model.auth import Auth
 from mockmcp.shells.http.responses import reason, write_reject
@@ -33,6 +33,10 @@ _REASONS = {201: b"Created", 401: b"Unauthorized"}
 
 def _reason(status: int) -> bytes:
     return _REASONS.get(status) or reason(status)
+
+
+# Without a Host the server cannot say its own URLs (the resource, the issuer): nothing is served.
+NO_HOST = json_answer(400, {"error": "invalid_request", "error_description": "a Host header naming this server is required"})
 
 
 def mint() -> str:
@@ -72,8 +76,8 @@ class AuthFront:
 
     def head(self, request: h11.Request, headers: dict[bytes, bytes]) -> httprules.Reject | None:
         origin = self._origin(headers)
-        if origin is None:
-            return self.checks.head(request, headers)  # (refuses a foreign Host; an absent one stays absent)
+        if origin is None:  # a foreign Host is the transport's refusal; no usable Host at all is ours
+            return self.checks.head(request, headers) or as_reject(NO_HOST)
         if self.site.owns(request.target):
             refused = self.site.refuse_head(request.method, request.target)
             return None if refused is None else as_reject(refused)
