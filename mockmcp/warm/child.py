@@ -5,8 +5,8 @@
 launcher's environment, cwd, umask, limits, signal dispositions and mask; the standard streams
 built anew; every random generator created at import time reseeded; ``{pid}`` and the
 journal's pid the launcher's (the pid the client sees). It dies with SIGKILL within moments of
-its launcher's death (a thread waits for the hand-off socket's hang-up without reading it: the
-server reads the signals sent on it) and of the warm server's (the parent-death signal). Then it
+its launcher's death (the server sees the hand-off socket hang up and kills it) and of the warm
+server's (the parent-death signal). Then it
 runs the command line as ``python -m mockmcp`` would, runs the ``atexit`` handlers and exits.
 It never returns into the server's loop.
 """
@@ -20,7 +20,6 @@ import random
 import select
 import signal
 import sys
-import threading
 import traceback
 from types import FrameType
 from typing import Any, Callable, Sequence
@@ -40,25 +39,20 @@ def die_with_parent(server: int) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):
-        pass  # the hang-up watch below still ends the child when the launcher goes
+        pass  # the server still kills the child when its launcher goes
     if os.getppid() != server:
         os.kill(os.getpid(), signal.SIGKILL)  # the server died before the signal was asked for
 
 
-def watch_launcher(fd: int) -> None:
-    """A daemon thread: SIGKILL this process when the launcher's end of the hand-off socket goes."""
+def check_launcher(fd: int) -> None:
+    """SIGKILL this process if its launcher is already gone (it gave up waiting for our pid).
+
+    Later, the warm server watches the launcher's end of the hand-off socket and kills this
+    child when it goes (no thread here: a second thread in the mock would be its only one)."""
     poll = select.poll()
     poll.register(fd, select.POLLRDHUP)  # hang-ups only: the data on it is the server's to read
     if poll.poll(0):
-        os.kill(os.getpid(), signal.SIGKILL)  # already gone (it gave up waiting for our pid)
-
-    def wait() -> None:
-        while True:
-            for _, events in poll.poll():
-                if events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR | select.POLLNVAL):
-                    os.kill(os.getpid(), signal.SIGKILL)
-
-    threading.Thread(target=wait, name="mockmcp-warm-launcher-watch", daemon=True).start()
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def reset_signals(handoff: Handoff) -> None:
@@ -128,7 +122,7 @@ def become(handoff: Handoff, fds: Sequence[int], sock_fd: int, generators: Seque
             generator.seed()
         claim_pid(handoff.pid)
         sys.argv = [os.path.join(os.path.dirname(os.path.dirname(__file__)), "__main__.py"), *handoff.argv]
-        watch_launcher(sock_fd)
+        check_launcher(sock_fd)
         status = run(list(handoff.argv))
     except SystemExit as exc:
         status = exit_code(exc)
