@@ -93,7 +93,8 @@ class ResourceServer:
         needed = list(dict.fromkeys((*self.required, *extra)))
         if any(s not in grant.scopes for s in needed):
             missing = [s for s in needed if s not in grant.scopes]
-            raise self._challenge(403, "insufficient_scope", f"this operation needs scope {' '.join(missing)}", origin, needed)
+            named = missing if self.config.challenge.insufficientScope == "missing" else needed
+            raise self._challenge(403, "insufficient_scope", f"this operation needs scope {' '.join(missing)}", origin, named)
 
     def body_scopes(self, body: bytes) -> tuple[str, ...]:
         """The scopes the message(s) in a POST body need beyond ``requiredScopes`` (by method,

@@ -44,10 +44,14 @@ class ScopeNeed(Model):
 @frozen(repr=False, eq=False)
 class Challenge(Model):
     """What the ``401``'s ``WWW-Authenticate: Bearer`` carries: ``resource_metadata`` (the
-    first of ``metadataAt``) and ``scope`` (the scopes the request needs)."""
+    first of ``metadataAt``) and ``scope`` (the scopes the request needs). A ``403``'s
+    ``scope`` names every scope the operation needs (``insufficientScope: all``) or only
+    those the token lacks (``missing``: a client that echoes the challenge instead of adding
+    it to what it holds then drops scopes, which the specification's step-up forbids)."""
 
     resourceMetadata: bool = True
     scope: bool = True
+    insufficientScope: Literal["all", "missing"] = "all"
 
 
 @frozen(repr=False, eq=False)
