@@ -21,7 +21,7 @@ from mockmcp.scenario.model.base import JSON, Duration, Model
 
 __all__ = [
     "ScopeNeed", "Challenge", "ProtectedResource", "PreRegisteredClient", "ClientDocument", "Registration",
-    "Authorize", "Tokens", "AuthorizationServer", "Auth", "AUTH_METHODS",
+    "Authorize", "Tokens", "Migration", "AuthorizationServer", "Auth", "AUTH_METHODS",
 ]
 
 AuthMethod = Literal["client_secret_basic", "client_secret_post", "none"]
@@ -116,6 +116,8 @@ class Authorize(Model):
     iss: Literal["correct", "missing", "wrong", "normalized"] = "correct"
     # RFC 8707's `resource`, in the authorization and the token request
     resourceParameter: Literal["required", "optional"] = "required"
+    # decision: wait: how long a request waits for the control channel's approve or deny (then denied)
+    waitTimeout: Duration = Duration(30.0)
 
 
 @frozen(repr=False, eq=False)
@@ -130,6 +132,17 @@ class Tokens(Model):
     # a refresh: a new refresh token each time ("rotate"), the same one ("reuse"), or invalid_grant ("reject")
     refresh: Literal["rotate", "reuse", "reject"] = "rotate"
     refreshScopes: list[str] | None = None  # what a refresh grants (default: what was asked, or the grant's)
+
+
+@frozen(repr=False, eq=False)
+class Migration(Model):
+    """A second authorization server on an origin of its own, to which the protected resource
+    moves: its metadata's ``authorization_servers`` then names the second server, and the first
+    one's tokens get ``401 invalid_token``. It knows no client of the first (a client registers
+    again). When: after ``afterRequests`` MCP requests let through with a token, or when the
+    control channel says ``migrate`` (null)."""
+
+    afterRequests: int | None = None
 
 
 @frozen(repr=False, eq=False)
@@ -149,6 +162,7 @@ class AuthorizationServer(Model):
     registration: Registration = Registration()
     authorize: Authorize = Authorize()
     tokens: Tokens = Tokens()
+    migration: Migration | None = None  # a move to a second authorization server (its own origin)
 
 
 @frozen(repr=False, eq=False)
