@@ -76,9 +76,9 @@ def _resource(auth: Auth, known: set[str], out: list[Problem]) -> None:
     if not r.metadataAt and r.challenge.resourceMetadata:
         _err(out, base + ("challenge", "resourceMetadata"),
              "the challenge points at the metadata, but metadataAt is empty (set resourceMetadata: false)")
-    if r.resource is not None:
+    if r.resource is not None and not r.deliberate:
         _warn(out, base + ("resource",), "the metadata's resource is not the MCP URL: a client must refuse it"
-              " (RFC 9728 3.3; drop the key for a working server)")
+              " (RFC 9728 3.3; drop the key for a working server, or say deliberate: true)")
     if r.scopesSupported is not None:
         _grantable(r.scopesSupported, known, base + ("scopesSupported",), out)
     _grantable(r.requiredScopes, known, base + ("requiredScopes",), out)
@@ -112,9 +112,9 @@ def _server(auth: Auth, known: set[str], out: list[Problem]) -> None:
         _err(out, base + ("metadataAt",), "a discovery document is listed twice")
     if not s.issuerPath and "openid" in s.metadataAt and "openidAppended" in s.metadataAt:
         _warn(out, base + ("metadataAt",), "without an issuerPath, openid and openidAppended are the same URL")
-    if s.issuer is not None:
+    if s.issuer is not None and not s.deliberate:
         _warn(out, base + ("issuer",), "the metadata's issuer is not the URL it was fetched for: a client must refuse it"
-              " (RFC 8414 3.3; drop the key for a working server)")
+              " (RFC 8414 3.3; drop the key for a working server, or say deliberate: true)")
     if s.scopesSupported is not None:
         _grantable(s.scopesSupported, known, base + ("scopesSupported",), out)
     if not s.tokenEndpointAuthMethods:

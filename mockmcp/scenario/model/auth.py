@@ -68,6 +68,8 @@ class ProtectedResource(Model):
     challenge: Challenge = Challenge()
     requiredScopes: list[str] = attrs.Factory(list)  # every request needs them
     scopes: list[ScopeNeed] = attrs.Factory(list)
+    # a wrong `resource` is meant (a scenario that tests a client's refusal): check does not warn
+    deliberate: bool = False
 
 
 @frozen(repr=False, eq=False)
@@ -155,6 +157,7 @@ class AuthorizationServer(Model):
     # "openid" (/.well-known/openid-configuration{path}), "openidAppended" ({path}/.well-known/openid-configuration)
     metadataAt: list[Literal["oauth", "openid", "openidAppended"]] = attrs.Factory(lambda: ["oauth", "openid"])
     issuer: str | None = None  # the `issuer` the metadata claims (default: the real one); another on purpose
+    deliberate: bool = False  # a wrong `issuer` is meant: check does not warn about it
     scopesSupported: list[str] | None = None  # default: auth.scopes
     codeChallengeMethods: list[str] | None = attrs.Factory(lambda: ["S256"])  # null: omitted
     issParameterSupported: bool | None = True  # null: omitted
