@@ -6,8 +6,10 @@ carry credentials (a password argument, a token in a result, an API key in
 secret is replaced by ``PLACEHOLDER``, and every match of a ``--redact`` regular
 expression inside any string is replaced too, and so is every other occurrence of
 a value found under a secret key (a token a tool returns in ``structuredContent`` is
-also inside its text content). Protocol keys that merely contain
-such a word (``progressToken``, ``maxTokens``) are kept. Sans-I/O.
+also inside its text content; of an ``Authorization``-like value such as ``Bearer abc``,
+the credential alone too). Protocol keys that merely contain such a word
+(``progressToken``, ``maxTokens``) are kept. Which names are secret and the placeholder are
+the vocabulary of ``wire/redaction.py``, which the journal uses too. Sans-I/O.
 """
 
 from __future__ import annotations
@@ -15,24 +17,17 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-PLACEHOLDER = "[REDACTED]"
+from mockmcp.wire.redaction import DEFAULT_SECRET_WORDS, PLACEHOLDER, norm, secret_name, split_credential
+
 MIN_LEARNED = 4  # shorter secret values are not searched for elsewhere (too many false hits)
-# Words that mark a key as secret wherever they appear in it (case and separators ignored).
-DEFAULT_SECRET_WORDS = ("authorization", "token", "apikey", "password", "passwd", "secret", "cookie")
-# Protocol keys that contain such a word but carry no secret.
-_NOT_SECRETS = frozenset({"progresstoken", "maxtokens", "totaltokens", "inputtokens", "outputtokens"})
-
-
-def _norm(key: str) -> str:
-    return key.lower().replace("_", "").replace("-", "")
 
 
 class Redactor:
     """Replaces secret values; ``redacted`` tells whether anything was replaced."""
 
     def __init__(self, keys: Iterable[str] = (), patterns: Iterable[str] = (), *, defaults: bool = True) -> None:
-        self.words = tuple(DEFAULT_SECRET_WORDS if defaults else ()) + tuple(_norm(k) for k in keys)
-        self.exact = frozenset(_norm(k) for k in keys)
+        self.words = tuple(DEFAULT_SECRET_WORDS if defaults else ()) + tuple(norm(k) for k in keys)
+        self.exact = frozenset(norm(k) for k in keys)
         self.patterns = [re.compile(p) for p in patterns]
         self.redacted = 0
         self._learned: set[str] = set()
@@ -66,12 +61,17 @@ class Redactor:
             if value not in self._learned:
                 self._learned.add(value)
                 self._dirty = True
+            # "Bearer abc": the credential alone is the secret wherever else it appears (a token a
+            # tool was handed in an Authorization value and echoes in its text)
+            parts = split_credential(value)
+            if parts is not None and len(parts[1]) >= MIN_LEARNED and parts[1] not in self._learned:
+                self._learned.add(parts[1])
+                self._dirty = True
 
     def secret_key(self, key: str) -> bool:
         known = self._keys.get(key)
         if known is None:
-            n = _norm(key)
-            known = self._keys[key] = n in self.exact or (n not in _NOT_SECRETS and any(w in n for w in self.words))
+            known = self._keys[key] = secret_name(key, self.words, self.exact)
         return known
 
     def value(self, value: Any) -> Any:

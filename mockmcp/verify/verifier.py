@@ -25,6 +25,7 @@ from mockmcp.wire import jsonrpc
 from mockmcp.verify.checks import ClientChecker, Finding
 from mockmcp.scenario.expectations import ExpectationTracker, failure_message
 from mockmcp.wire.framing import Oversized
+from mockmcp.wire.redaction import redact_headers
 from mockmcp.verify.journal import JournalWriter, process_pid, raw_text
 from mockmcp.verify.reportshape import report_of
 
@@ -128,8 +129,9 @@ class Verifier:
         if self.journal is not None:
             if headers is None:
                 self.journal.write("in", message=msg.message)
-            else:  # over HTTP: the request's headers too (a session's verdict is judged from the journal)
-                self.journal.write("in", message=msg.message, headers=headers)
+            else:  # over HTTP: the request's headers too (a session's verdict is judged from the journal),
+                # their secrets redacted (a bearer token, a cookie, an API key: wire/redaction.py)
+                self.journal.write("in", message=msg.message, headers=redact_headers(headers))
         if type(msg) is jsonrpc.Request:
             self.counts["requests"] += 1
             self.tracker.observe(msg.id, msg.method, msg.params, headers)
