@@ -67,10 +67,10 @@ def redact_headers(headers: dict[str, str]) -> dict[str, str]:
 
 
 def fingerprint(secret: str) -> str:
-    """A short stable name for a secret (8 hex digits of its SHA-256): two records can be seen to
-    carry the same token or code without either holding it, and it cannot be turned back into
-    one (a 256-bit token is not guessed from 32 bits)."""
-    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    """A short stable name for a secret (the first 12 hex digits of its SHA-256): two records can be
+    seen to carry the same token or code without either holding it, and it cannot be turned back
+    into one (a 256-bit token is not found from 48 bits of its hash)."""
+    return hashlib.sha256(secret.encode("utf-8", "surrogateescape")).hexdigest()[:12]
 
 
 __all__ = ["AUTH_SCHEMES", "DEFAULT_SECRET_WORDS", "NOT_SECRETS", "PLACEHOLDER", "fingerprint", "norm",
