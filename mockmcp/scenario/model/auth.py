@@ -21,7 +21,7 @@ from mockmcp.scenario.model.base import JSON, Duration, Model
 
 __all__ = [
     "ScopeNeed", "Challenge", "ProtectedResource", "PreRegisteredClient", "ClientDocument", "Registration",
-    "Authorize", "Tokens", "Migration", "AuthorizationServer", "Auth", "AUTH_METHODS",
+    "Authorize", "Tokens", "Migration", "AuthorizationServer", "AuthExpect", "Auth", "AUTH_METHODS",
 ]
 
 AuthMethod = Literal["client_secret_basic", "client_secret_post", "none"]
@@ -169,6 +169,17 @@ class AuthorizationServer(Model):
 
 
 @frozen(repr=False, eq=False)
+class AuthExpect(Model):
+    """What the client under test is expected to do where the specification leaves it a choice
+    the server cannot see (the verifier judges it): ``registration: document`` says the client has
+    a Client ID Metadata Document (dynamic registration while the server offers documents is
+    ``auth.registration.cimdUnused``), ``preRegistered`` that it was given credentials (registering,
+    or authorizing as another client, is ``auth.registration.unexpected``)."""
+
+    registration: Literal["any", "document", "preRegistered"] = "any"
+
+
+@frozen(repr=False, eq=False)
 class Auth(Model):
     """Authorization over HTTP: the MCP endpoint is a protected resource and the mock runs the
     authorization server that issues its tokens (stdio runs ignore it, as the spec says)."""
@@ -176,3 +187,4 @@ class Auth(Model):
     scopes: list[str] = attrs.Factory(lambda: ["mcp"])  # every scope the server grants
     resource: ProtectedResource = ProtectedResource()
     server: AuthorizationServer = AuthorizationServer()
+    expect: AuthExpect = AuthExpect()  # what the verifier expects of the client (its registration)
