@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from mockmcp.core.auth.answers import BearerError
 from mockmcp.core.auth.tokens import Grant, TokenTable
-from mockmcp.scenario.model.auth import Auth
+from mockmcp.scenario.model.auth import Auth, ScopeNeed
 
 PATH_INSERTED = "/.well-known/oauth-protected-resource/mcp"
 ROOT = "/.well-known/oauth-protected-resource"
@@ -36,8 +36,18 @@ class ResourceServer:
         self.config = config.resource
         self.tokens = tokens
         self.paths = frozenset(metadata_path(p) for p in self.config.metadataAt)
-        self.required = tuple(self.config.requiredScopes)
-        self.needs_body = bool(self.config.scopes)  # only then is a body read for its method and name
+        self.required = list(self.config.requiredScopes)
+        self.needs = list(self.config.scopes)  # the scenario's, then those the control channel requires
+        self.needs_body = bool(self.needs)  # only then is a body read for its method and name
+
+    def require(self, need: ScopeNeed) -> None:
+        """From now on (the control channel): ``need``'s scopes for its method, tool, prompt or
+        resource, or for every request when it names none."""
+        if need.method is None and need.tool is None and need.prompt is None and need.resource is None:
+            self.required.extend(s for s in need.scopes if s not in self.required)
+        else:
+            self.needs.append(need)
+            self.needs_body = True
 
     # ------------------------------------------------------------ the metadata (RFC 9728)
 
@@ -119,7 +129,7 @@ class ResourceServer:
         named = _NAMED.get(method)
         name = params.get(named[1]) if named is not None and isinstance(params, dict) else None
         out: list[str] = []
-        for need in self.config.scopes:
+        for need in self.needs:
             if need.method is not None and need.method != method:
                 continue
             if need.tool is not None and not (method == "tools/call" and name == need.tool):

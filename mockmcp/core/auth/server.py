@@ -13,10 +13,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
-from mockmcp.core.auth.answers import NO_STORE, HttpAnswer, OAuthError, RedirectError, json_answer, redirect, with_query
+from mockmcp.core.auth.answers import (NO_STORE, HttpAnswer, OAuthError, RedirectError, answer_for, json_answer, redirect,
+                                       with_query)
 from mockmcp.core.auth.clients import Client, Clients
+from mockmcp.core.auth.live import Pending
 from mockmcp.core.auth.resource import MCP_PATH
 from mockmcp.core.auth.tokens import Grant, TokenTable
 from mockmcp.scenario.model.auth import Auth
@@ -31,12 +33,15 @@ def s256(verifier: str) -> str:
 
 
 class AuthorizationServer:
-    def __init__(self, config: Auth, tokens: TokenTable, clients: Clients, time_scale: float) -> None:
+    def __init__(self, config: Auth, tokens: TokenTable, clients: Clients, time_scale: float, *, tag: str = "",
+                 mcp_origin: Callable[[str], str] = lambda origin: origin) -> None:
         self.auth = config
         self.config = config.server
         self.tokens = tokens
         self.clients = clients
         self.time_scale = time_scale
+        self.tag = tag  # marks what it issues: after a migration the resource refuses the first server's tokens
+        self.mcp_origin = mcp_origin  # this server's origin -> the MCP server's (another port on a second origin)
         self.known_scopes = frozenset(config.scopes)
         p = self.config.issuerPath
         self.endpoints = {"authorize": p + "/authorize", "token": p + "/token", "register": p + "/register",
@@ -94,8 +99,9 @@ class AuthorizationServer:
             return claimed[:-1] if claimed.endswith("/") else claimed + "/"
         return claimed
 
-    def authorize(self, params: Mapping[str, str], origin: str) -> HttpAnswer:
-        """An authorization request (no user): a ``302`` to the client with a code, or its refusal."""
+    def authorize(self, params: Mapping[str, str], origin: str) -> HttpAnswer | Pending:
+        """An authorization request (no user): a ``302`` to the client with a code, or its refusal
+        (or, with ``decision: wait``, the request to park for the control channel)."""
         client_id = params.get("client_id")
         if client_id is None:
             raise OAuthError("invalid_request", "client_id is required")
@@ -127,20 +133,34 @@ class AuthorizationServer:
         decision = self.config.authorize
         if decision.decision == "deny":
             raise refuse("access_denied", "the resource owner denied the request (scripted)")
-        granted = requested if decision.grantScopes is None else tuple(s for s in requested if s in decision.grantScopes)
-        code = self.tokens.issue_code(client.client_id, granted, resource,
-                                      self.config.tokens.codeLifetime.seconds * self.time_scale,
-                                      params.get("redirect_uri"), challenge)
+        if decision.decision == "wait":
+            return Pending(client.client_id, requested, resource, redirect_uri, params.get("redirect_uri"), state, iss,
+                           challenge, self.tag)
+        return self._approve(Pending(client.client_id, requested, resource, redirect_uri, params.get("redirect_uri"),
+                                     state, iss, challenge, self.tag), decision.grantScopes)
+
+    def settle(self, pending: Pending) -> HttpAnswer:
+        """The answer to a parked request once the control channel decided (or its time ran out)."""
+        if pending.decision != "approve":
+            return answer_for(RedirectError("access_denied", pending.description or "the resource owner denied the request"
+                                            " (the control channel)", pending.redirect_uri, pending.state, pending.iss))
+        grant = pending.grant_scopes if pending.grant_scopes is not None else self.config.authorize.grantScopes
+        return self._approve(pending, grant)
+
+    def _approve(self, p: Pending, grant_scopes: Sequence[str] | None) -> HttpAnswer:
+        granted = p.scopes if grant_scopes is None else tuple(s for s in p.scopes if s in grant_scopes)
+        code = self.tokens.issue_code(p.client_id, granted, p.resource, self.config.tokens.codeLifetime.seconds * self.time_scale,
+                                      p.given_redirect, p.challenge, self.tag)
         answer = {"code": code}
-        if state is not None:
-            answer["state"] = state
-        if iss is not None:
-            answer["iss"] = iss
-        return redirect(with_query(redirect_uri, answer))
+        if p.state is not None:
+            answer["state"] = p.state
+        if p.iss is not None:
+            answer["iss"] = p.iss
+        return redirect(with_query(p.redirect_uri, answer))
 
     def _resource(self, given: str | None, origin: str, refuse: Any) -> str:
         """RFC 8707: the resource the token is for, which must be this MCP server's URL."""
-        mcp = origin + MCP_PATH
+        mcp = self.mcp_origin(origin) + MCP_PATH
         if given is None:
             if self.config.authorize.resourceParameter == "required":
                 raise refuse("invalid_target", f"resource is required: the MCP server's URL, {mcp} (RFC 8707)")
@@ -169,7 +189,7 @@ class AuthorizationServer:
         if code is None:
             raise OAuthError("invalid_request", "code is required")
         verifier = form.get("code_verifier")
-        found = self.tokens.redeem_code(code, client.client_id)
+        found = self.tokens.redeem_code(code, client.client_id, self.tag)
         if found.redirect_uri is not None and form.get("redirect_uri", found.redirect_uri) != found.redirect_uri:
             raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request's")
         if verifier is None:
@@ -185,7 +205,7 @@ class AuthorizationServer:
         token = form.get("refresh_token")
         if token is None:
             raise OAuthError("invalid_request", "refresh_token is required")
-        grant = self.tokens.refresh_grant(token, client.client_id)
+        grant = self.tokens.refresh_grant(token, client.client_id, self.tag)
         t = self.config.tokens
         if t.refresh == "reject":
             raise OAuthError("invalid_grant", "this server refuses refresh tokens (scripted): authorize again")
@@ -211,7 +231,8 @@ class AuthorizationServer:
     def _token_resource(self, given: str | None, bound: str, origin: str) -> None:
         if given is None:
             if self.config.authorize.resourceParameter == "required":
-                raise OAuthError("invalid_target", f"resource is required: the MCP server's URL, {origin + MCP_PATH} (RFC 8707)")
+                raise OAuthError("invalid_target", f"resource is required: the MCP server's URL,"
+                                 f" {self.mcp_origin(origin) + MCP_PATH} (RFC 8707)")
             return
         if given != bound:
             raise OAuthError("invalid_target", f"resource {given!r} is not the resource this grant is for ({bound})")
@@ -220,7 +241,7 @@ class AuthorizationServer:
                old: str | None = None) -> dict[str, Any]:
         t = self.config.tokens
         lifetime = t.lifetime.seconds * self.time_scale
-        access = self.tokens.issue_access(client.client_id, scopes, resource, lifetime)
+        access = self.tokens.issue_access(client.client_id, scopes, resource, lifetime, self.tag)
         body: dict[str, Any] = {"access_token": access, "token_type": "Bearer", "expires_in": max(1, round(t.lifetime.seconds)),
                                 "scope": " ".join(scopes)}
         wants = t.refreshTokens == "always" or (t.refreshTokens == "offlineAccess" and "offline_access" in scopes)
@@ -228,7 +249,7 @@ class AuthorizationServer:
             body["refresh_token"] = old  # "reuse": the same refresh token again
         elif wants and "refresh_token" in client.grant_types:
             life = None if t.refreshLifetime is None else t.refreshLifetime.seconds * self.time_scale
-            body["refresh_token"] = self.tokens.issue_refresh(client.client_id, scopes, resource, life)
+            body["refresh_token"] = self.tokens.issue_refresh(client.client_id, scopes, resource, life, self.tag)
         return body
 
     # ------------------------------------------------------------ dynamic registration (RFC 7591)
