@@ -11,6 +11,7 @@ resume, shutdown, or a wait to park). Its parts:
 - ``dispatch``: ``Control``, the operations table, the error boundary, the channel's own operations;
 - ``scenario_ops``: events, definitions, state, counters, armed replies;
 - ``task_ops``: ``listTasks``, ``getTask``, ``setTask``;
+- ``auth_ops``: authorization's (tokens, scopes required, parked authorizations, metadata, migration);
 - ``journal``: the recent MCP traffic, kept as its JSON text;
 - ``waits``: ``waitFor``'s parked waits and near misses;
 - ``outcome``: what a line asks of the shell; ``params``: errors and parameter readers;
@@ -26,10 +27,10 @@ from __future__ import annotations
 from mockmcp.core.control.dispatch import Control
 from mockmcp.core.control.outcome import Effect, Outcome, Pause, Resume, Shutdown
 from mockmcp.core.control.params import NOT_FOUND, TIMED_OUT, NotFound, TimedOut
-from mockmcp.core.control.surface import ControlledEngine, Fragments
+from mockmcp.core.control.surface import AuthSurface, ControlledEngine, Fragments
 from mockmcp.core.control.waits import Waiter, WaitSpec
 
 __all__ = [
-    "NOT_FOUND", "TIMED_OUT", "Control", "ControlledEngine", "Effect", "Fragments", "NotFound", "Outcome", "Pause",
+    "NOT_FOUND", "TIMED_OUT", "AuthSurface", "Control", "ControlledEngine", "Effect", "Fragments", "NotFound", "Outcome", "Pause",
     "Resume", "Shutdown", "TimedOut", "WaitSpec", "Waiter",
 ]

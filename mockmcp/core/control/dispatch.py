@@ -2,7 +2,7 @@
 
 ``Control.handle_line`` decodes a line, finds its operation in one table (the channel's own:
 ``ping``, ``pause``, ``resume``, ``journal``, ``waitFor``, ``shutdown``; the scenario's, in
-``scenario_ops``; the tasks', in ``task_ops``) and turns every ``ClientError`` into its error
+``scenario_ops``; the tasks', in ``task_ops``; authorization's, in ``auth_ops``) and turns every ``ClientError`` into its error
 response, this protocol's one boundary: a control mistake never reaches the MCP stream.
 ``Control`` is also what the shell hooks to the MCP traffic (``inbound``, ``outbound``: the
 journal, and the waits a request satisfies) and asks about a parked wait (``wait_response``,
@@ -17,11 +17,12 @@ from mockmcp.wire import errors
 from mockmcp.wire import jsonrpc
 from mockmcp.wire.framing import Oversized
 from mockmcp.scenario.problems import did_you_mean
+from mockmcp.core.control.auth_ops import AuthOps
 from mockmcp.core.control.journal import JOURNAL_RECORDS, MAX_JOURNAL_PAGE, Journal
 from mockmcp.core.control.outcome import Outcome, Pause, Resume, Shutdown
 from mockmcp.core.control.params import MAX_WAIT_SECONDS, int_param, number_param, ok, str_param, when_param
 from mockmcp.core.control.scenario_ops import ScenarioOps
-from mockmcp.core.control.surface import ControlledEngine, Fragments
+from mockmcp.core.control.surface import AuthSurface, ControlledEngine, Fragments
 from mockmcp.core.control.task_ops import Op, TaskOps
 from mockmcp.core.control.waits import Waiter, Waits, WaitSpec
 
@@ -31,7 +32,8 @@ TARGETING = ("nth", "every", "first", "after", "probability")  # what a wait's `
 class Control:
     """Serves control requests against one engine; also the recent-traffic journal and waits."""
 
-    def __init__(self, engine: ControlledEngine, fragments: Fragments, *, journal_records: int = JOURNAL_RECORDS) -> None:
+    def __init__(self, engine: ControlledEngine, fragments: Fragments, *, journal_records: int = JOURNAL_RECORDS,
+                 auth: AuthSurface | None = None) -> None:
         self.engine = engine
         self.fragments = fragments
         self.journal = Journal(journal_records)
@@ -42,13 +44,14 @@ class Control:
         tasks = TaskOps(engine, fragments)
         self._ops: dict[str, Op] = {
             "ping": self._ping,
-            **ScenarioOps(engine, fragments, tasks).operations(),
+            **ScenarioOps(engine, fragments, tasks, auth).operations(),
             "pause": self._pause,
             "resume": self._resume,
             "journal": self._journal,
             "waitFor": self._wait_for,
             "shutdown": self._shutdown,
             **tasks.operations(),
+            **AuthOps(auth).operations(),
         }
 
     # ------------------------------------------------------------ the boundary

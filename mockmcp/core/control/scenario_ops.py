@@ -21,7 +21,7 @@ from mockmcp.core.actions import Emit, Send
 from mockmcp.core.armed import Armed
 from mockmcp.core.control.outcome import Outcome
 from mockmcp.core.control.params import NotFound, bool_param, int_param, ok, str_param, when_param
-from mockmcp.core.control.surface import ControlledEngine, Fragments
+from mockmcp.core.control.surface import AuthSurface, ControlledEngine, Fragments
 from mockmcp.core.control.task_ops import Op, TaskOps
 
 KIND_EVENT = {"tool": "tools/list_changed", "prompt": "prompts/list_changed", "resource": "resources/list_changed", "template": "resources/list_changed"}
@@ -31,8 +31,9 @@ KIND_FIELD = {"tool": ("tools", "name"), "prompt": ("prompts", "name"), "resourc
 class ScenarioOps:
     """Changes and reads the engine's scenario and session for the control channel."""
 
-    def __init__(self, engine: ControlledEngine, fragments: Fragments, tasks: TaskOps) -> None:
+    def __init__(self, engine: ControlledEngine, fragments: Fragments, tasks: TaskOps, auth: AuthSurface | None = None) -> None:
         self.engine = engine
+        self.auth = auth  # getState says where the authorization server is
         self.fragments = fragments
         self.tasks = tasks
         self.armed_ids = 0  # the id the last armed reply got
@@ -155,7 +156,9 @@ class ScenarioOps:
     # ------------------------------------------------------------ state and counters
 
     def get_state(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
-        return ok(rid, {"state": self.engine.session.state})
+        if self.auth is None:
+            return ok(rid, {"state": self.engine.session.state})
+        return ok(rid, {"state": self.engine.session.state, "auth": self.auth.describe()})
 
     def set_state(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
         state = str_param(params, "state", rid)

@@ -1,7 +1,9 @@
-"""The seams of the control core: the engine surface it drives and the loader's fragment checks.
+"""The seams of the control core: the engine surface it drives, the loader's fragment checks and
+the authorization core it steers.
 
-Both are handed to ``Control`` by the shell (``launch.run``): the running ``Engine`` and the
-module ``mockmcp.scenario.fragments``. Only what the operations really use is declared here,
+They are handed to ``Control`` by the shell (``launch.run``): the running ``Engine``, the
+module ``mockmcp.scenario.fragments`` and, for a scenario with ``auth`` over HTTP, the
+authorization core's steering (``mockmcp.core.auth.steering.AuthSteering``). Only what the operations really use is declared here,
 so a test can hand in anything that has it, and the engine's other parts stay its own.
 """
 
@@ -73,3 +75,25 @@ class Fragments(Protocol):
     ) -> model.Rule: ...
 
     def task_change(self, phase: dict[str, Any] | None, outcome: dict[str, Any] | None, *, request_id: Any) -> TaskSpec: ...
+
+
+class AuthSurface(Protocol):
+    """What the authorization operations use of the running authorization core
+    (``mockmcp.core.auth.steering.AuthSteering``); the parameters are checked already."""
+
+    def expire(self, client_id: str | None, scope: str | None, refresh: bool) -> int: ...
+
+    def revoke(self, client_id: str | None, scope: str | None, refresh: bool) -> int: ...
+
+    def require(self, scopes: list[str], method: str | None, tool: str | None, prompt: str | None,
+                resource: str | None) -> dict[str, Any]: ...
+
+    def pending(self) -> list[dict[str, Any]]: ...
+
+    def decide(self, which: str | None, approve: bool, scopes: list[str] | None, description: str | None) -> list[str]: ...
+
+    def override(self, resource: dict[str, Any] | None, server: dict[str, Any] | None) -> dict[str, Any]: ...
+
+    def migrate(self) -> dict[str, Any] | None: ...
+
+    def describe(self) -> dict[str, Any]: ...
