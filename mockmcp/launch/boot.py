@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import argparse
     from types import SimpleNamespace
 
+    from mockmcp.core.auth.site import AuthSite
     from mockmcp.core.connection import ShellConnection
     from mockmcp.core.control import Control
     from mockmcp.core.engine import Engine
@@ -123,15 +124,32 @@ def finished(observers: Hooks, status: int) -> int:
     return finish(status) if finish is not None else status
 
 
-def new_control(args: argparse.Namespace | SimpleNamespace, engine: Engine, conn: ShellConnection) -> Control | None:
+def new_auth(args: argparse.Namespace | SimpleNamespace, engine: Engine) -> AuthSite | None:
+    """For a scenario with ``auth`` served over HTTP: the authorization core, made here so the HTTP
+    shell serves it and the control channel steers the same one."""
+    auth = engine.scenario.auth
+    if auth is None or getattr(args, "http", None) is None:
+        return None
+    from mockmcp.shells.http.auth import new_site
+
+    return new_site(auth, engine.services.steps.time_scale)
+
+
+def new_control(args: argparse.Namespace | SimpleNamespace, engine: Engine, conn: ShellConnection,
+                auth: AuthSite | None = None) -> Control | None:
     """With ``--control PATH``: the control core, hooked to what the connection reads (the control
-    server hooks what the shell writes)."""
+    server hooks what the shell writes); ``auth``: the authorization core it steers too."""
     if not getattr(args, "control", None):
         return None
     from mockmcp.core.control import Control
     from mockmcp.scenario import fragments
 
-    control = Control(engine, fragments)
+    steering = None
+    if auth is not None:
+        from mockmcp.core.auth.steering import AuthSteering
+
+        steering = AuthSteering(auth)
+    control = Control(engine, fragments, auth=steering)
     conn.observers.append(control.inbound)
     return control
 
@@ -151,4 +169,4 @@ def server_command(words: Sequence[str], prog: str) -> list[str] | None:
     return cmd
 
 
-__all__ = ["attach_observers", "verifying", "finished", "load_scenario", "new_control", "new_engine", "open_log", "server_command"]
+__all__ = ["attach_observers", "verifying", "finished", "load_scenario", "new_auth", "new_control", "new_engine", "open_log", "server_command"]

@@ -2,7 +2,10 @@
 
 The shell (``shells.http``) only serves the listeners it is handed; this module
 makes them (one socket: one port, one URL), prints the endpoint URL as the first
-stdout line, serves the control channel beside it (``--control``), and ends the
+stdout line, serves the control channel beside it (``--control``) and, for a scenario whose
+authorization server has an origin of its own (``auth.server.origin: second``, a
+``migration``), a second listener on another port of the same host (its URL is in the
+resource's metadata, the control channel's ``getState`` and an info line on stderr), and ends the
 process as stdio's does: at stdin's EOF a graceful stop (unless ``ignoreEof``),
 at a signal at once. Imported only with ``--http``: h11 stays out of stdio spawns.
 """
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from types import SimpleNamespace
 
     from mockmcp.core.connection import ShellConnection
+    from mockmcp.core.auth.site import AuthSite
     from mockmcp.core.control import Control
     from mockmcp.shells.control import Sync
     from mockmcp.scenario.model.base import Scenario
@@ -33,8 +37,12 @@ if TYPE_CHECKING:
 
 
 def url_for(host: str, port: int) -> str:
+    return f"{origin_for(host, port)}/mcp"
+
+
+def origin_for(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/mcp"
+    return f"http://{shown}:{port}"
 
 
 async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool = False,
@@ -56,6 +64,8 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
         url = url_for(host, bound[1])
         async with trio.open_nursery() as nursery:
             await nursery.start(shell.serve, listeners)
+            if shell.auth is not None:
+                await _serve_second(shell, shell.auth, host, bound[1], nursery)
             if control is not None:
                 await nursery.start(control[0].serve, control[1])
             (print_url or _print_url)(url)
@@ -67,6 +77,18 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
             await shell.end_listen_streams()
             nursery.cancel_scope.cancel()
     return 0
+
+
+async def _serve_second(shell: HttpShell, auth: AuthSite, host: str, port: int, nursery: trio.Nursery) -> None:
+    """Tell the authorization core where it is served and, if it needs one, serve the second origin."""
+    if shell.second_loop is None:
+        auth.origins.bound(origin_for(host, port), port)
+        return
+    second = (await trio.open_tcp_listeners(0, host=host))[:1]
+    port2 = second[0].socket.getsockname()[1]
+    auth.origins.bound(origin_for(host, port), port, origin_for(host, port2), port2)
+    await nursery.start(shell.serve_second, second)
+    shell.log("info", f"the authorization server's own origin (second origin): {origin_for(host, port2)}")
 
 
 async def _until_eof(shell: HttpShell, ignore_eof: bool) -> None:
@@ -93,10 +115,12 @@ def _print_url(url: str) -> None:
 
 
 def run_http(args: argparse.Namespace | SimpleNamespace, scenario: Scenario, conn: ShellConnection, log: StderrLog,
-             observers: Hooks, control: Control | None = None, sync: Sync | None = None) -> int:
+             observers: Hooks, control: Control | None = None, sync: Sync | None = None,
+             auth: AuthSite | None = None) -> int:
     """``mockmcp run SCENARIO --http [HOST:]PORT``: the HTTP shell in this process's trio run.
 
-    ``sync``: the session directory's lock around each control operation (``--session``)."""
+    ``sync``: the session directory's lock around each control operation (``--session``);
+    ``auth``: the authorization core the control channel steers too (made by ``boot.new_auth``)."""
     host, port = args.http
     ea = scenario.protocol.exitAfter
     shell = HttpShell(
@@ -114,6 +138,7 @@ def run_http(args: argparse.Namespace | SimpleNamespace, scenario: Scenario, con
         on_finding=observers.get("httpFinding"),
         grace=args.grace,
         exit_after=(ea.messages, ea.status) if ea is not None else None,
+        auth=auth,
     )
     listening = None
     if control is not None:

@@ -14,7 +14,8 @@ import sys
 from functools import partial
 from typing import TYPE_CHECKING
 
-from mockmcp.launch.boot import attach_observers, finished, load_scenario, new_control, new_engine, open_log, verifying
+from mockmcp.launch.boot import (attach_observers, finished, load_scenario, new_auth, new_control, new_engine, open_log,
+                                 verifying)
 
 if TYPE_CHECKING:
     import argparse
@@ -87,11 +88,12 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
     observers = attach_observers(args, engine, conn, log, journal=journal)
-    control = new_control(args, engine, conn)
+    auth = new_auth(args, engine)  # (an HTTP run with auth only)
+    control = new_control(args, engine, conn, auth)
     if getattr(args, "http", None) is not None:
         from mockmcp.launch.http import run_http  # (h11 is imported only here: stdio spawns stay as they were)
 
-        return finished(observers, run_http(args, scenario, conn, log, observers, control, sync=sync))
+        return finished(observers, run_http(args, scenario, conn, log, observers, control, sync=sync, auth=auth))
 
     async def main() -> int:
         stdin = PipeReceiveStream(os.dup(0))

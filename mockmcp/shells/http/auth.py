@@ -8,6 +8,11 @@ head (``401``/``400`` before its body is read), then, once read, by the scopes i
 prompt or resource needs (``403``), and only then reaches the checks and the engine, whichever
 era the client speaks. The shell owns what the core may not: the clock (trio's, so tests on a
 mock clock and ``--time-scale`` apply) and the randomness of codes and tokens (``secrets``).
+
+An authorization request parked for the control channel (``decision: wait``) waits here, in
+its connection's task, for the core's decision table to call it back or its deadline to pass.
+With two origins a second front serves the second listener: only the authorization server's
+paths there (anything else is ``404``).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import trio
 
 from mockmcp.core import httprules
 from mockmcp.core.auth.answers import HttpAnswer, json_answer
-from mockmcp.core.auth.site import AuthSite, describe
+from mockmcp.core.auth.live import Pending
+from mockmcp.core.auth.site import AuthSite, Listener, describe
 from mockmcp.scenario.model.auth import Auth
 from mockmcp.shells.http.responses import reason, write_reject
 from mockmcp.shells.http.seams import Answers, HeadCheck
@@ -44,6 +50,15 @@ def mint() -> str:
     return secrets.token_urlsafe(32)
 
 
+def new_site(config: Auth, time_scale: float = 1.0) -> AuthSite:
+    """The authorization core on this shell's clock and randomness."""
+    return AuthSite(config, trio.current_time, mint, time_scale)
+
+
+NOT_HERE = json_answer(404, {"error": "invalid_request", "error_description": "this origin serves only the"
+                                                                                " authorization server"})
+
+
 def as_reject(answer: HttpAnswer) -> httprules.Reject:
     return httprules.Reject(answer.status, _reason(answer.status).decode("latin-1"), headers=answer.headers, body=answer.body)
 
@@ -52,10 +67,12 @@ class AuthFront:
     """Both seams the connection loop calls (``HeadCheck`` and ``Answers``), in front of the
     transport's own (``checks`` and ``exchange``)."""
 
-    def __init__(self, config: Auth, checks: HeadCheck, exchange: Answers, taps: Taps, log: StderrLog, *,
-                 allowed_hosts: frozenset[str] | None, time_scale: float = 1.0,
-                 clock: Callable[[], float] = trio.current_time, random: Callable[[], str] = mint) -> None:
-        self.site = AuthSite(config, clock, random, time_scale)
+    def __init__(self, site: AuthSite, checks: HeadCheck, exchange: Answers, taps: Taps, log: StderrLog, *,
+                 allowed_hosts: frozenset[str] | None, listener: Listener = "mcp",
+                 clock: Callable[[], float] = trio.current_time) -> None:
+        self.site = site
+        self.listener = listener
+        self.clock = clock
         self.checks = checks
         self.exchange = exchange
         self.taps = taps
@@ -78,9 +95,11 @@ class AuthFront:
         origin = self._origin(headers)
         if origin is None:  # a foreign Host is the transport's refusal; no usable Host at all is ours
             return self.checks.head(request, headers) or as_reject(NO_HOST)
-        if self.site.owns(request.target):
-            refused = self.site.refuse_head(request.method, request.target)
+        if self.site.owns(request.target, self.listener):
+            refused = self.site.refuse_head(request.method, request.target, self.listener)
             return None if refused is None else as_reject(refused)
+        if self.listener == "second":
+            return as_reject(NOT_HERE)
         if request.target.split(b"?", 1)[0] == httprules.ENDPOINT:
             refused = self.site.gate(request.target, headers, origin)
             if refused is not None:
@@ -92,8 +111,9 @@ class AuthFront:
         headers = httprules.header_map(request.headers)
         origin = self._origin(headers)
         if origin is not None:
-            if self.site.owns(request.target):
-                answer = self.site.answer(request.method, request.target, headers, body, origin)
+            if self.site.owns(request.target, self.listener):
+                found = self.site.answer(request.method, request.target, headers, body, origin, self.listener)
+                answer = found if isinstance(found, HttpAnswer) else await self._decided(found)
                 self._told(request, answer)
                 await write_answer(h, stream, answer, request.method == b"HEAD")
                 return
@@ -103,6 +123,21 @@ class AuthFront:
                 await write_answer(h, stream, refused)
                 return
         await self.exchange.answer(h, stream, request, body)
+
+    async def _decided(self, pending: Pending) -> HttpAnswer:
+        """Wait for the control channel's approve or deny of a parked authorization request (at
+        most until its deadline: then it is denied), and the core's answer to it."""
+        done = trio.Event()
+        pending.on_done = done.set
+        self.log("info", f"auth: authorization request {pending.id} waits for the control channel"
+                 f" (approveAuthorization or denyAuthorization, {pending.deadline - self.clock():g} s)")
+        try:
+            with trio.move_on_at(pending.deadline):
+                await done.wait()
+        finally:
+            pending.on_done = None
+            self.site.decisions.give_up(pending)  # (gone or timed out: it waits no more)
+        return self.site.settle(pending)
 
     def _told(self, request: h11.Request, answer: HttpAnswer) -> None:
         """The journal hears of each authorization exchange by its path and outcome (no secrets:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import trio
 
@@ -30,6 +30,9 @@ from mockmcp.shells.http.taps import OnEvent, OnFinding, OnOutput, OnRequest, Ta
 from mockmcp.shells.http.transport import HttpTransport
 from mockmcp.shells.log import StderrLog
 from mockmcp.shells.waits import Asks, TaskWake
+
+if TYPE_CHECKING:
+    from mockmcp.core.auth.site import AuthSite
 
 
 class HttpShell:
@@ -56,6 +59,7 @@ class HttpShell:
         idle_timeout: float = IDLE_TIMEOUT,
         grace: float = 1.0,
         exit_after: tuple[int, int] | None = None,
+        auth: AuthSite | None = None,
     ) -> None:
         self.conn = connection
         self.log = log = log or StderrLog("warning")
@@ -84,11 +88,17 @@ class HttpShell:
                             task_wake, log, resumes)
         front: Answers = exchange
         heads: HeadCheck = checks
+        self.auth = auth
+        self.second_loop: ConnectionLoop | None = None  # the second origin's (an authorization server's own)
         if engine.scenario.auth is not None:  # (only then: a plain run imports no authorization code)
-            from mockmcp.shells.http.auth import AuthFront
+            from mockmcp.shells.http.auth import AuthFront, new_site
 
-            front = heads = AuthFront(engine.scenario.auth, checks, exchange, taps, log, allowed_hosts=allowed_hosts,
-                                      time_scale=engine.services.steps.time_scale)
+            self.auth = site = auth or new_site(engine.scenario.auth, engine.services.steps.time_scale)
+            front = heads = AuthFront(site, checks, exchange, taps, log, allowed_hosts=allowed_hosts)
+            if site.two_origins:
+                second = AuthFront(site, checks, exchange, taps, log, allowed_hosts=allowed_hosts, listener="second")
+                self.second_loop = ConnectionLoop(second, second, gate, lifecycle, log, max_connections=max_connections,
+                                                  request_timeout=request_timeout, idle_timeout=idle_timeout)
         self.loop = ConnectionLoop(front, heads, gate, lifecycle, log, watch=connection.watch,
                                    wake=self.wake_task_streams, max_connections=max_connections,
                                    request_timeout=request_timeout, idle_timeout=idle_timeout)
@@ -98,6 +108,12 @@ class HttpShell:
                     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Accept connections on ``listeners`` until cancelled."""
         await self.loop.serve(listeners, task_status)
+
+    async def serve_second(self, listeners: list[trio.SocketListener],
+                           task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Accept connections on the second origin's ``listeners`` (its authorization server) until cancelled."""
+        assert self.second_loop is not None, "serve_second without a second origin"
+        await self.second_loop.serve(listeners, task_status)
 
     async def end_listen_streams(self) -> None:
         """A graceful stop (stdin's EOF, the control channel's shutdown), once scripted replies had
