@@ -100,8 +100,14 @@ def _resource(auth: Auth, known: set[str], out: list[Problem]) -> None:
 def _server(auth: Auth, known: set[str], out: list[Problem]) -> None:
     s = auth.server
     base: Path_ = ("auth", "server")
-    if s.origin == "second":
-        _err(out, base + ("origin",), "an authorization server on a second origin is not served yet (origin: same)")
+    if s.migration is not None:
+        if s.origin == "second":
+            _err(out, base + ("migration",), "a migration moves to the second origin: the first authorization server"
+                 " stays on the MCP server's own (origin: same)")
+        after = s.migration.afterRequests
+        if after is not None and after < 1:
+            _err(out, base + ("migration", "afterRequests"), "afterRequests must be at least 1 (null: only when the"
+                 " control channel says migrate)")
     if s.issuerPath:
         _path(s.issuerPath, base + ("issuerPath",), out, "issuerPath")
         if s.issuerPath.endswith("/"):
@@ -123,9 +129,8 @@ def _server(auth: Auth, known: set[str], out: list[Problem]) -> None:
         _err(out, base + ("tokenEndpointAuthMethods",), "a method is listed twice")
     _registration(auth, out)
     a = s.authorize
-    if a.decision == "wait":
-        _err(out, base + ("authorize", "decision"), "decision: wait needs the control channel's approve and deny, which"
-             " are not served yet (approve or deny)")
+    if a.waitTimeout.template is not None or a.waitTimeout.seconds <= 0:
+        _err(out, base + ("authorize", "waitTimeout"), "waitTimeout must be a positive duration (no template)")
     if a.grantScopes is not None:
         _grantable(a.grantScopes, known, base + ("authorize", "grantScopes"), out)
     t = s.tokens
