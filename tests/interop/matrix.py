@@ -43,7 +43,14 @@ CLIENTS = ("python-asyncio", "python-trio", "typescript")
 # The same clients over Streamable HTTP: the driver spawns `mockmcp run ... --http 0`, reads
 # the URL from its first stdout line and connects the SDK's Streamable HTTP transport to it.
 HTTP_SUFFIX = "-http"
-HTTP_CLIENTS = tuple(c + HTTP_SUFFIX for c in CLIENTS)
+# fastmcp's client (python_driver.py --client fastmcp) runs over HTTP, on the scenarios with an
+# `auth` section only: it is in the matrix for its authorization (its other cells say "not run").
+FASTMCP = "fastmcp" + HTTP_SUFFIX
+HTTP_CLIENTS = (*(c + HTTP_SUFFIX for c in CLIENTS), FASTMCP)
+NOT_RUN = "not run"
+# Where the OAuth mode's clients say the user's browser comes back (nobody listens there: the
+# driver reads the authorization server's redirect itself).
+OAUTH_REDIRECT = "http://127.0.0.1:47005/callback"
 DEFAULT_TIMEOUT_MS = 3000
 # Connecting spawns the mock (the TypeScript client in auto mode: a probe, then the session);
 # with sessions running side by side on a loaded machine that alone can take seconds, and the
@@ -63,7 +70,8 @@ from tsclient import ensure as ts_ready  # noqa: E402
 def installed_versions() -> dict[str, str]:
     from importlib.metadata import version
 
-    out = {"python": f"mcp {version('mcp')} (Python {sys.version.split()[0]})"}
+    out = {"python": f"mcp {version('mcp')} (Python {sys.version.split()[0]})",
+           "fastmcp": f"fastmcp {version('fastmcp')}"}
     try:
         ts_ready()
         pkg = json.loads((TS_DIR / "node_modules" / TS_PACKAGE / "package.json").read_text())
@@ -76,6 +84,8 @@ def installed_versions() -> dict[str, str]:
 
 def driver_argv(client: str) -> list[str]:
     client = client.removesuffix(HTTP_SUFFIX)  # the same driver; the plan says which transport
+    if client == "fastmcp":
+        return [sys.executable, str(HERE / "python_driver.py"), "--backend", "asyncio", "--client", "fastmcp"]
     if client == "typescript":
         ts_ready()
         return ["node", str(TS_DIR / "driver.mjs")]
@@ -182,6 +192,35 @@ def generic_plan(scenario: Any, command: list[str], timeout_ms: int = DEFAULT_TI
     return {"command": command, "timeoutMs": timeout_ms, "ops": ops}
 
 
+def oauth_options(scenario: Any) -> dict[str, Any] | None:
+    """The OAuth mode's client configuration for ``scenario`` (None: it has no ``auth``).
+
+    What an application configured with everything the scenario offers it would have, as the
+    conformance suite's harness hands its clients: the URL of the scenario's first Client ID
+    Metadata Document (the client uses it when the server says it supports them) with that
+    document's redirect URI; pre-registered credentials when they are the only way in (no
+    dynamic registration, no document); otherwise a client that registers itself."""
+    auth = getattr(scenario, "auth", None)
+    if auth is None:
+        return None
+    registration = auth.server.registration
+    options: dict[str, Any] = {"redirectUri": OAUTH_REDIRECT}
+    if registration.documents:
+        document = registration.documents[0]
+        options["clientMetadataUrl"] = document.url
+        uris = document.document.get("redirect_uris")
+        if isinstance(uris, list) and uris and isinstance(uris[0], str):
+            options["redirectUri"] = uris[0]
+    elif registration.preRegistered and not registration.dynamic:
+        client = registration.preRegistered[0]
+        options.update(clientId=client.clientId, tokenEndpointAuthMethod=client.tokenEndpointAuthMethod)
+        if client.clientSecret is not None:
+            options["clientSecret"] = client.clientSecret
+        if client.redirectUris:
+            options["redirectUri"] = client.redirectUris[0]
+    return options
+
+
 def mock_command(scenario_path: Path, workdir: Path) -> list[str]:
     # One session directory per cell: every process the client spawns (the TypeScript probe, a
     # restart) shares the journal, and each report judges the whole session so far.
@@ -269,6 +308,9 @@ def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOU
             except LoadError as exc:  # a broken bundled scenario is a cell to show, not a reason to stop
                 results[i] = {"client": client, "loadError": str(exc)}
                 continue
+            if client == FASTMCP and scenario.auth is None:
+                results[i] = {"client": client, "notRun": "fastmcp's client runs the scenarios with `auth` only"}
+                continue
             ops = generic_plan(scenario, [], timeout_ms)["ops"]
             for op in ops:
                 own = (op_timeout_ms or {}).get(op.get("name") or op.get("uri") or "")
@@ -276,8 +318,9 @@ def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOU
                     op["timeoutMs"] = own
             work = Path(tmp) / f"cell-{i}"
             work.mkdir()
+            http = client.endswith(HTTP_SUFFIX)
             runs.setdefault(client, []).append((i, CellRun(path, ops, work, timeout_ms, bool(scenario.expectations),
-                                                           http=client.endswith(HTTP_SUFFIX))))
+                                                           http=http, auth=oauth_options(scenario) if http else None)))
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(runs))) as pool:
             for fut in [pool.submit(_run_rounds, client, group, jobs) for client, group in runs.items()]:
                 for i, result in fut.result():
@@ -304,9 +347,10 @@ class CellRun:
     first session."""
 
     def __init__(self, scenario_path: Path, ops: list[dict[str, Any]], tmp: Path, timeout_ms: int,
-                 has_expectations: bool, *, http: bool = False) -> None:
+                 has_expectations: bool, *, http: bool = False, auth: dict[str, Any] | None = None) -> None:
         self.scenario_path, self.ops, self.tmp, self.timeout_ms = scenario_path, ops, tmp, timeout_ms
         self.http = http
+        self.auth = auth  # the OAuth mode's options (oauth_options), over HTTP
         self.has_expectations = has_expectations
         self.remaining = list(ops)
         self.merged: dict[str, Any] = {}
@@ -328,6 +372,8 @@ class CellRun:
         if self.http:
             plan["command"] = [*plan["command"], "--http", "0"]
             plan["transport"] = "http"
+            if self.auth is not None:
+                plan["auth"] = self.auth
         return plan
 
     def take(self, result: dict[str, Any]) -> None:
@@ -435,6 +481,8 @@ def summarize(cell: dict[str, Any]) -> tuple[str, list[str]]:
     if "loadError" in cell:
         notes.append(f"the scenario does not load: `{_oneline(cell['loadError'], 400)}`")
         return "scenario does not load", notes
+    if "notRun" in cell:
+        return NOT_RUN, []
     if "crash" in cell:
         notes.append(f"the driver crashed: {cell['crash']}; stderr: `{_oneline(cell.get('stderr', ''))}`")
         return "crash", notes
@@ -479,6 +527,14 @@ def summarize(cell: dict[str, Any]) -> tuple[str, list[str]]:
     progress = sum(op.get("progress", 0) for op in cell["ops"])
     if progress:
         parts.append(f"progress×{progress}")
+    asked = (cell.get("auth") or {}).get("requests") or []
+    if asked:
+        parts.append(f"authorizations×{len(asked)}")
+        notes.append("the client authorized (the OAuth mode) asking for scope "
+                     + ", then ".join(f"`{q.get('scope') or '(none)'}`" for q in asked))
+        for r in (cell.get("auth") or {}).get("responses") or []:
+            if not r.get("code"):
+                notes.append(f"an authorization was refused on the redirect: `{r.get('error')}`")
     cbs = cell.get("callbacks") or {}
     if cbs:
         parts.append("callbacks: " + ", ".join(f"{k}×{len(v)}" for k, v in sorted(cbs.items())))
@@ -549,6 +605,31 @@ KNOWN_BEHAVIOURS = [
     " and the timeout notes count the closed streams instead.",
     "Neither client sets `io.modelcontextprotocol/logLevel` unless asked, so scenarios that log send no"
     " `notifications/message` in this generic session (as the revision requires).",
+    # authorization (the OAuth mode over HTTP), each established by tests/interop/test_interop_auth.py
+    # and runs of `auth` with one switch changed
+    "Authorization, all three clients (Python, TypeScript, fastmcp): at the first `401` each reads the"
+    " protected resource metadata at the URL the challenge names, then the authorization server's RFC 8414"
+    " metadata, registers (or uses its Client ID Metadata Document URL when the server supports them), and"
+    " authorizes with PKCE `S256`, a `state` and `resource` = the MCP URL; each adds `offline_access` to the"
+    " scope when the authorization server lists it and the client asks for refresh tokens (the `auth`"
+    " scenario: `mcp:read offline_access`). fastmcp's `OAuth` is the Python client's `OAuthClientProvider`"
+    " underneath: it asks exactly what the Python client asks.",
+    "Authorization, step-up: at a `403 insufficient_scope` each client authorizes again (`prompt=consent`)"
+    " asking for the scopes it had plus the challenged ones (never the challenged ones alone), then sends the"
+    " request once more. The TypeScript transport runs the step-up itself; when that needs the user it"
+    " rejects the request with `UnauthorizedError` and also reports it through `onerror` (the \"client"
+    " reported 1 error(s)\" of its `auth` cells); the host (here the driver) calls `finishAuth` with the"
+    " callback and sends the request again. It checks the callback's `iss` in `finishAuth` and leaves `state`"
+    " to the host.",
+    "Authorization, `iss` (RFC 9207): all three compare the authorization response's `iss` with the issuer"
+    " exactly and stop: a wrong one, a missing one while the metadata advertises"
+    " `authorization_response_iss_parameter_supported`, and one that differs only by a trailing slash are all"
+    " refused (TypeScript `IssuerMismatchError` from `finishAuth`, Python `OAuthFlowError`, fastmcp the same"
+    " wrapped in `RuntimeError: Client failed to connect`).",
+    "Authorization, fastmcp's browser step: its own redirect handler GETs the authorization URL once itself"
+    " (a check for a stale client id) before it opens the browser, and its callback handler serves the"
+    " redirect URI on a local port; against an authorization server that approves at once, that first GET is"
+    " an authorization whose code is never redeemed. The driver replaces both handlers (it plays the browser).",
 ]
 
 
@@ -568,7 +649,17 @@ def render(results: dict[str, dict[str, dict[str, Any]]], clients: list[str], ve
         " spawned with `versionNegotiation: {mode: 'auto'}`. Columns ending in `-http` run the same session over"
         " Streamable HTTP: the driver spawns `mockmcp run SCENARIO --http 0`, reads the endpoint URL from its first"
         " stdout line and connects the SDK's Streamable HTTP client transport (Python `Client(url)`, TypeScript"
-        " `StreamableHTTPClientTransport`); the TypeScript probe then goes to the same process.",
+        " `StreamableHTTPClientTransport`); the TypeScript probe then goes to the same process."
+        f" The `{FASTMCP}` column is {versions.get('fastmcp', 'fastmcp')}'s client (`Client(url)`, its `*_mcp`"
+        " methods), over HTTP on the scenarios with an `auth` section only (elsewhere `not run`).",
+        "",
+        "Over HTTP a scenario with `auth` runs each client in its OAuth mode: the Python client's"
+        " `OAuthClientProvider` on its HTTP client, the TypeScript client's `OAuthClientProvider` on its transport"
+        " (the host's part, `finishAuth` and a retry, done by the driver), fastmcp's `OAuth` helper. No user: the"
+        " driver plays the browser (GETs the authorization URL, follows nothing, hands `code`, `state` and `iss`"
+        " from the redirect to the client, which checks them). The client is given what the scenario offers an"
+        " application: its first Client ID Metadata Document's URL and redirect URI, else its pre-registered"
+        " credentials when they are the only way in, else nothing (it registers itself).",
         "",
         "Each client runs the same generic session per scenario (tests/interop/matrix.py): list and call"
         " every tool with example arguments from its `inputSchema` (its first `examples` entry if it has"

@@ -25,6 +25,13 @@ HTTP, e.g. ``mockmcp run ... --http 0``), reads the endpoint URL from its first 
 line, connects the client's Streamable HTTP transport to it, and closes the server's
 stdin at the end (EOF stops it).
 
+With ``"auth"`` (the interop matrix sets it for a scenario with an ``auth`` section) the
+HTTP session authorizes: an ``OAuthClientProvider`` on the transport's HTTP client, the
+user's browser played by the driver (``python_auth.py``, which says what ``auth`` holds);
+the result's ``auth`` lists each authorization request's scope and each response's
+outcome. ``--client fastmcp`` runs the plan (over HTTP) with fastmcp's client instead,
+its ``OAuth`` helper in the OAuth mode, its ``*_mcp`` methods for the operations.
+
 ``connectTimeoutMs`` is for ``ts/driver.mjs`` (its connect, probe included); the
 Python client has one read timeout for every request, ``timeoutMs``. An operation's own
 ``timeoutMs`` replaces the plan's for it (in Python for ``callTool`` only, the one call
@@ -51,6 +58,7 @@ import anyio
 
 MAX_TEXT = 400
 MAX_PAGES = 50
+SDK = "mcp"  # or "fastmcp" (--client)
 
 
 def trim(value: Any) -> Any:
@@ -166,12 +174,29 @@ async def run_plan(plan: dict[str, Any]) -> dict[str, Any]:
     argv = plan["command"]
     out: dict[str, Any] = {"client": "python", "ops": []}
     if plan.get("transport") == "http":
+        auth_log = None
         try:
             async with _http_server(argv, timeout) as url:
-                await _session(url, plan, timeout, out, elicit, sample, roots, log)
+                if SDK == "fastmcp" or plan.get("auth"):
+                    from python_auth import AuthLog
+
+                    auth_log = AuthLog()
+                if SDK == "fastmcp":
+                    await _fastmcp_session(url, plan, timeout, out, auth_log, notes)
+                elif plan.get("auth"):
+                    from python_auth import oauth_transport
+
+                    async with oauth_transport(url, plan["auth"], auth_log) as transport:
+                        await _session(transport, plan, timeout, out, elicit, sample, roots, log)
+                else:
+                    await _session(url, plan, timeout, out, elicit, sample, roots, log)
         except Exception as exc:  # the server did not start or print its URL: a failed connect
             if "connect" not in out:
                 out["connect"] = describe(exc)
+        if plan.get("auth") and auth_log is not None:
+            out["auth"] = auth_log.summary()
+    elif SDK == "fastmcp":  # the matrix runs it over HTTP only
+        out["connect"] = {"status": "client-error", "type": "driver", "message": "fastmcp runs over HTTP only"}
     else:
         server = StdioServerParameters(command=argv[0], args=argv[1:], env=plan.get("env"))
         await _session(server, plan, timeout, out, elicit, sample, roots, log)
@@ -221,23 +246,62 @@ async def _session(server: Any, plan: dict[str, Any], timeout: float, out: dict[
         ) as client:
             out["connect"] = {"status": "ok", "protocolVersion": client.protocol_version,
                               "ms": round((time.monotonic() - t0) * 1000)}
-            for op in plan["ops"]:
-                progress: list[float] = []
-                record: dict[str, Any] = {"op": op["op"]}
-                for k in ("name", "uri"):
-                    if k in op:
-                        record[k] = op[k]
-                op_timeout = op["timeoutMs"] / 1000 if "timeoutMs" in op else timeout
-                try:
-                    with anyio.fail_after(op_timeout + 2):
-                        record.update(status="ok", result=await _one(client, op, op_timeout, progress))
-                except Exception as exc:  # recorded, not hidden: the cell says what happened
-                    record.update(describe(exc))
-                if progress:
-                    record["progress"] = len(progress)
-                out["ops"].append(record)
-                if plan.get("stopAfterBreak") and breaks_session(record):
-                    break
+            await _run_ops(client, plan, timeout, out)
+    except Exception as exc:  # connect or shutdown failed: recorded as the connection outcome
+        d = describe(exc)
+        if "connect" not in out:
+            out["connect"] = d
+        else:
+            out["shutdown"] = d
+
+
+async def _run_ops(client: Any, plan: dict[str, Any], timeout: float, out: dict[str, Any]) -> None:
+    for op in plan["ops"]:
+        progress: list[float] = []
+        record: dict[str, Any] = {"op": op["op"]}
+        for k in ("name", "uri"):
+            if k in op:
+                record[k] = op[k]
+        op_timeout = op["timeoutMs"] / 1000 if "timeoutMs" in op else timeout
+        try:
+            with anyio.fail_after(op_timeout + 2):
+                record.update(status="ok", result=await _one(client, op, op_timeout, progress))
+        except Exception as exc:  # recorded, not hidden: the cell says what happened
+            record.update(describe(exc))
+        if progress:
+            record["progress"] = len(progress)
+        out["ops"].append(record)
+        if plan.get("stopAfterBreak") and breaks_session(record):
+            break
+
+
+async def _fastmcp_session(url: str, plan: dict[str, Any], timeout: float, out: dict[str, Any],
+                           auth_log: Any, notes: dict[str, list[Any]]) -> None:
+    """The plan on fastmcp's client (``Client(url, auth=OAuth(...))`` in the OAuth mode)."""
+    from fastmcp import Client
+
+    from python_auth import FastmcpOps, fastmcp_auth
+
+    async def sample(messages: Any, params: Any, context: Any) -> str:
+        notes["sampling"].append(len(messages))
+        return "sampled answer"
+
+    async def elicit(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        notes["elicitation"].append(getattr(params, "mode", None) or "form")
+        schema = getattr(params, "requested_schema", None) or {}
+        if not isinstance(schema, dict):
+            schema = schema.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return example_from_schema(schema) or {}
+
+    auth = fastmcp_auth(plan["auth"], auth_log) if plan.get("auth") else None
+    t0 = time.monotonic()
+    try:
+        async with Client(url, auth=auth, mode=plan.get("mode", "auto"), timeout=timeout,
+                          sampling_handler=sample, elicitation_handler=elicit,
+                          roots=["file:///project"]) as client:
+            out["connect"] = {"status": "ok", "protocolVersion": client.protocol_version,
+                              "ms": round((time.monotonic() - t0) * 1000)}
+            await _run_ops(FastmcpOps(client), plan, timeout, out)
     except Exception as exc:  # connect or shutdown failed: recorded as the connection outcome
         d = describe(exc)
         if "connect" not in out:
@@ -320,8 +384,12 @@ async def run_batch(batch: dict[str, Any]) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    ap.add_argument("--client", choices=["mcp", "fastmcp"], default="mcp",
+                    help="the official client (default), or fastmcp's (over HTTP only)")
     ap.add_argument("plan", nargs="?", help="plan (or batch) JSON file (default: stdin)")
     args = ap.parse_args()
+    global SDK
+    SDK = args.client
     plan = json.loads(open(args.plan).read() if args.plan else sys.stdin.read())
     if "plans" in plan:
         result = anyio.run(run_batch, plan, backend=args.backend)

@@ -219,3 +219,44 @@ def test_the_fastmcp_client_completes_the_flow_and_steps_up() -> None:
     assert seen["queries"][0]["client_id"].startswith("dyn-")
     assert seen["queries"][0]["redirect_uri"] == "http://127.0.0.1:47004/callback"
     assert_flow(log)
+
+
+PRE_REGISTERED_ONLY = """\
+mockmcp: 1
+auth:
+  server:
+    registration:
+      dynamic: false
+      clientIdMetadataDocuments: false
+      preRegistered:
+        - {clientId: ci-client, clientSecret: ci-secret, tokenEndpointAuthMethod: client_secret_post,
+           redirectUris: ["http://localhost:3000/callback"]}
+tools:
+  - {name: t, replies: [{steps: [{text: ok}]}]}
+"""
+
+
+def test_the_matrix_oauth_mode_gives_each_client_what_the_scenario_offers(tmp_path: Any) -> None:
+    """The interop matrix's OAuth mode (tests/interop/matrix.py ``oauth_options``): the scenario's
+    Client ID Metadata Document, else its pre-registered credentials when they are the only way
+    in, else nothing (the client registers); fastmcp's column is not run without ``auth``."""
+    from interop import matrix
+    from mockmcp.scenario import loader
+
+    bundled, _ = loader.load("auth", use_cache=False)
+    assert matrix.oauth_options(bundled) == {"redirectUri": "http://127.0.0.1:33418/callback",
+                                             "clientMetadataUrl": "https://client.example/oauth/metadata.json"}
+    path = tmp_path / "pre.yaml"
+    path.write_text(PRE_REGISTERED_ONLY)
+    pre, _ = loader.load(str(path), use_cache=False)
+    assert matrix.oauth_options(pre) == {"redirectUri": "http://localhost:3000/callback", "clientId": "ci-client",
+                                         "clientSecret": "ci-secret", "tokenEndpointAuthMethod": "client_secret_post"}
+    path.write_text(PRE_REGISTERED_ONLY.replace("dynamic: false", "dynamic: true"))
+    dynamic, _ = loader.load(str(path), use_cache=False)
+    assert matrix.oauth_options(dynamic) == {"redirectUri": matrix.OAUTH_REDIRECT}
+    default, _ = loader.load("default", use_cache=False)
+    assert matrix.oauth_options(default) is None
+    from mockmcp.scenario import loadcache
+
+    (cell,) = matrix.run_cells([(loadcache.bundled_dir() / "default.yaml", matrix.FASTMCP)])
+    assert matrix.summarize(cell) == (matrix.NOT_RUN, [])

@@ -11,6 +11,14 @@
 // its Streamable HTTP endpoint URL as its first stdout line, e.g. mockmcp run ... --http 0),
 // connects a StreamableHTTPClientTransport to that URL, and ends the server's stdin at the end.
 //
+// With "auth" (the interop matrix sets it for a scenario with an `auth` section) the HTTP
+// transport gets an OAuthClientProvider that plays the user's browser (auth_provider.mjs):
+// {"redirectUri", "clientMetadataUrl"?, "clientId"?, "clientSecret"?, "tokenEndpointAuthMethod"?}.
+// When the transport stops for an authorization (UnauthorizedError: at connect, or a step-up
+// it could not finish alone), the driver does what a host does: finishAuth with the callback,
+// then connects again or retries the operation. The result's "auth" lists each authorization
+// request's scope and each response's outcome (never a code or a token).
+//
 // The client connects with versionNegotiation {mode: 'auto'}: on stdio it
 // spawns the server twice (a discover probe, then the session). Elicitation,
 // sampling and roots handlers are registered (and the capabilities declared)
@@ -21,6 +29,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Client, ProtocolError, SdkError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { BrowserlessProvider, authorized } from './auth_provider.mjs';
 
 const MAX_TEXT = 400;
 
@@ -130,11 +139,7 @@ async function one(client, op, timeout, progress, rounds) {
   }
 }
 
-async function runPlan(plan) {
-  const timeout = plan.timeoutMs ?? 5000;
-  const notes = { elicitation: [], sampling: [], roots: [], log: [] };
-  const out = { client: 'typescript', ops: [] };
-
+function newClient(notes, clientErrors) {
   const client = new Client(
     { name: 'mockmcp-interop-ts', version: '1.0.0' },
     {
@@ -159,23 +164,72 @@ async function runPlan(plan) {
   client.setNotificationHandler('notifications/message', async (n) => {
     notes.log.push(n.params.level);
   });
-
   // Errors the client reports without failing a request (unknown progress tokens, bad lines...).
-  const clientErrors = [];
   client.onerror = (err) => clientErrors.push(String(err?.message ?? err).slice(0, MAX_TEXT));
+  return client;
+}
+
+// The OAuth mode's provider, from the plan's "auth" options.
+function oauthProvider(options) {
+  const preRegistered = options.clientId
+    ? { client_id: options.clientId, ...(options.clientSecret ? { client_secret: options.clientSecret } : {}) }
+    : undefined;
+  const provider = new BrowserlessProvider({
+    clientName: 'mockmcp interop matrix (TypeScript)',
+    redirectUrl: options.redirectUri,
+    clientMetadataUrl: options.clientMetadataUrl,
+    preRegistered,
+  });
+  if (options.tokenEndpointAuthMethod) provider.clientMetadata.token_endpoint_auth_method = options.tokenEndpointAuthMethod;
+  return provider;
+}
+
+// What the OAuth mode saw, without a secret: each authorization request's scope and
+// each authorization response's outcome (code, error, iss).
+function authSummary(provider) {
+  return {
+    requests: provider.authorizations.map((q) => ({ scope: q.scope ?? null, resource: q.resource ?? null })),
+    responses: provider.callbacks.map((c) => ({ code: 'code' in c, error: c.error ?? null, iss: c.iss ?? null })),
+  };
+}
+
+async function runPlan(plan) {
+  const timeout = plan.timeoutMs ?? 5000;
+  const notes = { elicitation: [], sampling: [], roots: [], log: [] };
+  const out = { client: 'typescript', ops: [] };
+  let clientErrors = [];
+  let client = newClient(notes, clientErrors);
 
   const [command, ...args] = plan.command;
   let server = null;
   let transport;
+  let provider;
+  // the transport's own calls pass through `authorized` in the OAuth mode (a no-op otherwise)
+  let withAuth = (fn) => fn();
   const t0 = Date.now();
   try {
     if (plan.transport === 'http') {
       server = await spawnHttpServer(command, args, plan.connectTimeoutMs ?? timeout);
-      transport = new StreamableHTTPClientTransport(new URL(server.url));
+      const url = new URL(server.url);
+      if (plan.auth) {
+        provider = oauthProvider(plan.auth);
+        withAuth = (fn) => authorized(transport, provider, fn);
+        // a connect stopped for authorization leaves its transport started: a new pair each round
+        let attempts = 0;
+        const connect = async () => {
+          transport = new StreamableHTTPClientTransport(url, { authProvider: provider });
+          // (the errors the refused client reported, its UnauthorizedError, go with it)
+          if (attempts++) client = newClient(notes, clientErrors = []);
+          await client.connect(transport, { timeout: plan.connectTimeoutMs ?? timeout });
+        };
+        await authorized({ finishAuth: (p) => transport.finishAuth(p) }, provider, connect);
+      } else {
+        transport = new StreamableHTTPClientTransport(url);
+      }
     } else {
       transport = new StdioClientTransport({ command, args, env: plan.env, stderr: 'inherit' });
     }
-    await client.connect(transport, { timeout: plan.connectTimeoutMs ?? timeout });
+    if (!provider) await client.connect(transport, { timeout: plan.connectTimeoutMs ?? timeout });
     out.connect = {
       status: 'ok',
       era: client.getProtocolEra(),
@@ -192,7 +246,7 @@ async function runPlan(plan) {
       const progress = [];
       const rounds = [];
       try {
-        record.result = trim(await one(client, op, op.timeoutMs ?? timeout, progress, rounds));
+        record.result = trim(await withAuth(() => one(client, op, op.timeoutMs ?? timeout, progress, rounds)));
         record.status = 'ok';
       } catch (err) {
         Object.assign(record, describe(err));
@@ -209,6 +263,7 @@ async function runPlan(plan) {
     out.shutdown = describe(err);
   }
   if (server) await server.stop();
+  if (provider) out.auth = authSummary(provider);
   if (clientErrors.length) out.clientErrors = clientErrors;
   out.callbacks = Object.fromEntries(Object.entries(notes).filter(([, v]) => v.length));
   return out;
