@@ -21,6 +21,7 @@ from mockmcp.wire import protocol as p
 _SPEC = "https://modelcontextprotocol.io/specification/2026-07-28/"
 _LEGACY_SPEC = "https://modelcontextprotocol.io/specification/2025-11-25/"
 _TASKS_SPEC = "https://github.com/modelcontextprotocol/ext-tasks/blob/main/specification/draft/tasks.md"
+_AUTH = "basic/authorization"
 
 # id -> (level, spec section, one-line summary). The single list the docs and tests follow.
 CHECKS: dict[str, tuple[str, str, str]] = {
@@ -72,6 +73,27 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "tasks.cancel.notification": ("error", _TASKS_SPEC + "#task-cancellation", "notifications/cancelled for a request the server answered with a task (it MUST NOT be used for task cancellation: tasks/cancel is)"),
     "tasks.method.removed": ("error", _TASKS_SPEC + "#task-polling", "tasks/result or tasks/list: methods of the 2025-11-25 tasks the extension removed (a server answers -32601)"),
     "tasks.request.taskParam": ("note", _TASKS_SPEC + "#capability-negotiation", "a request with the 2025-11-25 'task' parameter: the server alone decides whether to answer with a task"),
+    # Authorization over HTTP (a scenario's auth), checked by auth_checks.py from the journal's auth events.
+    "auth.pkce.missing": ("error", _AUTH + "/security-considerations#authorization-code-protection", "an authorization request without code_challenge (PKCE is required)"),
+    "auth.pkce.method": ("error", _AUTH + "/security-considerations#authorization-code-protection", "a code_challenge_method other than S256 (absent means plain)"),
+    "auth.state.missing": ("warning", _AUTH + "/security-considerations#open-redirection", "an authorization request without state (a SHOULD)"),
+    "auth.resource.missing": ("error", _AUTH + "#resource-parameter-implementation", "an authorization or token request without resource (RFC 8707)"),
+    "auth.resource.mismatch": ("error", _AUTH + "#canonical-server-uri", "a resource parameter that is not the MCP server's canonical URL"),
+    "auth.resource.unvalidated": ("error", "https://www.rfc-editor.org/rfc/rfc9728.html#section-3.3", "authorizing or registering after protected resource metadata whose resource is not the MCP URL (it MUST NOT be used)"),
+    "auth.token.query": ("error", _AUTH + "#token-requirements", "an access token in the query string"),
+    "auth.token.foreign": ("error", _AUTH + "#token-handling", "a bearer token this server's authorization server did not issue"),
+    "auth.token.dropped": ("error", _AUTH + "#token-requirements", "an MCP request without Authorization once the client had a token"),
+    "auth.scope.dropped": ("warning", _AUTH + "#step-up-authorization-flow", "a step-up authorization that drops scopes granted before (ask the union)"),
+    "auth.scope.retryLimit": ("warning", _AUTH + "#step-up-authorization-flow", "more than 3 answers 403 insufficient_scope to one operation, or authorizing again after the third"),
+    "auth.scope.invented": ("warning", _AUTH + "#scope-selection-strategy", "a scope no challenge, scopes_supported, earlier request or grant offered"),
+    "auth.scope.order": ("warning", _AUTH + "#scope-selection-strategy", "scopes that are not the selection strategy's: the challenge's first, else all of scopes_supported; a step-up asks the challenged ones"),
+    "auth.iss.unchecked": ("error", _AUTH + "#authorization-response-validation", "a code redeemed after an authorization response whose iss was wrong (as a string) or missing though advertised"),
+    "auth.issuer.mismatch": ("error", _AUTH + "/authorization-server-discovery#authorization-server-metadata-discovery", "using an authorization server whose metadata named another issuer"),
+    "auth.registration.stale": ("error", _AUTH + "/client-registration#authorization-server-binding", "a client id registered at one authorization server used at another"),
+    "auth.registration.applicationType": ("error", _AUTH + "/client-registration#application-type-and-redirect-uri-constraints", "a dynamic registration without application_type"),
+    "auth.registration.cimdUnused": ("warning", _AUTH + "/client-registration#client-id-metadata-documents", "dynamic registration while the server offers metadata documents and the client has one (auth.expect.registration: document)"),
+    "auth.registration.unexpected": ("warning", _AUTH + "/client-registration#pre-registration", "registration, or another client id, while the client has pre-registered credentials (auth.expect.registration: preRegistered)"),
+    "auth.offlineAccess.unsupported": ("error", _AUTH + "#refresh-tokens", "offline_access asked of an authorization server whose scopes_supported does not list it"),
     # Streamable HTTP (mockmcp run --http): found by the HTTP shell's rules, reported here.
     "http.header.missing": ("error", "basic/transports/streamable-http#server-validation", "a request without MCP-Protocol-Version, Mcp-Method, or Mcp-Name where its method needs one"),
     "http.header.mismatch": ("error", "basic/transports/streamable-http#server-validation", "a request header that does not match the body (or a malformed value or base64 sentinel)"),

@@ -99,6 +99,11 @@ class Verifier:
             from mockmcp.verify.task_checks import TaskChecker
 
             self.tasks = TaskChecker(engine.services.steps.time_scale)
+        self.auth = None
+        if engine.scenario.auth is not None:  # its checks judge the journal's auth events (HTTP only)
+            from mockmcp.verify.auth_checks import AuthChecker
+
+            self.auth = AuthChecker(engine.scenario.auth.expect.registration)
         self.findings: list[Finding] = []
         self.per_check: dict[str, int] = {}
         self.counts = {"requests": 0, "notifications": 0, "clientResponses": 0, "invalid": 0, "sent": 0, "rawWrites": 0, "cancelled": 0}
@@ -141,6 +146,8 @@ class Verifier:
                 # connection's: ids are unique per sender, and two clients of one mock may share one.
                 found = [f for f in found if f.check != "id.reused"]
             self._found(found)
+            if self.auth is not None:
+                self.auth.passed(msg.method, msg.params)
             if self.tasks is not None:
                 self._found(self.tasks.request(msg.id, msg.method, msg.params, msg.message, time.monotonic()))
         elif type(msg) is jsonrpc.Notification:
@@ -198,6 +205,8 @@ class Verifier:
             self._unresumed.pop(info["eventId"], None)
         if self.journal is not None:
             self.journal.write("event", kind=kind, **info)
+        if kind == "auth" and self.auth is not None:
+            self._found(self.auth.exchange(info))
 
     def _ended(self, rid: Any) -> None:
         """A request ended without a response (cancelled, or answered by an HTTP fault): not in flight."""

@@ -25,6 +25,7 @@ import trio
 
 from mockmcp.core import httprules
 from mockmcp.core.auth.answers import HttpAnswer, json_answer
+from mockmcp.core.auth.facts import facts_of
 from mockmcp.core.auth.live import Pending
 from mockmcp.core.auth.site import AuthSite, Listener, describe
 from mockmcp.scenario.model.auth import Auth
@@ -103,7 +104,7 @@ class AuthFront:
         if request.target.split(b"?", 1)[0] == httprules.ENDPOINT:
             refused = self.site.gate(request.target, headers, origin)
             if refused is not None:
-                self._told(request, refused)
+                self._told(request, refused, headers, b"", origin)
                 return as_reject(refused)
         return self.checks.head(request, headers)
 
@@ -114,12 +115,12 @@ class AuthFront:
             if self.site.owns(request.target, self.listener):
                 found = self.site.answer(request.method, request.target, headers, body, origin, self.listener)
                 answer = found if isinstance(found, HttpAnswer) else await self._decided(found)
-                self._told(request, answer)
+                self._told(request, answer, headers, body, origin)
                 await write_answer(h, stream, answer, request.method == b"HEAD")
                 return
             refused = self.site.gate_body(request.target, headers, body, origin)
             if refused is not None:
-                self._told(request, refused)
+                self._told(request, refused, headers, body, origin)
                 await write_answer(h, stream, refused)
                 return
         await self.exchange.answer(h, stream, request, body)
@@ -139,14 +140,19 @@ class AuthFront:
             self.site.decisions.give_up(pending)  # (gone or timed out: it waits no more)
         return self.site.settle(pending)
 
-    def _told(self, request: h11.Request, answer: HttpAnswer) -> None:
-        """The journal hears of each authorization exchange by its path and outcome (no secrets:
-        neither the query nor the body)."""
+    def _told(self, request: h11.Request, answer: HttpAnswer, headers: dict[bytes, bytes], body: bytes,
+              origin: str) -> None:
+        """The journal hears of each authorization exchange by its path and outcome and, when someone
+        listens (the verifier's authorization checks), its facts (``core/auth/facts.py``): never a
+        secret, neither the query nor the body as sent."""
         path = request.target.split(b"?", 1)[0].decode("latin-1")
         outcome = describe(answer)
         self.log("debug", f"auth: {request.method.decode('latin-1')} {path} -> {outcome}")
-        self.taps.event("auth", {"method": request.method.decode("latin-1"), "path": path, "status": answer.status,
-                                 "outcome": outcome})
+        if self.taps.on_event is None:
+            return
+        fields = {"method": request.method.decode("latin-1"), "path": path, "status": answer.status, "outcome": outcome}
+        fields.update(facts_of(self.site, request.method, request.target, headers, body, origin, answer, self.listener))
+        self.taps.event("auth", fields)
 
 
 async def write_answer(h: h11.Connection, stream: trio.abc.Stream, answer: HttpAnswer, head: bool = False) -> None:
