@@ -238,6 +238,49 @@ class ControlOperations(abc.ABC):
         spec = _clean({"method": method, "name": name, "uri": uri}) | when
         return self.call("waitFor", _clean({"when": spec, "timeout": timeout, "since": since}), "message")
 
+    # authorization (a scenario with auth, over HTTP)
+    def expire_tokens(self, *, client_id: str | None = None, scope: str | None = None, refresh: bool = False) -> Any:
+        """Expire now the access tokens (``refresh``: refresh tokens too) of a client, or holding a
+        scope, or all: the client meets ``401 invalid_token`` and may refresh. The number expired."""
+        return self.call("expireTokens", _clean({"clientId": client_id, "scope": scope}) | {"refresh": refresh}, "expired")
+
+    def revoke_tokens(self, *, client_id: str | None = None, scope: str | None = None, refresh: bool = True) -> Any:
+        """Revoke now (refresh tokens too unless ``refresh=False``): the client must authorize again."""
+        return self.call("revokeTokens", _clean({"clientId": client_id, "scope": scope}) | {"refresh": refresh}, "revoked")
+
+    def require_scope(self, scopes: list[str], *, method: str | None = None, tool: str | None = None,
+                      prompt: str | None = None, resource: str | None = None) -> Any:
+        """From now on a method, tool, prompt or resource (none named: every request) needs ``scopes``
+        (``403 insufficient_scope``: step-up on demand); every requirement now."""
+        return self.call("requireScope", _clean({"scopes": scopes, "method": method, "tool": tool, "prompt": prompt,
+                                                 "resource": resource}))
+
+    def pending_authorizations(self) -> Any:
+        """The authorization requests waiting for a decision (``decision: wait``), oldest first."""
+        return self.call("listAuthorizations", {}, "pending")
+
+    def approve_authorization(self, id: str | None = None, *, scopes: list[str] | None = None) -> Any:
+        """Approve one waiting request (every one without ``id``); ``scopes``: grant only these of those
+        asked. The ids decided."""
+        return self.call("approveAuthorization", _clean({"id": id, "scopes": scopes}), "decided")
+
+    def deny_authorization(self, id: str | None = None, *, description: str | None = None) -> Any:
+        """Deny one waiting request (every one without ``id``): ``access_denied`` on its redirect URI."""
+        return self.call("denyAuthorization", _clean({"id": id, "description": description}), "decided")
+
+    def set_auth_metadata(self, *, resource: dict[str, Any] | None = None, server: dict[str, Any] | None = None) -> Any:
+        """Override fields of the protected resource's (``resource``) or the authorization server's
+        (``server``) metadata from now on; a ``None`` value removes the field."""
+        return self.call("setAuthMetadata", _clean({"resource": resource, "server": server}))
+
+    def migrate(self) -> Any:
+        """Move the resource to the second authorization server now (``auth.server.migration``); its URL."""
+        return self.call("migrate", {}, "authorizationServer")
+
+    def auth_state(self) -> Any:
+        """Where things are: the MCP URL, the authorization server the resource names, the second origin."""
+        return self.call("getState", {}, "auth")
+
     def shutdown(self, *, crash: bool = False, status: int | None = None) -> Any:
         """End the mock: like the end of stdin, or (``crash``) at once with ``status`` (default 1)."""
         return self.call("shutdown", _clean({"mode": "crash" if crash else "graceful", "status": status}))
