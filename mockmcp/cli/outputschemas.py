@@ -136,6 +136,19 @@ _TASK_STATUS = {"enum": ["working", "input_required", "completed", "failed", "ca
 _ARMED = _obj({"id": _int(), "method": _str(), "name": _str(), "uri": _str(), "remaining": _int(), "hits": _int()},
               ["id", "method", "remaining", "hits"], description="An armed reply.")
 _EMPTY = _obj({})
+_STRS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+_SCOPES: dict[str, Any] = {**_STRS, "description": "OAuth scopes"}
+_AUTH_STATE = _obj({
+    "mcp": {"type": ["string", "null"], "description": "the MCP URL"},
+    "authorizationServer": {"type": ["string", "null"], "description": "the issuer the resource's metadata names now"},
+    "secondOrigin": {"type": ["string", "null"], "description": "the second origin's base URL (null: none)"},
+    "pending": _int("authorization requests waiting for a decision"),
+    "migrated": {"type": "boolean"},
+}, ["mcp", "authorizationServer", "secondOrigin", "pending"], description="Where the authorization parts are served.")
+_PENDING = _obj({"id": _str(), "clientId": _str(), "scopes": _SCOPES, "redirectUri": _str(), "state": _str(),
+                 "waited": {"type": "number"}, "remaining": {"type": "number"}},
+                ["id", "clientId", "scopes", "redirectUri", "waited", "remaining"],
+                description="An authorization request parked by decision: wait.")
 
 # operation -> (params, result, what it does); the wire names, in docs/control.md's order
 _OPERATIONS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
@@ -152,7 +165,8 @@ _OPERATIONS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "remove": (_obj({"kind": _KIND, "key": _str(), "notify": {"type": "boolean"}}, ["kind", "key"]),
                _obj({"kind": _KIND, "key": _str(), "delivered": _int()}, ["kind", "key", "delivered"]),
                "remove a definition by its key"),
-    "getState": (_EMPTY, _obj({"state": _str()}, ["state"]), "the named state"),
+    "getState": (_EMPTY, _obj({"state": _str(), "auth": _ref("AuthState")}, ["state"]),
+                 "the named state (and, with auth over HTTP, where the authorization server is)"),
     "setState": (_obj({"state": _str()}, ["state"]), _obj({"state": _str(), "previous": _str()}, ["state", "previous"]),
                  "set the named state"),
     "counters": (_EMPTY, _obj({"requests": _int(),
@@ -183,13 +197,36 @@ _OPERATIONS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "shutdown": (_obj({"mode": {"enum": ["graceful", "crash"]}, "status": _int()}),
                  _obj({"mode": {"enum": ["graceful", "crash"]}, "status": _int()}, ["mode", "status"]), "end the mock"),
     "ping": (_EMPTY, _obj({"position": _int()}, ["position"]), "the channel is up; the next journal position"),
+    "expireTokens": (_obj({"clientId": _str(), "scope": _str(), "refresh": {"type": "boolean"}}),
+                     _obj({"expired": _int()}, ["expired"]),
+                     "expire access tokens now (a client's, a scope's, or all; refresh: refresh tokens too)"),
+    "revokeTokens": (_obj({"clientId": _str(), "scope": _str(), "refresh": {"type": "boolean"}}),
+                     _obj({"revoked": _int()}, ["revoked"]),
+                     "revoke tokens now (a client's, a scope's, or all; refresh tokens too unless refresh: false)"),
+    "requireScope": (_obj({"scopes": _SCOPES, "method": _str(), "tool": _str(), "prompt": _str(), "resource": _str()},
+                          ["scopes"]),
+                     _obj({"requiredScopes": _SCOPES, "scopes": {"type": "array", "items": _obj(
+                         {"scopes": _SCOPES, "method": _str(), "tool": _str(), "prompt": _str(), "resource": _str()},
+                         ["scopes"])}}, ["requiredScopes", "scopes"]),
+                     "require scopes from now on, for a method, tool, prompt, resource or every request"),
+    "listAuthorizations": (_EMPTY, _obj({"pending": {"type": "array", "items": _ref("PendingAuthorization")}},
+                                        ["pending"]), "the authorization requests waiting for a decision"),
+    "approveAuthorization": (_obj({"id": _str(), "scopes": _SCOPES}), _obj({"decided": _STRS}, ["decided"]),
+                             "approve a waiting authorization request (or all), perhaps with fewer scopes"),
+    "denyAuthorization": (_obj({"id": _str(), "description": _str()}), _obj({"decided": _STRS}, ["decided"]),
+                          "deny a waiting authorization request (or all)"),
+    "setAuthMetadata": (_obj({"resource": _OBJ, "server": _OBJ}),
+                        _obj({"resource": _OBJ, "server": _OBJ}, ["resource", "server"]),
+                        "override metadata fields from now on (null removes one)"),
+    "migrate": (_EMPTY, _obj({"authorizationServer": {"type": ["string", "null"]}}, ["authorizationServer"]),
+                "move the resource to the second authorization server now"),
 }
 
 
 def control_schema() -> dict[str, Any]:
     """Every control operation's params and result (``<Op>Params``, ``<Op>Result``), and the error."""
     defs: dict[str, Any] = {
-        "When": _WHEN, "Armed": _ARMED,
+        "When": _WHEN, "Armed": _ARMED, "AuthState": _AUTH_STATE, "PendingAuthorization": _PENDING,
         "Task": {**_obj({"taskId": _str(), "status": _TASK_STATUS}, ["taskId", "status"], more=True),
                  "description": "a task as tasks/get shows it (the Tasks extension's DetailedTask)"},
         "ErrorObject": _obj({"code": _int(), "message": _str(), "data": _JSON}, ["code", "message"],
