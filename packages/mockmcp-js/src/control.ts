@@ -11,8 +11,9 @@
  */
 import net from 'node:net';
 import type {
-  ArmParams, Armed, ControlOperations, CountersResult, DisarmResult, JournalResult, ListTasksResult,
-  SetTaskParams, SetTaskResult, Task, When,
+  ArmParams, Armed, AuthState, ControlOperations, CountersResult, DisarmResult, JournalResult, ListTasksResult,
+  PendingAuthorization, RequireScopeParams, RequireScopeResult, SetAuthMetadataResult, SetTaskParams, SetTaskResult,
+  Task, When,
 } from './generated.js';
 
 export const CONNECT_TIMEOUT_MS = 10_000;
@@ -207,6 +208,38 @@ export class ControlClient {
     return answer.message as Record<string, unknown>;
   }
   journal(since = 0, limit?: number): Promise<JournalResult> { return this.call('journal', clean({ since, limit })); }
+  // authorization (a scenario with auth, over HTTP)
+  /** Expire access tokens now (a client's, a scope's, or all; `refresh`: refresh tokens too): the number expired. */
+  async expireTokens(options: { clientId?: string; scope?: string; refresh?: boolean } = {}): Promise<number> {
+    return (await this.call('expireTokens', clean(options))).expired;
+  }
+  /** Revoke tokens now (refresh tokens too unless `refresh: false`): the number revoked. */
+  async revokeTokens(options: { clientId?: string; scope?: string; refresh?: boolean } = {}): Promise<number> {
+    return (await this.call('revokeTokens', clean(options))).revoked;
+  }
+  /** Scopes a method, tool, prompt or resource (none named: every request) needs from now on. */
+  requireScope(scopes: string[], target: Omit<RequireScopeParams, 'scopes'> = {}): Promise<RequireScopeResult> {
+    return this.call('requireScope', { scopes, ...clean(target) });
+  }
+  /** The authorization requests waiting for a decision (`decision: wait`), oldest first. */
+  async pendingAuthorizations(): Promise<PendingAuthorization[]> { return (await this.call('listAuthorizations', {})).pending; }
+  /** Approve one waiting request (all without `id`), perhaps granting only `scopes`: the ids decided. */
+  async approveAuthorization(id?: string, scopes?: string[]): Promise<string[]> {
+    return (await this.call('approveAuthorization', clean({ id, scopes }))).decided;
+  }
+  /** Deny one waiting request (all without `id`): `access_denied` on its redirect URI. The ids decided. */
+  async denyAuthorization(id?: string, description?: string): Promise<string[]> {
+    return (await this.call('denyAuthorization', clean({ id, description }))).decided;
+  }
+  /** Override metadata fields from now on (a `null` value removes the field). */
+  setAuthMetadata(fields: { resource?: Record<string, unknown>; server?: Record<string, unknown> }): Promise<SetAuthMetadataResult> {
+    return this.call('setAuthMetadata', clean(fields));
+  }
+  /** Move the resource to the second authorization server now: its URL. */
+  async migrate(): Promise<string | null> { return (await this.call('migrate', {})).authorizationServer; }
+  /** Where the MCP URL, the authorization server and the second origin are. */
+  async authState(): Promise<AuthState | undefined> { return (await this.call('getState', {})).auth; }
+
   /** End the mock: as at the end of stdin, or (`crash`) at once with `status` (default 1). */
   async shutdown(options: { crash?: boolean; status?: number } = {}): Promise<void> {
     await this.call('shutdown', clean({ mode: options.crash ? ('crash' as const) : ('graceful' as const), status: options.status }));

@@ -17,6 +17,17 @@ export interface AddResult {
   delivered: number;
 }
 
+/** approveAuthorization: approve a waiting authorization request (or all), perhaps with fewer scopes */
+export interface ApproveAuthorizationParams {
+  id?: string;
+  /** OAuth scopes */
+  scopes?: Array<string>;
+}
+
+export interface ApproveAuthorizationResult {
+  decided: Array<string>;
+}
+
 /** arm: a one-shot reply for the next matching requests */
 export interface ArmParams {
   when: When;
@@ -36,6 +47,19 @@ export interface Armed {
   uri?: string;
   remaining: number;
   hits: number;
+}
+
+/** Where the authorization parts are served. */
+export interface AuthState {
+  /** the MCP URL */
+  mcp: string | null;
+  /** the issuer the resource's metadata names now */
+  authorizationServer: string | null;
+  /** the second origin's base URL (null: none) */
+  secondOrigin: string | null;
+  /** authorization requests waiting for a decision */
+  pending: number;
+  migrated?: boolean;
 }
 
 /** The control channel's operations (docs/control.md): each one's params and result, by its wire name. */
@@ -112,6 +136,38 @@ export interface ControlOperations {
     params: PingParams;
     result: PingResult;
   };
+  expireTokens: {
+    params: ExpireTokensParams;
+    result: ExpireTokensResult;
+  };
+  revokeTokens: {
+    params: RevokeTokensParams;
+    result: RevokeTokensResult;
+  };
+  requireScope: {
+    params: RequireScopeParams;
+    result: RequireScopeResult;
+  };
+  listAuthorizations: {
+    params: ListAuthorizationsParams;
+    result: ListAuthorizationsResult;
+  };
+  approveAuthorization: {
+    params: ApproveAuthorizationParams;
+    result: ApproveAuthorizationResult;
+  };
+  denyAuthorization: {
+    params: DenyAuthorizationParams;
+    result: DenyAuthorizationResult;
+  };
+  setAuthMetadata: {
+    params: SetAuthMetadataParams;
+    result: SetAuthMetadataResult;
+  };
+  migrate: {
+    params: MigrateParams;
+    result: MigrateResult;
+  };
 }
 
 /** counters: what matched so far */
@@ -147,6 +203,16 @@ export interface Counts {
   sent?: number;
   rawWrites?: number;
   [key: string]: unknown;
+}
+
+/** denyAuthorization: deny a waiting authorization request (or all) */
+export interface DenyAuthorizationParams {
+  id?: string;
+  description?: string;
+}
+
+export interface DenyAuthorizationResult {
+  decided: Array<string>;
 }
 
 /** disarm: remove one armed reply, or all */
@@ -201,6 +267,17 @@ export interface ExpectationVerdict {
   after?: string;
 }
 
+/** expireTokens: expire access tokens now (a client's, a scope's, or all; refresh: refresh tokens too) */
+export interface ExpireTokensParams {
+  clientId?: string;
+  scope?: string;
+  refresh?: boolean;
+}
+
+export interface ExpireTokensResult {
+  expired: number;
+}
+
 /** One broken rule of the client checks. */
 export interface Finding {
   /** the check's id, e.g. mrtr.requestState.dropped (docs/verification.md lists them) */
@@ -221,11 +298,12 @@ export interface Finding {
   [key: string]: unknown;
 }
 
-/** getState: the named state */
+/** getState: the named state (and, with auth over HTTP, where the authorization server is) */
 export type GetStateParams = Record<string, never>;
 
 export interface GetStateResult {
   state: string;
+  auth?: AuthState;
 }
 
 /** getTask: a task as tasks/get shows it */
@@ -288,6 +366,13 @@ export interface JournalResult {
   dropped: number;
 }
 
+/** listAuthorizations: the authorization requests waiting for a decision */
+export type ListAuthorizationsParams = Record<string, never>;
+
+export interface ListAuthorizationsResult {
+  pending: Array<PendingAuthorization>;
+}
+
 /** listTasks: the newest tasks */
 export type ListTasksParams = Record<string, never>;
 
@@ -300,12 +385,31 @@ export interface ListTasksResult {
   total: number;
 }
 
+/** migrate: move the resource to the second authorization server now */
+export type MigrateParams = Record<string, never>;
+
+export interface MigrateResult {
+  authorizationServer: string | null;
+}
+
 /** pause: stop reading requests, for seconds or until resume */
 export interface PauseParams {
   seconds?: number;
 }
 
 export type PauseResult = Record<string, never>;
+
+/** An authorization request parked by decision: wait. */
+export interface PendingAuthorization {
+  id: string;
+  clientId: string;
+  /** OAuth scopes */
+  scopes: Array<string>;
+  redirectUri: string;
+  state?: string;
+  waited: number;
+  remaining: number;
+}
 
 /** ping: the channel is up; the next journal position */
 export type PingParams = Record<string, never>;
@@ -363,10 +467,63 @@ export interface Report {
   };
 }
 
+/** requireScope: require scopes from now on, for a method, tool, prompt, resource or every request */
+export interface RequireScopeParams {
+  /** OAuth scopes */
+  scopes: Array<string>;
+  method?: string;
+  tool?: string;
+  prompt?: string;
+  resource?: string;
+}
+
+export interface RequireScopeResult {
+  /** OAuth scopes */
+  requiredScopes: Array<string>;
+  scopes: Array<{
+    /** OAuth scopes */
+    scopes: Array<string>;
+    method?: string;
+    tool?: string;
+    prompt?: string;
+    resource?: string;
+  }>;
+}
+
 /** resume: read requests again */
 export type ResumeParams = Record<string, never>;
 
 export type ResumeResult = Record<string, never>;
+
+/** revokeTokens: revoke tokens now (a client's, a scope's, or all; refresh tokens too unless refresh: false) */
+export interface RevokeTokensParams {
+  clientId?: string;
+  scope?: string;
+  refresh?: boolean;
+}
+
+export interface RevokeTokensResult {
+  revoked: number;
+}
+
+/** setAuthMetadata: override metadata fields from now on (null removes one) */
+export interface SetAuthMetadataParams {
+  resource?: {
+    [key: string]: unknown;
+  };
+  server?: {
+    [key: string]: unknown;
+  };
+}
+
+export interface SetAuthMetadataResult {
+  resource: {
+    [key: string]: unknown;
+  };
+  server: {
+    [key: string]: unknown;
+  };
+}
 
 /** setState: set the named state */
 export interface SetStateParams {
