@@ -200,11 +200,15 @@ def _ctl_command(sub: _Sub) -> None:
         "  mockmcp ctl /tmp/mock.sock add kind=tool 'definition={\"name\": \"wave\"}'\n"
         "  mockmcp ctl /tmp/mock.sock waitFor 'when={\"method\": \"tools/call\"}' timeout=5\n"
         "  mockmcp ctl /tmp/mock.sock setTask taskId=ID status=completed 'result={\"content\": []}'\n"
+        "  mockmcp ctl /tmp/mock.sock expireTokens clientId=dyn-abc\n"
+        "  mockmcp ctl /tmp/mock.sock approveAuthorization id=authz-1 'scopes=[\"mcp:read\"]'\n"
         "  mockmcp ctl /tmp/mock.sock shutdown mode=crash status=3\n",
     )
     ctl.add_argument("path", metavar="PATH", help="the socket given to `mockmcp run --control PATH`")
     ctl.add_argument("operation", metavar="OPERATION", help="emit, add, replace, remove, getState, setState, counters, "
-                     "arm, disarm, pause, resume, journal, waitFor, listTasks, getTask, setTask, shutdown or ping (see docs/control.md)")
+                     "arm, disarm, pause, resume, journal, waitFor, listTasks, getTask, setTask, shutdown, ping, or with auth: "
+                     "expireTokens, revokeTokens, requireScope, listAuthorizations, approveAuthorization, "
+                     "denyAuthorization, setAuthMetadata, migrate (see docs/control.md)")
     ctl.add_argument("args", nargs="*", metavar="KEY=VALUE",
                      help="parameters; a VALUE that is JSON is taken as JSON, anything else as a string")
     ctl.add_argument("--connect-timeout", type=_non_negative_float, default=0.0, metavar="S",
