@@ -23,10 +23,14 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+import jsonschema
 import pytest
 
+from mockmcp.api import MockServer
+from mockmcp.cli.outputschemas import SCHEMAS
 from mockmcp.controlclient import ControlError, SyncControl
 from support.httpmock import HttpMock, Response, msg
+from support.paths import SCENARIOS
 from support.process import mockmcp_cmd
 
 REDIRECT = "http://127.0.0.1:47001/callback"
@@ -108,6 +112,34 @@ def bearer(r: Response) -> str:
     return r.headers.get("www-authenticate", "")
 
 
+AUTH_OPERATIONS = {"expireTokens", "revokeTokens", "requireScope", "listAuthorizations", "approveAuthorization",
+                   "denyAuthorization", "setAuthMetadata", "migrate"}
+
+
+class Recorded(SyncControl):
+    """The control client, keeping each operation's result to check it against the control schema."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.results: dict[str, list[Any]] = {}
+
+    def call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
+        result = super().call(op, params)
+        self.results.setdefault(op, []).append(result)
+        return result if pick is None else result[pick]
+
+
+def fit_the_schema(results: dict[str, list[Any]]) -> None:
+    """Each answer fits its operation's result in ``mockmcp schema control`` (what the TypeScript types come from)."""
+    schema = SCHEMAS["control"]()
+    for op, answers in results.items():
+        ref = schema["properties"][op]["properties"]["result"]["$ref"]
+        validator = jsonschema.Draft202012Validator({**{k: v for k, v in schema.items() if k == "$defs"}, "$ref": ref})
+        for answer in answers:
+            problems = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(answer)]
+            assert not problems, (op, answer, problems)
+
+
 def ctl(sock: Path, op: str, *args: str) -> tuple[int, dict[str, Any]]:
     done = subprocess.run([*mockmcp_cmd(), "ctl", str(sock), op, *args], capture_output=True, timeout=30)
     return done.returncode, json.loads(done.stdout)
@@ -122,7 +154,7 @@ def sock_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_tokens_scopes_and_metadata_live(sock_dir: Path) -> None:
     sock = sock_dir / "a.sock"
     with HttpMock("auth", "--control", str(sock)) as mock:
-        control = SyncControl(str(sock))
+        control = Recorded(str(sock))
         origin = mock.url.removesuffix("/mcp")
         state = control.call("getState", {})
         assert state["auth"] == {"mcp": mock.url, "authorizationServer": origin, "secondOrigin": None, "pending": 0}
@@ -172,12 +204,14 @@ def test_tokens_scopes_and_metadata_live(sock_dir: Path) -> None:
         # a control mistake is an error answer, the mock goes on
         code, out = ctl(sock, "requireScope", "scopes=[]")
         assert code == 1 and out["error"]["code"] == -32602
+        assert control.call("revokeTokens", {"clientId": "nobody", "refresh": False}) == {"revoked": 0}
         with pytest.raises(ControlError, match="no migration"):
             control.call("migrate", {})
         with pytest.raises(ControlError, match="no authorization request 'authz-9'"):
             control.call("approveAuthorization", {"id": "authz-9"})
         assert mock.stop() == 0
         assert "Traceback" not in mock.stderr()
+    fit_the_schema(control.results)
 
 
 def test_control_operations_without_auth_say_why(sock_dir: Path) -> None:
@@ -237,7 +271,7 @@ def test_pending_authorizations_and_migration(sock_dir: Path, tmp_path: Path) ->
     scenario.write_text(WAITING)
     sock = sock_dir / "w.sock"
     with HttpMock(scenario, "--control", str(sock), "--log-level", "info") as mock:
-        control = SyncControl(str(sock))
+        control = Recorded(str(sock))
         origin = mock.url.removesuffix("/mcp")
         first = Client(mock.url, origin)
         first.register()
@@ -264,7 +298,7 @@ def test_pending_authorizations_and_migration(sock_dir: Path, tmp_path: Path) ->
         got = redirected(Parked(first, "mcp:read").done())
         assert got["error"] == "access_denied" and "in time" in got["error_description"]
         assert 0.8 < time.monotonic() - started < 15
-        assert pending(control, 0) == []
+        assert pending(control, 0) == [] and control.call("denyAuthorization", {}) == {"decided": []}
 
         # migration after the first request let through: the metadata names the second origin
         assert control.call("getState", {})["auth"]["migrated"] is False
@@ -291,3 +325,35 @@ def test_pending_authorizations_and_migration(sock_dir: Path, tmp_path: Path) ->
         assert call(mock, fresh["access_token"], 3).status == 200
         assert mock.stop() == 0
         assert f"second origin): {second}" in mock.stderr()
+    fit_the_schema(control.results)
+
+
+def test_the_python_api_steers_authorization(tmp_path: Path) -> None:
+    """``MockServer``'s own methods (and the pytest fixture's, the same class) over an HTTP run of ``auth``;
+    with the two processes above, every authorization operation's answer fits the control schema."""
+    scenario = tmp_path / "movable.yaml"
+    scenario.write_text((SCENARIOS / "auth.yaml").read_text().replace("  server:\n", "  server:\n    migration: {}\n", 1))
+    mock = MockServer(str(scenario), tmp_path, control=True)
+    with mock.http() as url:
+        origin = url.removesuffix("/mcp")
+        assert mock.sync.auth_state()["authorizationServer"] == origin
+        client = Client(url, origin)
+        client.register()
+        client.tokens()
+        assert mock.sync.expire_tokens(client_id=client.client_id) == 1
+        assert mock.sync.revoke_tokens() == 1  # the refresh token is all that is left usable
+        assert mock.sync.pending_authorizations() == [] and mock.sync.approve_authorization() == []
+        got = mock.sync.require_scope(["mcp:admin"], prompt="p")
+        assert got["scopes"][-1] == {"scopes": ["mcp:admin"], "prompt": "p"}
+        assert mock.sync.set_auth_metadata(server={"service_documentation": "https://docs.example"})["server"] == {
+            "service_documentation": "https://docs.example"}
+        assert fetch(origin + "/.well-known/oauth-authorization-server").json()["service_documentation"] == "https://docs.example"
+        moved = mock.sync.call("migrate", {})
+        fit_the_schema({"migrate": [moved]})
+        second = moved["authorizationServer"]
+        assert second != origin and mock.sync.auth_state() == {"mcp": url, "authorizationServer": second,
+                                                                "secondOrigin": second, "pending": 0, "migrated": True}
+        prm = fetch(origin + "/.well-known/oauth-protected-resource").json()
+        assert prm["authorization_servers"] == [second]
+        with pytest.raises(ControlError, match="moved already"):
+            mock.sync.migrate()
