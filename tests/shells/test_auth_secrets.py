@@ -155,7 +155,8 @@ def test_no_secret_reaches_the_journal_report_session_timeline_or_stderr(tmp_pat
                        "session transcript": ("journal", str(session / "journal.jsonl"), "--color", "never"),
                        "session report": ("report", str(session), "--per-process", "--json")}.items():
         done = run_mock(*args)
-        assert done.returncode == 0, (name, done.stderr)
+        # the careless client broke rules: the session's verdict says so (exit 1)
+        assert done.returncode == (1 if name == "session report" else 0), (name, done.stderr)
         streams[f"{name}: stdout"], streams[f"{name}: stderr"] = done.stdout.decode(), done.stderr.decode()
 
     found = secrets_of(clients)
@@ -167,6 +168,9 @@ def test_no_secret_reaches_the_journal_report_session_timeline_or_stderr(tmp_pat
             "session-timeline.html"} <= texts.keys(), sorted(texts)
     assert leaks(texts, found) == []
 
+    # the findings about the careless client's tokens are there, without the tokens
+    checks = {f["check"] for f in json.loads(streams["session report: stdout"])["findings"]}
+    assert {"auth.token.foreign", "auth.token.query"} <= checks, checks
     # the journal still tells what happened, and the search finds a secret where one is
     records = [json.loads(line) for line in (session / "journal.jsonl").read_text().splitlines()]
     assert {r["headers"]["authorization"] for r in records if r["dir"] == "in"} == {"Bearer [REDACTED]"}
