@@ -74,7 +74,7 @@ def reset_signals(handoff: Handoff) -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, [s for s in signal.valid_signals() if int(s) in handoff.blocked])
 
 
-def install_streams(fds: Sequence[int], keep: int) -> None:
+def install_streams(fds: Sequence[int], keep: int, unbuffered: bool) -> None:
     """The launcher's 0/1/2 in place, every other descriptor but ``keep`` closed, and sys.std* on them."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
@@ -82,24 +82,32 @@ def install_streams(fds: Sequence[int], keep: int) -> None:
     os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 65536)
     # As the interpreter builds them at start-up (the server checked that the launcher's
     # interpreter chose the same encodings as its own): newline "\n", the fd left open when the
-    # object goes; stdout line-buffered on a terminal, stderr always.
+    # object goes; stdout line-buffered on a terminal, stderr always; with PYTHONUNBUFFERED,
+    # stdout and stderr written through to their fds (stdin stays buffered).
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         old = getattr(sys, name)
         encoding, errors = (old.encoding, old.errors) if old is not None else ("utf-8", "strict")
         raw = io.FileIO(fd, "r" if fd == 0 else "w", closefd=False)
-        buffered = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+        buffered: io.FileIO | io.BufferedReader | io.BufferedWriter = raw
+        if fd == 0:
+            buffered = io.BufferedReader(raw)
+        elif not unbuffered:
+            buffered = io.BufferedWriter(raw)
         new = io.TextIOWrapper(buffered, encoding=encoding, errors=errors, newline="\n",
-                               line_buffering=fd == 2 or (fd == 1 and os.isatty(1)))
+                               line_buffering=not unbuffered and (fd == 2 or (fd == 1 and os.isatty(1))),
+                               write_through=unbuffered and fd != 0)
         setattr(sys, name, new)
         setattr(sys, f"__{name}__", new)
 
 
 def apply(handoff: Handoff) -> None:
-    """The launcher's environment, cwd, umask and resource limits."""
+    """The launcher's environment, cwd, umask and resource limits, and what its
+    ``PYTHONDONTWRITEBYTECODE`` decides (``refusals.APPLIED``; ``PYTHONUNBUFFERED``: ``install_streams``)."""
     import resource
 
     os.environ.clear()
     os.environ.update(handoff.env)
+    sys.dont_write_bytecode = bool(handoff.env.get("PYTHONDONTWRITEBYTECODE"))
     os.chdir(handoff.cwd)
     os.umask(handoff.umask)
     for name, (soft, hard) in handoff.limits.items():
@@ -116,7 +124,7 @@ def become(handoff: Handoff, fds: Sequence[int], sock_fd: int, generators: Seque
         os.setsid()
         die_with_parent(server)
         reset_signals(handoff)
-        install_streams(fds, sock_fd)
+        install_streams(fds, sock_fd, unbuffered=bool(handoff.env.get("PYTHONUNBUFFERED")))
         apply(handoff)
         for generator in generators:
             generator.seed()

@@ -20,8 +20,8 @@ import time
 
 import mockmcp
 from mockmcp.warm import child as childmod
-from mockmcp.warm.launcher import PACKAGE, WARM_DIR, encodings
-from mockmcp.warm.paths import WarmPaths, ensure_folder, read_pid
+from mockmcp.warm.launcher import DIR_OPTION, PACKAGE, WARM_DIR, encodings
+from mockmcp.warm.paths import WarmPaths, ensure_folder, read_pid, warm_paths
 from mockmcp.warm.refusals import baseline
 from mockmcp.warm.server import WarmServer
 
@@ -53,10 +53,12 @@ def running(paths: WarmPaths) -> int | None:
 
 
 def launcher_argv() -> list[str]:
-    """What a client spawns instead of ``mockmcp`` (``mockmcp warm argv``)."""
+    """What a client spawns instead of ``mockmcp`` (``mockmcp warm argv``): the interpreter, the
+    launcher and this environment's runtime folder (a client's whitelisted environment may lack
+    the variables that chose it)."""
     from mockmcp.warm import launcher
 
-    return [sys.executable, "-S", launcher.__file__]
+    return [sys.executable, "-S", launcher.__file__, DIR_OPTION + warm_paths().folder]
 
 
 def minimal_environment() -> dict[str, str]:

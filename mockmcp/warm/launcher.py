@@ -1,7 +1,7 @@
 """The thin launcher a client spawns instead of ``mockmcp``: ``python -S .../mockmcp/warm/launcher.py ARGS``.
 
 Stands alone: no mockmcp layer, and only built-in modules (``posix``, ``_socket``, ``_signal``,
-``_json``, ``_struct``, ``resource``), since ``os``, ``socket``, ``signal``, ``json`` and
+``_json``, ``_struct``, ``_codecs``, ``_locale``, ``resource``), since ``os``, ``socket``, ``signal``, ``json`` and
 ``hashlib`` would each cost more than the whole hand-off (their ``enum``, ``re`` and OpenSSL
 imports); without site-packages (``-S``) the interpreter itself starts in a few milliseconds.
 
@@ -22,7 +22,9 @@ them from this module (``mockmcp.warm.paths``, ``mockmcp.warm.handoff``), never 
 
 from __future__ import annotations
 
+import _codecs
 import _json
+import _locale
 import _socket
 import _struct
 import posix
@@ -44,6 +46,10 @@ LIMITS = ("RLIMIT_NOFILE", "RLIMIT_CORE", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_
           "RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_MEMLOCK")
 ANSWER_TIMEOUT = 10.0  # seconds for the server to fork (or refuse) once the hand-off is sent
 WARM_DIR = "MOCKMCP_WARM_DIR"  # the runtime folder, when not the per-user default (tests use it)
+# The prefix's last item (``mockmcp warm argv``): the runtime folder ``warm argv`` saw. Clients
+# give the mock a whitelisted environment (the official SDKs pass HOME, LOGNAME, PATH, SHELL, TERM
+# and USER), without ``MOCKMCP_WARM_DIR`` or ``XDG_RUNTIME_DIR``: the prefix must find the server alone.
+DIR_OPTION = "--warm-dir="
 PACKAGE = __file__.rsplit("/", 2)[0]  # .../mockmcp, as the launcher was named (no realpath: no os)
 Environ = dict[str, str]
 
@@ -66,10 +72,10 @@ def environment() -> Environ:
     return {k.decode(enc, errors): v.decode(enc, errors) for k, v in posix.environ.items()}
 
 
-def runtime_dir(environ: Environ) -> str:
-    """The per-user folder of warm servers: ``$MOCKMCP_WARM_DIR``, else ``$XDG_RUNTIME_DIR/mockmcp``,
-    else ``/tmp/mockmcp-$UID``."""
-    chosen = environ.get(WARM_DIR)
+def runtime_dir(environ: Environ, given: str = "") -> str:
+    """The per-user folder of warm servers: ``$MOCKMCP_WARM_DIR``, else ``given`` (the prefix's
+    ``--warm-dir=``), else ``$XDG_RUNTIME_DIR/mockmcp``, else ``/tmp/mockmcp-$UID``."""
+    chosen = environ.get(WARM_DIR) or given
     if chosen:
         return chosen
     xdg = environ.get("XDG_RUNTIME_DIR")
@@ -90,13 +96,17 @@ def server_name(package: str = PACKAGE) -> str:
     return f"warm-{v}-{digest:016x}"
 
 
-def socket_path(environ: Environ) -> str:
-    return runtime_dir(environ) + "/" + server_name() + ".sock"
+def socket_path(environ: Environ, given: str = "") -> str:
+    return runtime_dir(environ, given) + "/" + server_name() + ".sock"
 
 
 def encodings() -> Environ:
-    """What this interpreter's environment decided about text (the child must decide the same)."""
-    found = {"fs": sys.getfilesystemencoding(), "utf8": str(sys.flags.utf8_mode)}
+    """What this interpreter's environment decided about text (the child must decide the same):
+    the file system's encoding, the one ``open()`` uses by default (UTF-8 mode's, else the
+    locale's: a client that drops ``LANG=C.UTF-8`` gets UTF-8 mode and the same encoding) and
+    the standard streams'."""
+    text = "utf-8" if sys.flags.utf8_mode else _codecs.lookup(_locale.getencoding()).name
+    found = {"fs": sys.getfilesystemencoding() + "/" + sys.getfilesystemencodeerrors(), "text": text}
     for name in ("stdin", "stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is not None:
@@ -255,8 +265,9 @@ def connect(path: str) -> _socket.socket:
     return sock
 
 
-def hand_off(argv: list[str]) -> int | None:
-    """The child's wait status, or None when there is no warm server or it refused (nothing was forked)."""
+def hand_off(argv: list[str], given: str = "") -> int | None:
+    """The child's wait status, or None when there is no warm server or it refused (nothing was forked).
+    ``given``: the runtime folder the prefix names."""
     if not sys.platform.startswith("linux"):
         return None
     environ = environment()
@@ -266,7 +277,7 @@ def hand_off(argv: list[str]) -> int | None:
         if posix.isatty(0):
             return None  # refused anyway: job control of a terminal is the direct process's
         data = frame(handoff_body(argv, posix.getpid(), environ))
-        sock = connect(socket_path(environ))
+        sock = connect(socket_path(environ, given))
     except OSError:
         return None
     try:
@@ -286,9 +297,16 @@ def hand_off(argv: list[str]) -> int | None:
     return launcher.relay()
 
 
+def split_argv(args: list[str]) -> tuple[str, list[str]]:
+    """(the runtime folder the prefix names, or "", mockmcp's own arguments)."""
+    if args and args[0].startswith(DIR_OPTION):
+        return args[0][len(DIR_OPTION):], args[1:]
+    return "", args
+
+
 def main() -> None:
-    argv = sys.argv[1:]
-    status = hand_off(argv)
+    given, argv = split_argv(sys.argv[1:])
+    status = hand_off(argv, given)
     if status is None:
         direct(argv)
     else:

@@ -21,6 +21,11 @@ from mockmcp.warm.handoff import Handoff
 
 Stamp = dict[str, tuple[int, int, int]]
 CHANGED = "the package changed since the warm server started"
+# ``PYTHON*`` variables whose whole effect the child applies itself (``child.apply``), so they may
+# differ: containers and CI set them, and the official SDK clients drop them from the mock's
+# environment. Every other one decides something only a fresh interpreter could (the hash seed,
+# sys.path, warnings filters, the allocator...), so a difference is refused.
+APPLIED = ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")
 
 
 def package_stamp(package: str) -> Stamp:
@@ -39,7 +44,8 @@ def package_stamp(package: str) -> Stamp:
 
 
 def python_variables(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k.startswith("PYTHON")}
+    """The ``PYTHON*`` variables that must match the warm server's (all but ``APPLIED``)."""
+    return {k: v for k, v in env.items() if k.startswith("PYTHON") and k not in APPLIED}
 
 
 def _read(path: str) -> str | None:

@@ -19,7 +19,7 @@ import pytest
 from support.process import WarmServer, alive, gone_within
 
 from mockmcp.warm import handoff, launcher
-from mockmcp.warm.refusals import Baseline, refusal
+from mockmcp.warm.refusals import Baseline, python_variables, refusal
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 DISCOVER = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}).encode() + b"\n"
@@ -170,7 +170,7 @@ def test_refusals_of_another_user_namespace_cgroup_and_limits(tmp_path: Path) ->
     mine = handoff.parse(launcher.handoff_body(["run"], me, launcher.environment()))
     read = Path(f"/proc/{me}/cgroup").read_text()
     ns = os.readlink(f"/proc/{me}/ns/mnt")
-    base = Baseline(uid=os.getuid(), python={k: v for k, v in os.environ.items() if k.startswith("PYTHON")},
+    base = Baseline(uid=os.getuid(), python=python_variables(os.environ),
                     encodings=mine.encodings, mount_ns=ns, cgroup=read, hard_limits={n: -1 for n in mine.limits},
                     package=str(tmp_path), stamp={})
     with open(os.devnull) as null:
