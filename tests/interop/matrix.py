@@ -221,10 +221,11 @@ def oauth_options(scenario: Any) -> dict[str, Any] | None:
     return options
 
 
-def mock_command(scenario_path: Path, workdir: Path) -> list[str]:
+def mock_command(scenario_path: Path, workdir: Path, prefix: list[str] | None = None) -> list[str]:
     # One session directory per cell: every process the client spawns (the TypeScript probe, a
-    # restart) shares the journal, and each report judges the whole session so far.
-    return [sys.executable, "-m", "mockmcp", "run", str(scenario_path),
+    # restart) shares the journal, and each report judges the whole session so far. ``prefix``
+    # stands for ``python -m mockmcp`` (a warm server's launcher, ``mockmcp warm argv``).
+    return [*(prefix or [sys.executable, "-m", "mockmcp"]), "run", str(scenario_path),
             "--session", str(workdir / "session"), "--report", str(workdir / "report-{pid}.json")]
 
 
@@ -286,8 +287,11 @@ def run_cell(scenario_path: Path, client: str, timeout_ms: int = DEFAULT_TIMEOUT
 
 
 def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-              jobs: int = 2, op_timeout_ms: dict[str, int] | None = None) -> list[dict[str, Any]]:
-    """Run the cells (scenario path, client); a result per cell, in order.
+              jobs: int = 2, op_timeout_ms: dict[str, int] | None = None, prefix: list[str] | None = None,
+              env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Run the cells (scenario path, client); a result per cell, in order. ``prefix`` and ``env``:
+    what the clients spawn instead of ``python -m mockmcp``, and the variables they add to the
+    environment they give it (``mock_command``).
 
     ``op_timeout_ms`` gives the operations on the named tools, prompts or URIs their own
     timeout (a hanging tool a short one, while the rest keep ``timeout_ms``).
@@ -320,7 +324,8 @@ def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOU
             work.mkdir()
             http = client.endswith(HTTP_SUFFIX)
             runs.setdefault(client, []).append((i, CellRun(path, ops, work, timeout_ms, bool(scenario.expectations),
-                                                           http=http, auth=oauth_options(scenario) if http else None)))
+                                                           http=http, auth=oauth_options(scenario) if http else None,
+                                                           prefix=prefix, env=env)))
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(runs))) as pool:
             for fut in [pool.submit(_run_rounds, client, group, jobs) for client, group in runs.items()]:
                 for i, result in fut.result():
@@ -347,9 +352,11 @@ class CellRun:
     first session."""
 
     def __init__(self, scenario_path: Path, ops: list[dict[str, Any]], tmp: Path, timeout_ms: int,
-                 has_expectations: bool, *, http: bool = False, auth: dict[str, Any] | None = None) -> None:
+                 has_expectations: bool, *, http: bool = False, auth: dict[str, Any] | None = None,
+                 prefix: list[str] | None = None, env: dict[str, str] | None = None) -> None:
         self.scenario_path, self.ops, self.tmp, self.timeout_ms = scenario_path, ops, tmp, timeout_ms
         self.http = http
+        self.prefix, self.env = prefix, env
         self.auth = auth  # the OAuth mode's options (oauth_options), over HTTP
         self.has_expectations = has_expectations
         self.remaining = list(ops)
@@ -366,9 +373,11 @@ class CellRun:
         self.session += 1
         self.work = self.tmp / f"session-{self.session}"
         self.work.mkdir()
-        plan = {"command": mock_command(self.scenario_path, self.work), "timeoutMs": self.timeout_ms,
+        plan = {"command": mock_command(self.scenario_path, self.work, self.prefix), "timeoutMs": self.timeout_ms,
                 "connectTimeoutMs": max(CONNECT_TIMEOUT_MS, self.timeout_ms), "ops": self.remaining,
                 "stopAfterBreak": True}
+        if self.env is not None:
+            plan["env"] = self.env
         if self.http:
             plan["command"] = [*plan["command"], "--http", "0"]
             plan["transport"] = "http"
