@@ -43,6 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockmcp.verify.checks import Finding
+from mockmcp.wire.redaction import fingerprint, split_credential
 
 RETRY_LIMIT = 3  # 403 insufficient_scope answers for one operation before the client must give up
 MAX_REMEMBERED = 10_000  # codes, tokens and clients remembered (the oldest forgotten past it)
@@ -75,8 +76,13 @@ class AuthChecker:
         self.asked: list[str] = []  # every scope asked in an authorization so far
         self.bad_codes: dict[str, str] = {}  # code fingerprint -> what was wrong with its response's iss
         self.registered: dict[str, str] = {}  # dynamic client fingerprint -> the issuer that registered it
-        self.issued: dict[str, None] = {}  # access token fingerprints issued
-        self.had_token = False
+        self.issued: dict[str, int] = {}  # access token fingerprint -> its number, in the order issued
+        # A request without a token once one was issued: how many tokens were issued then. It is a
+        # drop when an older token comes back after it (the client held it); a newer one may be another
+        # client's, or the same one's after authorizing anew: no finding then (a process is one client, but
+        # a second client of the mock starts without a token too).
+        self.tokenless_at: int | None = None
+        self.numbered = 0  # access tokens issued so far
         self.forbidden: dict[str | None, int] = {}  # operation -> 403s since it last got through
         self.once: set[tuple[str, str]] = set()  # (check, about) already reported
 
@@ -105,12 +111,28 @@ class AuthChecker:
             f.extra = extra
         return out
 
-    def passed(self, method: str, params: Any) -> None:
-        """An MCP request the gate let through: its operation got the scopes it needs."""
+    def passed(self, method: str, params: Any, authorization: str | None) -> list[Finding]:
+        """An MCP request the gate let through (its ``Authorization`` header as sent): its
+        operation got the scopes it needs, and the token it carries is the client's."""
         key = _NAMED.get(method)
         name = params.get(key) if key is not None and isinstance(params, dict) else None
         self.forbidden.pop(f"{method} {name}" if isinstance(name, str) else method, None)
         self.forbidden.pop(None, None)
+        out: list[Finding] = []
+        parts = split_credential(authorization) if authorization is not None and self.tokenless_at is not None else None
+        if parts is not None:
+            self._presented(fingerprint(parts[1]), out)
+        return out
+
+    def _presented(self, token: str, out: list[Finding]) -> None:
+        number = self.issued.get(token)
+        if self.tokenless_at is None or number is None:
+            return
+        if number < self.tokenless_at:
+            out.append(Finding("auth.token.dropped", "an MCP request went without an Authorization header while the"
+                               f" client held an access token (fingerprint {token}), which it sent again later: every"
+                               " request carries it"))
+        self.tokenless_at = None
 
     # ------------------------------------------------------------ the MCP endpoint
 
@@ -119,12 +141,13 @@ class AuthChecker:
         if bearer == "query":
             out.append(Finding("auth.token.query", "an access token in the query string of an MCP request: send it only"
                                " in the Authorization header"))
-        elif bearer == "none" and self.had_token:
-            out.append(Finding("auth.token.dropped", "an MCP request without an Authorization header, though the client"
-                               " already holds an access token: every request carries it"))
+        elif bearer == "none" and self.issued and self.tokenless_at is None:
+            self.tokenless_at = self.numbered
         elif bearer == "unknown" and facts.get("presented") not in self.issued:
             out.append(Finding("auth.token.foreign", f"an MCP request with a bearer token (fingerprint {facts.get('presented')})"
                                " this server's authorization server never issued"))
+        if isinstance(facts.get("presented"), str):
+            self._presented(facts["presented"], out)
         if isinstance(facts.get("challenge"), list):
             self.challenge = _scopes(facts["challenge"])
         if status == 403:
@@ -176,8 +199,8 @@ class AuthChecker:
                                " never send its code to a token endpoint"))
         issued = facts.get("issued")
         if isinstance(issued, str):
-            _remember(self.issued, issued, None)
-            self.had_token = True
+            _remember(self.issued, issued, self.numbered)
+            self.numbered += 1
             self.held = _scopes(facts.get("granted"))
 
     def _register(self, issuer: str, facts: dict[str, Any], out: list[Finding]) -> None:

@@ -147,7 +147,7 @@ class Verifier:
                 found = [f for f in found if f.check != "id.reused"]
             self._found(found)
             if self.auth is not None:
-                self.auth.passed(msg.method, msg.params)
+                self._found(self.auth.passed(msg.method, msg.params, None if headers is None else headers.get("authorization")))
             if self.tasks is not None:
                 self._found(self.tasks.request(msg.id, msg.method, msg.params, msg.message, time.monotonic()))
         elif type(msg) is jsonrpc.Notification:
