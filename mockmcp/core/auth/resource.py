@@ -39,6 +39,7 @@ class ResourceServer:
         self.required = list(self.config.requiredScopes)
         self.needs = list(self.config.scopes)  # the scenario's, then those the control channel requires
         self.needs_body = bool(self.needs)  # only then is a body read for its method and name
+        self.markers = _markers(self.needs)
 
     def require(self, need: ScopeNeed) -> None:
         """From now on (the control channel): ``need``'s scopes for its method, tool, prompt or
@@ -48,6 +49,7 @@ class ResourceServer:
         else:
             self.needs.append(need)
             self.needs_body = True
+            self.markers = _markers(self.needs)
 
     # ------------------------------------------------------------ the metadata (RFC 9728)
 
@@ -111,6 +113,9 @@ class ResourceServer:
         tool, prompt or resource); a body that is not JSON needs none (the engine answers it)."""
         if not self.needs_body:
             return ()
+        markers = self.markers
+        if markers is not None and b"\\" not in body and not any(m in body for m in markers):
+            return ()  # no need can apply: none of their names is in the body (and nothing is escaped)
         try:
             data = json.loads(body)
         except (ValueError, RecursionError):
@@ -140,6 +145,21 @@ class ResourceServer:
                 continue
             out.extend(need.scopes)
         return out
+
+
+def _markers(needs: list[ScopeNeed]) -> tuple[bytes, ...] | None:
+    """What a body must contain, as it is sent, for one of ``needs`` to apply to it: the tool,
+    prompt or resource name a need names, else its method, each as a JSON string's text. A body
+    with none of them (and no escape, which could spell one differently) needs no scope beyond
+    ``requiredScopes``, and is not parsed here: the engine parses it anyway. None: every body is
+    parsed (a need that names nothing to look for)."""
+    out: list[bytes] = []
+    for need in needs:
+        name = need.tool or need.prompt or need.resource or need.method
+        if name is None:
+            return None
+        out.append(json.dumps(name, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass"))
+    return tuple(dict.fromkeys(out))
 
 
 def _has_access_token(query: str) -> bool:

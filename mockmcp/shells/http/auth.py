@@ -60,6 +60,10 @@ NOT_HERE = json_answer(404, {"error": "invalid_request", "error_description": "t
                                                                                 " authorization server"})
 
 
+MAX_HOSTS = 64
+_UNSEEN = "<unseen>"
+
+
 def as_reject(answer: HttpAnswer) -> httprules.Reject:
     return httprules.Reject(answer.status, _reason(answer.status).decode("latin-1"), headers=answer.headers, body=answer.body)
 
@@ -79,18 +83,27 @@ class AuthFront:
         self.taps = taps
         self.log = log
         self.allowed_hosts = allowed_hosts
+        self._origins: dict[bytes, str | None] = {}  # Host -> origin (None: not one this server answers to)
 
     def _origin(self, headers: dict[bytes, bytes]) -> str | None:
         """``http://`` and the request's ``Host``: the URLs the client reached the server by. None
-        without a Host, or with one this server does not answer to (the checks refuse it)."""
+        without a Host, or with one this server does not answer to (the checks refuse it). Every
+        request asks (twice), and a client names one or two Hosts: each is judged once."""
         host = headers.get(b"host")
         if host is None:
             return None
+        known = self._origins.get(host, _UNSEEN)
+        if known is not _UNSEEN:
+            return known
         text = host.decode("latin-1").strip()
+        origin: str | None = "http://" + text
         if not text or any(c in text for c in "/?#@ \\") or (
                 self.allowed_hosts is not None and not httprules.host_allowed(text, self.allowed_hosts)):
-            return None
-        return "http://" + text
+            origin = None
+        if len(self._origins) >= MAX_HOSTS:
+            self._origins.clear()  # (a client naming ever new Hosts: memory stays bounded)
+        self._origins[host] = origin
+        return origin
 
     def head(self, request: h11.Request, headers: dict[bytes, bytes]) -> httprules.Reject | None:
         origin = self._origin(headers)
@@ -109,6 +122,11 @@ class AuthFront:
         return self.checks.head(request, headers)
 
     async def answer(self, h: h11.Connection, stream: trio.abc.Stream, request: h11.Request, body: bytes) -> None:
+        if not self.site.owns(request.target, self.listener) and not self.site.resource.body_scopes(body):
+            # the common case, cheaply: the gate let it through by its head, and its body needs no
+            # more scopes (most bodies are not even parsed: resource.body_scopes)
+            await self.exchange.answer(h, stream, request, body)
+            return
         headers = httprules.header_map(request.headers)
         origin = self._origin(headers)
         if origin is not None:
