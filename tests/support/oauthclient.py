@@ -64,8 +64,9 @@ class Behaviour:
     checkResource: bool = True  # refuse metadata whose resource is not the MCP URL
     checkIssuer: bool = True  # refuse authorization server metadata whose issuer is not the one asked for
     # iss in the authorization response: "check" (simple string comparison, required when advertised),
-    # "ignore", "normalize" (compares without a trailing slash: wrong), "require" (always required: wrong)
-    iss: Literal["check", "ignore", "normalize", "require"] = "check"
+    # "ignore", "normalize" (compares without a trailing slash: wrong), "require" (always required: wrong),
+    # "href" (compares with the issuer as a URL library writes it back, a slash added to an empty path: wrong)
+    iss: Literal["check", "ignore", "normalize", "require", "href"] = "check"
     # the first scope: "spec" (challenge, else the resource's scopes_supported, else none), "supportedFirst"
     # (scopes_supported even when the challenge names a scope), "none" (never a scope), "asMetadata"
     # (the authorization server's scopes_supported)
@@ -179,7 +180,7 @@ class OAuthClient:
         rid, self.next_id = self.next_id, self.next_id + 1
         message = msg(rid, method, params)
         body = json.dumps(message).encode()
-        step_ups, fresh = 0, 0
+        step_ups, fresh, refreshed = 0, 0, False
         while True:
             headers = dict(mcp_headers(message))
             if self.token is not None:
@@ -188,10 +189,14 @@ class OAuthClient:
             challenge = parse_challenge(r.headers.get("www-authenticate"))
             if r.status == 401:
                 fresh += 1
-                if fresh > 2:
+                if fresh > 3:
                     raise Refused(f"{method}: still 401 after authorizing: {r.body[:200]!r}")
-                if self.token is not None and self.refresh is not None and self._refreshed():
-                    continue
+                # a refresh first (once); if the token is still refused, discovery from the start:
+                # the resource may have moved to another authorization server
+                if not refreshed and self.token is not None and self.refresh is not None:
+                    refreshed = True
+                    if self._refreshed():
+                        continue
                 self.authorize(challenge, step_up=False)
             elif r.status == 403 and challenge.get("error") == "insufficient_scope":
                 step_ups += 1
@@ -366,6 +371,8 @@ class OAuthClient:
                 raise Refused("the authorization response has no iss, though the server advertises it (RFC 9207)")
             return
         expected = meta.get("issuer")
+        if mode == "href" and isinstance(expected, str) and not urlsplit(expected).path:
+            expected += "/"
         same = iss.rstrip("/") == str(expected).rstrip("/") if mode == "normalize" else iss == expected
         if not same:
             raise Refused(f"the authorization response's iss {iss!r} is not the issuer {expected!r} (RFC 9207)")
