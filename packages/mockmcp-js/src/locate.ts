@@ -2,6 +2,7 @@
  * Finding the mockmcp command, in one order everywhere (the docs say the same):
  * an explicit option, then `MOCKMCP` in the environment, then `mockmcp` on PATH,
  * then `python3 -m mockmcp`. None working is an error naming the install lines.
+ * And what to spawn instead when a warm server runs: `MOCKMCP_WARM_ARGV` (docs/warm.md).
  */
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
@@ -77,4 +78,28 @@ export function findMockmcp(options: LocateOptions = {}): string[] {
   if (!command) throw new MockmcpNotFound(tried);
   found.set(key, command);
   return [...command];
+}
+
+/** A warm server's launcher prefix as a JSON list (`mockmcp warm argv` prints it; `pytest --mockmcp-warm` sets it). */
+export const WARM_ARGV = 'MOCKMCP_WARM_ARGV';
+
+/**
+ * The command prefix to spawn instead of mockmcp when `MOCKMCP_WARM_ARGV` names a warm server's
+ * launcher, else undefined. Read from the environment, never by spawning anything: no cost per
+ * mock. The prefix is safe whether or not its server still runs (the launcher then runs the
+ * mock itself). A value that is not a JSON list of strings is an error naming the variable.
+ */
+export function warmArgv(env: NodeJS.ProcessEnv = process.env): string[] | undefined {
+  const text = env[WARM_ARGV];
+  if (!text) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  if (!Array.isArray(value) || value.length === 0 || !value.every((item) => typeof item === 'string')) {
+    throw new Error(`${WARM_ARGV} must be a JSON list of strings, as \`mockmcp warm argv\` prints it; got ${JSON.stringify(text)}`);
+  }
+  return value as string[];
 }

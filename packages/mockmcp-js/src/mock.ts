@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { ControlClient, CONNECT_TIMEOUT_MS } from './control.js';
-import { findMockmcp } from './locate.js';
+import { findMockmcp, warmArgv } from './locate.js';
 import type { JournalRecord, Report } from './generated.js';
 
 export interface StartOptions {
@@ -37,6 +37,11 @@ export interface StartOptions {
    * `mockmcp warm argv` prints it); `mockmcp`'s other commands (`report`) still use the one found.
    */
   command?: string[];
+  /**
+   * Spawn through a warm server's launcher when `MOCKMCP_WARM_ARGV` names one (default true; set
+   * by `pytest --mockmcp-warm`, or by hand: docs/warm.md). `command` and `mockmcp` win over it.
+   */
+  warm?: boolean;
   /** Milliseconds a control call waits for the mock's socket (default 10,000). */
   connectTimeoutMs?: number;
   /** Milliseconds to wait for the HTTP URL (default 30,000). */
@@ -87,7 +92,9 @@ export class Mock {
     this.scenario = options.scenario;
     this.transport = options.transport ?? 'stdio';
     this.mockmcp = findMockmcp({ mockmcp: options.mockmcp });
-    this.spawnCommand = options.command ?? this.mockmcp;
+    const warm = options.command === undefined && options.mockmcp === undefined && options.warm !== false
+      ? warmArgv() : undefined;
+    this.spawnCommand = options.command ?? warm ?? this.mockmcp;
     if (options.session === undefined) {
       this.tmp = mkdtempSync(path.join(os.tmpdir(), 'mockmcp-'));
       this.sessionDir = path.join(this.tmp, 'session');
