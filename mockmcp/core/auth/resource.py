@@ -102,10 +102,11 @@ class ResourceServer:
     def check_scopes(self, grant: Grant, extra: tuple[str, ...], origin: str) -> None:
         """``403 insufficient_scope`` unless the grant holds every scope the operation needs
         (``requiredScopes`` and ``extra``), all of them named in one challenge."""
-        needed = list(dict.fromkeys((*self.required, *extra)))
-        if any(s not in grant.scopes for s in needed):
-            missing = [s for s in needed if s not in grant.scopes]
-            named = missing if self.config.challenge.insufficientScope == "missing" else needed
+        needed = list(dict.fromkeys((*self.required, *extra))) if extra else self.required
+        held = grant.scopes
+        missing = [s for s in needed if s not in held]  # (every request passes here: no more than this)
+        if missing:
+            named = missing if self.config.challenge.insufficientScope == "missing" else list(needed)
             raise self._challenge(403, "insufficient_scope", f"this operation needs scope {' '.join(missing)}", origin, named)
 
     def body_scopes(self, body: bytes) -> tuple[str, ...]:
@@ -114,8 +115,12 @@ class ResourceServer:
         if not self.needs_body:
             return ()
         markers = self.markers
-        if markers is not None and b"\\" not in body and not any(m in body for m in markers):
-            return ()  # no need can apply: none of their names is in the body (and nothing is escaped)
+        if markers is not None and b"\\" not in body:
+            for marker in markers:
+                if marker in body:
+                    break
+            else:  # no need can apply: none of their names is in the body (and nothing is escaped)
+                return ()
         try:
             data = json.loads(body)
         except (ValueError, RecursionError):
