@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-ALL = ["spawn", "throughput", "hang", "delays", "load", "listen", "nonreader", "inflight", "control", "proxy", "record", "validation", "tasks", "http", "warm"]
+ALL = ["spawn", "throughput", "hang", "delays", "load", "listen", "nonreader", "inflight", "control", "proxy", "record", "validation", "tasks", "http", "warm", "auth"]
 
 
 def machine() -> str:
