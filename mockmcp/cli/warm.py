@@ -1,7 +1,7 @@
 """``mockmcp warm start | stop | status | argv | serve``: the opt-in fork server (docs/warm.md).
 
 ``argv`` prints, as a JSON list, the command prefix a client spawns instead of ``mockmcp``: the
-interpreter with ``-S`` and the launcher's path. The launcher hands its process to the warm
+interpreter with ``-S``, the launcher's path and the runtime folder (``--warm-dir=``). The launcher hands its process to the warm
 server when one runs and answers, and otherwise runs ``python -m mockmcp`` itself, so the prefix
 is safe to use whether or not a server was started.
 """
@@ -19,7 +19,7 @@ from mockmcp.warm.paths import UnsafeFolder, warm_paths
 HELP = "keep a warm process that forks a mock per spawn in about 20 ms (opt-in; see docs/warm.md)"
 EXAMPLES = (
     "  mockmcp warm start\n"
-    "  mockmcp warm argv      # [\"python\", \"-S\", \".../mockmcp/warm/launcher.py\"]: spawn this + run ARGS\n"
+    "  mockmcp warm argv      # [\"python\", \"-S\", \".../launcher.py\", \"--warm-dir=...\"]: spawn this + run ARGS\n"
     "  mockmcp warm status\n  mockmcp warm stop\n"
 )
 
