@@ -498,7 +498,11 @@ def summarize(cell: dict[str, Any]) -> tuple[str, list[str]]:
     conn = cell.get("connect", {})
     if conn.get("status") != "ok":
         notes.append(f"connect failed: {_op_text(conn)}")
-        return f"connect {conn.get('status')}", notes
+        parts = [f"connect {conn.get('status')}"]
+        if cell.get("auth") is not None:  # refusing to connect can be what a scenario asks (a wrong iss)
+            _auth_parts(cell, parts, notes)
+            _report_parts(cell, parts, notes)
+        return "; ".join(parts), notes
     counts: dict[str, int] = {}
     cancels = cell.get("inbound", {}).get("notifications/cancelled", 0)
     for op in cell["ops"]:
@@ -536,17 +540,28 @@ def summarize(cell: dict[str, Any]) -> tuple[str, list[str]]:
     progress = sum(op.get("progress", 0) for op in cell["ops"])
     if progress:
         parts.append(f"progress×{progress}")
+    _auth_parts(cell, parts, notes)
+    cbs = cell.get("callbacks") or {}
+    if cbs:
+        parts.append("callbacks: " + ", ".join(f"{k}×{len(v)}" for k, v in sorted(cbs.items())))
+    _report_parts(cell, parts, notes)
+    return "; ".join(parts), notes
+
+
+def _auth_parts(cell: dict[str, Any], parts: list[str], notes: list[str]) -> None:
+    """What the client's OAuth mode did: how many authorizations, the scope each asked for."""
     asked = (cell.get("auth") or {}).get("requests") or []
     if asked:
         parts.append(f"authorizations×{len(asked)}")
         notes.append("the client authorized (the OAuth mode) asking for scope "
                      + ", then ".join(f"`{q.get('scope') or '(none)'}`" for q in asked))
-        for r in (cell.get("auth") or {}).get("responses") or []:
-            if not r.get("code"):
-                notes.append(f"an authorization was refused on the redirect: `{r.get('error')}`")
-    cbs = cell.get("callbacks") or {}
-    if cbs:
-        parts.append("callbacks: " + ", ".join(f"{k}×{len(v)}" for k, v in sorted(cbs.items())))
+    for r in (cell.get("auth") or {}).get("responses") or []:
+        if not r.get("code"):
+            notes.append(f"an authorization was refused on the redirect: `{r.get('error')}`")
+
+
+def _report_parts(cell: dict[str, Any], parts: list[str], notes: list[str]) -> None:
+    """The mock's verdict on the client: its report's expectations and client findings."""
     report = cell.get("report")
     if report is None:
         notes.append("the mock wrote no report (it did not exit cleanly?)")
@@ -565,7 +580,6 @@ def summarize(cell: dict[str, Any]) -> tuple[str, list[str]]:
             parts.append(f"mock found {len(errors)} client error(s): {', '.join(checks)}")
             for f in errors[:5]:
                 notes.append(f"mock finding {f['check']}: {_oneline(f.get('text', ''), 200)}")
-    return "; ".join(parts), notes
 
 
 def _op_text(op: dict[str, Any]) -> str:
@@ -635,6 +649,16 @@ KNOWN_BEHAVIOURS = [
     " `authorization_response_iss_parameter_supported`, and one that differs only by a trailing slash are all"
     " refused (TypeScript `IssuerMismatchError` from `finishAuth`, Python `OAuthFlowError`, fastmcp the same"
     " wrapped in `RuntimeError: Client failed to connect`).",
+    "Authorization, registration: the Python and TypeScript clients register asking for"
+    " `token_endpoint_auth_method: client_secret_basic` unless told otherwise, whatever the server's"
+    " `token_endpoint_auth_methods_supported` lists; fastmcp's asks for `none` (a public client) unless given a"
+    " secret. The mock refuses a registration asking for a method its metadata does not list"
+    " (`400 invalid_client_metadata`, RFC 7591 3.2.2), where the conformance suite's authorization server"
+    " registers the client anyway and answers with the method it chose (RFC 7591 3.2.1 allows either): in the"
+    " rows whose server lists one other method, a client stops at registration here and would go on there."
+    " The TypeScript client keeps the discovery it made (`discoveryState`, as the SDK asks of a provider) and"
+    " leaves forgetting it to the host when a 401 outlives a fresh authorization (a changed authorization"
+    " server); the driver, as a host, does that.",
     "Authorization, fastmcp's browser step: its own redirect handler GETs the authorization URL once itself"
     " (a check for a stale client id) before it opens the browser, and its callback handler serves the"
     " redirect URI on a local port; against an authorization server that approves at once, that first GET is"
@@ -676,7 +700,7 @@ def render(results: dict[str, dict[str, dict[str, Any]]], clients: list[str], ve
         " every resource and one instance of every template, ask every completion, listen for 1.5 s when the"
         " scenario has subscription events; the elicitation,"
         " sampling and roots callbacks answer, so `input_required` rounds complete. Each operation has a"
-        f" {timeout_ms} ms timeout (the TypeScript client's connect, probe included,"
+        f" {timeout_ms} ms timeout (the TypeScript client's connect, probe included, and fastmcp's,"
         f" {CONNECT_TIMEOUT_MS // 1000} s: a spawn on a loaded machine is not what a cell measures);"
         " scenarios that hang or die on purpose show it. Sessions run side by side, each client's in"
         " one driver process. A cell counts the"

@@ -88,10 +88,13 @@ class MemoryStorage:
 
 
 def _metadata(options: dict[str, Any]) -> dict[str, Any]:
-    method = options.get("tokenEndpointAuthMethod") or ("client_secret_basic" if options.get("clientSecret") else "none")
-    return {"client_name": CLIENT_NAME, "redirect_uris": [options["redirectUri"]],
-            "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-            "token_endpoint_auth_method": method}
+    """The client's metadata; ``token_endpoint_auth_method`` left to the SDK unless the application
+    knows it (a pre-registered client's)."""
+    out = {"client_name": CLIENT_NAME, "redirect_uris": [options["redirectUri"]],
+           "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"]}
+    if options.get("tokenEndpointAuthMethod"):
+        out["token_endpoint_auth_method"] = options["tokenEndpointAuthMethod"]
+    return out
 
 
 @contextlib.asynccontextmanager

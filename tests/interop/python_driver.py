@@ -296,7 +296,10 @@ async def _fastmcp_session(url: str, plan: dict[str, Any], timeout: float, out: 
     auth = fastmcp_auth(plan["auth"], auth_log) if plan.get("auth") else None
     t0 = time.monotonic()
     try:
+        # its connect (the whole authorization in the OAuth mode) gets the plan's connectTimeoutMs,
+        # as ts/driver.mjs's does
         async with Client(url, auth=auth, mode=plan.get("mode", "auto"), timeout=timeout,
+                          init_timeout=plan.get("connectTimeoutMs", timeout * 1000) / 1000,
                           sampling_handler=sample, elicitation_handler=elicit,
                           roots=["file:///project"]) as client:
             out["connect"] = {"status": "ok", "protocolVersion": client.protocol_version,

@@ -12,22 +12,23 @@
 // OAuth mode (the interop matrix over the auth-* scenarios).
 
 import { randomBytes } from 'node:crypto';
-import { UnauthorizedError } from '@modelcontextprotocol/client';
+import { SdkError, SdkErrorCode, UnauthorizedError } from '@modelcontextprotocol/client';
 
 export const REDIRECT = 'http://127.0.0.1:47003/callback';
 
 export class BrowserlessProvider {
   constructor({ clientName = 'mockmcp interop (TypeScript)', redirectUrl = REDIRECT, clientMetadataUrl,
-    preRegistered, scope } = {}) {
+    preRegistered, tokenEndpointAuthMethod, scope } = {}) {
     this._redirectUrl = redirectUrl;
     this._metadata = {
       client_name: clientName,
       redirect_uris: [redirectUrl],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
-      token_endpoint_auth_method: preRegistered?.client_secret ? 'client_secret_basic' : 'none',
       application_type: 'native',
     };
+    // left to the SDK unless the application knows it (a pre-registered client's method)
+    if (tokenEndpointAuthMethod) this._metadata.token_endpoint_auth_method = tokenEndpointAuthMethod;
     if (scope) this._metadata.scope = scope;
     if (clientMetadataUrl) this.clientMetadataUrl = clientMetadataUrl;
     this._client = preRegistered; // {client_id, client_secret?}: known already, no registration
@@ -50,13 +51,14 @@ export class BrowserlessProvider {
   saveClientInformation(info) { this._client = info; }
   tokens() { return this._tokens; }
   saveTokens(tokens) { this._tokens = tokens; }
+  // kept as the SDK asks (it binds the callback leg to the authorization server it started with)
+  discoveryState() { return this._discovery; }
+  saveDiscoveryState(state) { this._discovery = state; }
   saveCodeVerifier(verifier) { this._verifier = verifier; }
   codeVerifier() {
     if (!this._verifier) throw new Error('no PKCE code verifier saved');
     return this._verifier;
   }
-  discoveryState() { return this._discovery; }
-  saveDiscoveryState(state) { this._discovery = state; }
   invalidateCredentials(scope) {
     if (scope === 'all' || scope === 'tokens') this._tokens = undefined;
     if (scope === 'all' || scope === 'client') this._client = undefined;
@@ -94,14 +96,22 @@ export class BrowserlessProvider {
 }
 
 // Run `fn`; when the transport stops it for a user's authorization (UnauthorizedError after
-// redirectToAuthorization), complete it with finishAuth and run `fn` once more. At most
-// `rounds` authorizations per call (a server that keeps asking is not looped on forever).
+// redirectToAuthorization), complete it with finishAuth and run `fn` once more. On a 401 that
+// outlives a fresh authorization the SDK leaves it to the host to forget the discovery it
+// keeps (so a changed authorization server is found: its docs for discoveryState), and this
+// host does, then runs `fn` again. At most `rounds` such rounds per call (a server that keeps
+// asking is not looped on forever).
 export async function authorized(transport, provider, fn, rounds = 2) {
   for (let i = 0; ; i += 1) {
     try {
       return await fn();
     } catch (err) {
-      if (!(err instanceof UnauthorizedError) || i >= rounds) throw err;
+      if (i >= rounds) throw err;
+      if (err instanceof SdkError && err.code === SdkErrorCode.ClientHttpAuthentication) {
+        await provider.invalidateCredentials('discovery');
+        continue;
+      }
+      if (!(err instanceof UnauthorizedError)) throw err;
       const params = provider.takeCallback();
       if (!params) throw err;
       await transport.finishAuth(params);

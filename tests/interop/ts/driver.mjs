@@ -174,14 +174,13 @@ function oauthProvider(options) {
   const preRegistered = options.clientId
     ? { client_id: options.clientId, ...(options.clientSecret ? { client_secret: options.clientSecret } : {}) }
     : undefined;
-  const provider = new BrowserlessProvider({
+  return new BrowserlessProvider({
     clientName: 'mockmcp interop matrix (TypeScript)',
     redirectUrl: options.redirectUri,
     clientMetadataUrl: options.clientMetadataUrl,
     preRegistered,
+    tokenEndpointAuthMethod: options.tokenEndpointAuthMethod,
   });
-  if (options.tokenEndpointAuthMethod) provider.clientMetadata.token_endpoint_auth_method = options.tokenEndpointAuthMethod;
-  return provider;
 }
 
 // What the OAuth mode saw, without a secret: each authorization request's scope and
