@@ -1,4 +1,6 @@
-"""docs/scenarios.md documents every key of the scenario model (so nothing is undocumented).
+"""docs/scenarios.md documents every key of the scenario model (so nothing is undocumented); the
+keys of the `auth` section (the model part ``scenario/model/auth.py``) are documented, with their
+defaults, on their own page, docs/authorization.md, which scenarios.md's `auth` section links to.
 
 The model classes are walked from ``Scenario`` down (the same walk the editor
 schema uses); every field's YAML key must appear in the reference's code (an
@@ -18,8 +20,18 @@ import attrs
 from mockmcp.scenario.model import base as model
 from mockmcp.scenario.model import catalog as model_steps
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "scenarios.md").read_text(encoding="utf-8")
-CODE = "\n".join(re.findall(r"```.*?```", DOC, re.S) + re.findall(r"`[^`\n]+`", re.sub(r"```.*?```", "", DOC, flags=re.S)))
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _code(page: str) -> str:
+    """A page's code: its fenced blocks and its inline code spans."""
+    doc = (DOCS / page).read_text(encoding="utf-8")
+    return "\n".join(re.findall(r"```.*?```", doc, re.S) + re.findall(r"`[^`\n]+`", re.sub(r"```.*?```", "", doc, flags=re.S)))
+
+
+CODE = _code("scenarios.md")
+AUTH_CODE = _code("authorization.md")
+AUTH_PART = "mockmcp.scenario.model.auth"
 
 
 def _classes(tp: object, seen: set[type]) -> None:
@@ -34,16 +46,24 @@ def _classes(tp: object, seen: set[type]) -> None:
         _classes(arg, seen)
 
 
-def model_keys() -> dict[str, set[str]]:
+def model_classes() -> set[type]:
     seen: set[type] = set()
     _classes(model.Scenario, seen)
+    return seen
+
+
+def model_keys() -> dict[str, set[str]]:
     keys: dict[str, set[str]] = {}
-    for cls in seen:
+    for cls in model_classes():
         hints = typing.get_type_hints(cls, model_steps.NAMESPACE)
         for f in attrs.fields(cls):
             assert f.name in hints
             keys.setdefault(f.metadata.get("key", f.name), set()).add(cls.__name__)
     return keys
+
+
+def _mentioned(key: str, code: str) -> bool:
+    return re.search(rf"(?<![\w$]){re.escape(key)}(?!\w)", code) is not None
 
 
 def test_the_walk_finds_the_model() -> None:
@@ -52,8 +72,19 @@ def test_the_walk_finds_the_model() -> None:
 
 
 def test_every_scenario_key_is_documented() -> None:
-    missing = sorted(f"{key} (in {', '.join(sorted(owners))})" for key, owners in model_keys().items() if not re.search(rf"(?<![\w$]){re.escape(key)}(?!\w)", CODE))
-    assert not missing, "docs/scenarios.md does not mention: " + "; ".join(missing)
+    auth = {cls.__name__ for cls in model_classes() if cls.__module__ == AUTH_PART}
+    assert {"ProtectedResource", "AuthorizationServer", "Tokens"} <= auth  # the walk reaches the part
+    missing = sorted(f"{key} (in {', '.join(sorted(owners))})" for key, owners in model_keys().items()
+                     if not _mentioned(key, CODE) and not (owners <= auth and _mentioned(key, AUTH_CODE)))
+    assert not missing, "docs/scenarios.md (docs/authorization.md for the auth section) does not mention: " + "; ".join(missing)
+
+
+def test_the_auth_section_is_documented_on_its_own_page_and_linked() -> None:
+    """Its keys are not left to scenarios.md's search: each is on docs/authorization.md."""
+    auth = {cls for cls in model_classes() if cls.__module__ == AUTH_PART}
+    keys = {f.metadata.get("key", f.name) for cls in auth for f in attrs.fields(cls)}
+    assert not sorted(k for k in keys if not _mentioned(k, AUTH_CODE))
+    assert "authorization.md" in (DOCS / "scenarios.md").read_text(encoding="utf-8")
 
 
 def test_relative_links_in_the_docs_resolve() -> None:
