@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from support.paths import ROOT
@@ -45,11 +46,15 @@ print(sock.recv(4096).decode().strip(), file=sys.stderr)
 
 
 def need_root(why: str) -> None:
-    if os.geteuid() == 0:
-        return
+    if os.geteuid() != 0:
+        cannot(f"{why} needs root (the suite runs as root under CI)")
+
+
+def cannot(why: str) -> NoReturn:
+    """Skip, except under CI, where the suite runs as root and every refusal must be tested: fail."""
     if os.environ.get("CI") == "true":
-        pytest.fail(f"{why} needs root, and under CI the suite runs as root")
-    pytest.skip(f"{why} needs root (the suite runs as root under CI)")
+        pytest.fail(f"{why}; under CI=true this test must run", pytrace=False)
+    pytest.skip(why)
 
 
 def socket_of(warm: WarmServer) -> Path:
@@ -133,7 +138,7 @@ def test_another_mount_namespace_is_refused_and_runs_directly(warm: WarmServer) 
 def writable_cgroup() -> Path | None:
     """This process's cgroup in a writable hierarchy (cgroup v2 first), or None."""
     mine = dict(line.split(":", 2)[1:] for line in Path("/proc/self/cgroup").read_text().splitlines())
-    mounts = []
+    mounts: list[Path] = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         fields, _, fs = line.partition(" - ")
         root, point = fields.split()[3:5]
@@ -155,7 +160,7 @@ def child_cgroup() -> Iterator[Path]:
     need_root("moving a process to another cgroup")
     parent = writable_cgroup()
     if parent is None:
-        pytest.skip("no writable cgroup hierarchy to make a child cgroup in (a read-only /sys/fs/cgroup)")
+        cannot("no writable cgroup hierarchy to make a child cgroup in (a read-only /sys/fs/cgroup)")
     path = parent / f"mockmcp-warm-test-{os.getpid()}"
     path.mkdir()
     yield path
