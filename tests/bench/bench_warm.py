@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -86,6 +87,7 @@ def bench() -> list[dict]:
         return _figures(warm, direct, env, log)
     finally:
         subprocess.run([PY, "-m", "mockmcp", "warm", "stop"], env=full, capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)  # (its log, and the socket a killed server leaves)
 
 
 def _figures(warm: list[str], direct: list[str], env: dict[str, str], log: Path) -> list[dict]:
