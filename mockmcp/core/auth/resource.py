@@ -87,10 +87,10 @@ class ResourceServer:
         if scheme.lower() != "bearer":
             raise self._challenge(401, None, f"this resource takes Bearer tokens, not {scheme!r}", origin, list(self.required))
         token = token.strip()
-        if not _TOKEN68.fullmatch(token):
+        grant, why = self.tokens.access_grant(token)  # (a token this server minted is well-formed: only
+        if grant is None and not _TOKEN68.fullmatch(token):  # an unknown one is looked at closer)
             raise self._challenge(400, "invalid_request", "a malformed Bearer credential (one token68 value)", origin,
                                   list(self.required))
-        grant, why = self.tokens.access_grant(token)
         if grant is None or why:
             raise self._challenge(401, "invalid_token", why, origin, list(self.required))
         if grant.resource != origin + MCP_PATH:

@@ -109,20 +109,29 @@ class AuthFront:
         origin = self._origin(headers)
         if origin is None:  # a foreign Host is the transport's refusal; no usable Host at all is ours
             return self.checks.head(request, headers) or as_reject(NO_HOST)
+        # most requests: straight to the gate (/mcp is never one of the core's paths: check refuses it)
+        if request.target == httprules.ENDPOINT and self.listener == "mcp":
+            return self._gate(request, headers, origin)
         if self.site.owns(request.target, self.listener):
             refused = self.site.refuse_head(request.method, request.target, self.listener)
             return None if refused is None else as_reject(refused)
         if self.listener == "second":
             return as_reject(NOT_HERE)
         if request.target.split(b"?", 1)[0] == httprules.ENDPOINT:
-            refused = self.site.gate(request.target, headers, origin)
-            if refused is not None:
-                self._told(request, refused, headers, b"", origin)
-                return as_reject(refused)
+            return self._gate(request, headers, origin)
+        return self.checks.head(request, headers)
+
+    def _gate(self, request: h11.Request, headers: dict[bytes, bytes], origin: str) -> httprules.Reject | None:
+        """A request to the MCP endpoint: the token's check, then the transport's own."""
+        refused = self.site.gate(request.target, headers, origin)
+        if refused is not None:
+            self._told(request, refused, headers, b"", origin)
+            return as_reject(refused)
         return self.checks.head(request, headers)
 
     async def answer(self, h: h11.Connection, stream: trio.abc.Stream, request: h11.Request, body: bytes) -> None:
-        if not self.site.owns(request.target, self.listener) and not self.site.resource.body_scopes(body):
+        if (request.target == httprules.ENDPOINT or not self.site.owns(request.target, self.listener)) \
+                and not self.site.resource.body_scopes(body):
             # the common case, cheaply: the gate let it through by its head, and its body needs no
             # more scopes (most bodies are not even parsed: resource.body_scopes)
             await self.exchange.answer(h, stream, request, body)
