@@ -4,7 +4,8 @@ Through the real process: ``mockmcp run auth --http 0`` with ``--journal`` and `
 another with ``--session DIR`` (its journal, state and report in DIR), each at ``--log-level
 debug`` with stderr kept; the clients do the whole flow (dynamic registration with
 ``client_secret_post``, a step-up, a refresh; the pre-registered client with
-``client_secret_basic``), and the session's also what a careless client does (a token the server
+``client_secret_basic``), and the session's also a refresh after the control channel expired the
+tokens mid-session and what a careless client does (a token the server
 never issued, a token in the query string, a replayed code with a wrong verifier). Every secret the
 clients sent or were given is gathered from their own side of the wire; then every file under
 the test's folder, the mocks' stdout and stderr, the journal's transcript, its HTML timeline and
@@ -24,6 +25,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from support.httpmock import HttpMock, Response, mcp_headers, msg
 from support.oauthclient import Behaviour, OAuthClient, PreRegistered
 from support.process import run_mock
+
+from mockmcp.controlclient import SyncControl
 
 # the names under which OAuth carries a secret, in a query, a form, a redirect or a JSON answer
 SECRET_PARAMS = frozenset({"state", "code", "code_verifier", "code_challenge", "access_token", "refresh_token",
@@ -141,10 +144,14 @@ def test_no_secret_reaches_the_journal_report_session_timeline_or_stderr(tmp_pat
         assert mock.stop() == 0
         streams["journal run: stdout"] = mock.first_line + mock.proc.stdout.read().decode()  # type: ignore[union-attr]
         streams["journal run: stderr"] = mock.stderr()
+    control = tmp_path / "c.sock"
     with HttpMock("auth", "--session", str(session), "--report", str(tmp_path / "session-report.json"),
-                  "--log-level", "debug") as mock:
+                  "--log-level", "debug", "--control", str(control)) as mock:
         clients += full_flow(mock.url)
-        careless(clients[-2])  # the dynamically registered one (client_secret_post)
+        dcr = clients[-2]  # the dynamically registered one (client_secret_post)
+        assert SyncControl(str(control)).expire_tokens() >= 1  # mid-session: a 401 invalid_token, a refresh
+        assert "result" in dcr.request("tools/list")
+        careless(dcr)
         assert mock.stop() == 0
         streams["session run: stdout"] = mock.first_line + mock.proc.stdout.read().decode()  # type: ignore[union-attr]
         streams["session run: stderr"] = mock.stderr()
