@@ -11,7 +11,8 @@ following the redirect and reads ``code``, ``state`` and ``iss`` from its ``Loca
 callback hands them to the client, which checks ``state`` and ``iss`` itself (the TypeScript
 SDK checks ``iss`` in ``finishAuth`` and leaves ``state`` to the host: tests/interop/ts/auth_provider.mjs
 does what a host does). One mock process per client; the order of the exchanges comes from
-the mock's ``auth:`` log lines.
+the mock's ``auth:`` log lines, and its report (``--report``) judges each client's flow clean.
+The interop matrix's OAuth mode (``matrix.oauth_options``) is checked here too.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ def assert_flow(log: str) -> None:
     assert order[at:at + 3] == STEP_UP, order
     assert order.count("GET /authorize -> 302") == 2 and "POST /register -> 201" not in order[6:], order
     assert "Traceback" not in log
+
+
+def assert_judged_clean(report: Any) -> None:
+    """The mock's verdict on the client (``--report``): no finding of its authorization checks
+    (PKCE, ``state``, ``resource``, ``iss``, the token on every request, scopes kept at step-up,
+    ``application_type`` ...) and no client error of any other check."""
+    findings = json.loads(report.read_text())["findings"]
+    assert not [f for f in findings if f["check"].startswith("auth.") or f["level"] == "error"], findings
 
 
 def assert_authorizations(queries: list[dict[str, str]], url: str) -> None:
@@ -121,8 +130,9 @@ async def _session(url: str, seen: dict[str, Any]) -> None:
     seen["client_id"] = storage.client.client_id
 
 
-def test_the_python_client_completes_the_flow_and_steps_up() -> None:
-    with HttpMock("auth", "--log-level", "debug") as mock:
+def test_the_python_client_completes_the_flow_and_steps_up(tmp_path: Any) -> None:
+    report = tmp_path / "report.json"
+    with HttpMock("auth", "--log-level", "debug", "--report", str(report)) as mock:
         seen: dict[str, Any] = {}
         try:
             anyio.run(_session, mock.url, seen)
@@ -137,15 +147,17 @@ def test_the_python_client_completes_the_flow_and_steps_up() -> None:
     assert seen["client_id"].startswith("dyn-")  # dynamically registered
     assert_authorizations(seen["queries"], mock.url)
     assert_flow(log)
+    assert_judged_clean(report)
 
 
 @pytest.mark.usefixtures("typescript_client")
-def test_the_typescript_client_completes_the_flow_and_steps_up() -> None:
+def test_the_typescript_client_completes_the_flow_and_steps_up(tmp_path: Any) -> None:
     """tests/interop/ts/auth_flow.mjs: the SDK's transport meets the 401 at connect, discovers,
     registers and redirects (UnauthorizedError); the host hands the callback to ``finishAuth`` and
     connects again; at admin_report's 403 the transport itself re-authorizes with the union of the
     scopes (another redirect, another ``finishAuth``) and the call is retried."""
-    with HttpMock("auth", "--log-level", "debug") as mock:
+    report = tmp_path / "report.json"
+    with HttpMock("auth", "--log-level", "debug", "--report", str(report)) as mock:
         try:
             proc = subprocess.run(["node", str(TS_DIR / "auth_flow.mjs"), mock.url], capture_output=True,
                                   text=True, timeout=60, cwd=TS_DIR)
@@ -166,6 +178,7 @@ def test_the_typescript_client_completes_the_flow_and_steps_up() -> None:
     assert {"mcp:read", "mcp:admin"} <= set(out["scope"].split())
     assert out["clientId"].startswith("dyn-")  # dynamically registered
     assert_flow(log)
+    assert_judged_clean(report)
 
 
 async def _fastmcp_session(url: str, seen: dict[str, Any]) -> None:
@@ -204,8 +217,9 @@ async def _fastmcp_session(url: str, seen: dict[str, Any]) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:Using in-memory token storage")
-def test_the_fastmcp_client_completes_the_flow_and_steps_up() -> None:
-    with HttpMock("auth", "--log-level", "debug") as mock:
+def test_the_fastmcp_client_completes_the_flow_and_steps_up(tmp_path: Any) -> None:
+    report = tmp_path / "report.json"
+    with HttpMock("auth", "--log-level", "debug", "--report", str(report)) as mock:
         seen: dict[str, Any] = {}
         try:
             anyio.run(_fastmcp_session, mock.url, seen)
@@ -219,6 +233,7 @@ def test_the_fastmcp_client_completes_the_flow_and_steps_up() -> None:
     assert seen["queries"][0]["client_id"].startswith("dyn-")
     assert seen["queries"][0]["redirect_uri"] == "http://127.0.0.1:47004/callback"
     assert_flow(log)
+    assert_judged_clean(report)
 
 
 PRE_REGISTERED_ONLY = """\
