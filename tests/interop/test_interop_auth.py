@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import pytest
 
+from interop.python_auth import MemoryStorage  # the matrix driver's token storage, shared
 from interop.tsclient import TS_DIR
 from support.httpmock import HttpMock
 
@@ -73,24 +74,6 @@ def assert_authorizations(queries: list[dict[str, str]], url: str) -> None:
     first, second = (set(q["scope"].split()) for q in queries)
     assert "mcp:read" in first and "mcp:admin" not in first
     assert first | {"mcp:admin"} <= second
-
-
-class MemoryStorage:
-    def __init__(self) -> None:
-        self.tokens: Any = None
-        self.client: Any = None
-
-    async def get_tokens(self) -> Any:
-        return self.tokens
-
-    async def set_tokens(self, tokens: Any) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> Any:
-        return self.client
-
-    async def set_client_info(self, client: Any) -> None:
-        self.client = client
 
 
 async def _session(url: str, seen: dict[str, Any]) -> None:
