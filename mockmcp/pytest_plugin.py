@@ -66,6 +66,29 @@ def pytest_configure(config: pytest.Config) -> None:
     start(warm_paths())
 
 
+def warm_server_cpu(pid: int) -> float | None:
+    """The warm server's CPU seconds so far, its reaped children (every mock it forked) included,
+    or None when it is gone. A detached server is not pytest's child, so the run's own CPU time
+    (``time pytest``) never counts it: the summary says it, for an honest total."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if config.stash.get(_WARM, None) is None:
+        return
+    from mockmcp.warm.paths import read_pid, warm_paths
+
+    pid = read_pid(warm_paths())
+    cpu = warm_server_cpu(pid) if pid is not None else None
+    if cpu is not None:
+        terminalreporter.write_line(f"mockmcp warm server: {cpu:.1f} CPU s with the mocks it forked "
+                                    "(not counted in this run's own CPU time)")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     warm = config.stash.get(_WARM, None)
     if warm is None:

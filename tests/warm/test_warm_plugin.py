@@ -4,6 +4,7 @@ one warm server that every worker's fixture spawns through, and nothing of it ou
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,6 @@ def test_one_warm_server_for_the_run_shared_by_the_workers_and_gone_after(tmp_pa
     assert len(list(out.iterdir())) == 4 and len(seen) == 1, seen  # one server, whichever worker ran a test
     folder, pid = seen.pop().split()
     assert not Path(folder).exists() and not alive(int(pid))
+    # the summary counts the server's CPU, which `time pytest` cannot (it is not pytest's child)
+    summary = re.search(r"mockmcp warm server: ([0-9.]+) CPU s with the mocks it forked", proc.stdout)
+    assert summary and float(summary.group(1)) > 0, proc.stdout[-2000:]
