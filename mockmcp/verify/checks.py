@@ -93,6 +93,7 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "auth.registration.applicationType": ("error", _AUTH + "/client-registration#application-type-and-redirect-uri-constraints", "a dynamic registration without application_type"),
     "auth.registration.cimdUnused": ("warning", _AUTH + "/client-registration#client-id-metadata-documents", "dynamic registration while the server offers metadata documents and the client has one (auth.expect.registration: document)"),
     "auth.registration.unexpected": ("warning", _AUTH + "/client-registration#pre-registration", "registration, or another client id, while the client has pre-registered credentials (auth.expect.registration: preRegistered)"),
+    "auth.registration.ignored": ("warning", "https://www.rfc-editor.org/rfc/rfc7591.html#section-3.2.1", "a token request authenticated otherwise than the registration response's token_endpoint_auth_method (the server may replace the one asked)"),
     "auth.offlineAccess.unsupported": ("error", _AUTH + "#refresh-tokens", "offline_access asked of an authorization server whose scopes_supported does not list it"),
     # Streamable HTTP (mockmcp run --http): found by the HTTP shell's rules, reported here.
     "http.header.missing": ("error", "basic/transports/streamable-http#server-validation", "a request without MCP-Protocol-Version, Mcp-Method, or Mcp-Name where its method needs one"),
