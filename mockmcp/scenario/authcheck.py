@@ -179,6 +179,9 @@ def _registration(auth: Auth, out: list[Problem]) -> None:
         if method != "none":
             _err(out, at + ("document", "token_endpoint_auth_method"),
                  "a client known by its metadata document has no secret: its token_endpoint_auth_method is none")
+    if not reg.dynamic and reg.unsupportedAuthMethod != "replace":
+        _warn(out, base + ("unsupportedAuthMethod",), "dynamic registration is off (dynamic: false): what a"
+              " registration asking an unsupported token endpoint auth method gets never matters")
     if (reg.documents or reg.acceptAnyDocument) and not reg.clientIdMetadataDocuments:
         _warn(out, base, "documents are listed but clientIdMetadataDocuments is false: the metadata does not offer them")
     if reg.documents or reg.acceptAnyDocument or reg.clientIdMetadataDocuments:

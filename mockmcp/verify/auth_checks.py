@@ -33,7 +33,9 @@ The judging rules, each with its check id (``checks.CHECKS`` has the levels and 
   server used at another (``auth.registration.stale``); a registration without
   ``application_type`` (``auth.registration.applicationType``); with ``auth.expect.registration``,
   dynamic registration instead of the client's metadata document (``auth.registration.cimdUnused``)
-  or instead of its pre-registered credentials (``auth.registration.unexpected``);
+  or instead of its pre-registered credentials (``auth.registration.unexpected``); a token request
+  authenticated otherwise than the registration response's ``token_endpoint_auth_method``, which
+  the server may have replaced (``auth.registration.ignored``);
 - at the MCP endpoint: a token in the query (``auth.token.query``), a token this server never
   issued (``auth.token.foreign``), no token once the client had one (``auth.token.dropped``).
 """
@@ -64,6 +66,17 @@ def _remember(table: dict[str, Any], key: str, value: Any) -> None:
         del table[next(iter(table))]
 
 
+def _method_ignored(known: tuple[str, str] | None, used: Any) -> Finding | None:
+    """A dynamic client authenticates the way its registration response says (RFC 7591 3.2.1: the
+    server may replace the method asked, and the response names the one registered)."""
+    if known is None or not isinstance(used, str) or used == known[1]:
+        return None
+    asked, registered = known
+    why = f"asked {asked} and was registered with {registered}" if asked != registered else f"registered {registered}"
+    return Finding("auth.registration.ignored", f"a token request authenticated with {used}, though the client {why}"
+                   " (the registration response's token_endpoint_auth_method): use the registered values")
+
+
 class AuthChecker:
     def __init__(self, expect_registration: str = "any") -> None:
         self.expect = expect_registration  # auth.expect.registration: any, document, preRegistered
@@ -76,6 +89,7 @@ class AuthChecker:
         self.asked: list[str] = []  # every scope asked in an authorization so far
         self.bad_codes: dict[str, str] = {}  # code fingerprint -> what was wrong with its response's iss
         self.registered: dict[str, str] = {}  # dynamic client fingerprint -> the issuer that registered it
+        self.methods: dict[str, tuple[str, str]] = {}  # dynamic client fingerprint -> (method asked, registered)
         self.issued: dict[str, int] = {}  # access token fingerprint -> its number, in the order issued
         # A request without a token once one was issued: how many tokens were issued then. It is a
         # drop when an older token comes back after it (the client held it); a newer one may be another
@@ -188,6 +202,11 @@ class AuthChecker:
         if kind == "register":
             self._register(issuer, facts, out)
             return
+        if kind == "token" and isinstance(client, str) and ("auth.registration.ignored", client) not in self.once:
+            ignored = _method_ignored(self.methods.get(client), facts.get("authMethod"))
+            if ignored is not None:
+                self.once.add(("auth.registration.ignored", client))
+                out.append(ignored)
         self._resource(kind, facts, out)
         if kind == "authorize":
             self._authorize(facts, out)
@@ -217,6 +236,9 @@ class AuthChecker:
         client = facts.get("client")
         if isinstance(client, str):
             _remember(self.registered, client, issuer)
+            method = facts.get("registeredMethod")
+            if isinstance(method, str):
+                _remember(self.methods, client, (str(facts.get("askedMethod")), method))
 
     def _resource(self, kind: str, facts: dict[str, Any], out: list[Finding]) -> None:
         what = "the authorization request" if kind == "authorize" else f"the token request ({facts.get('grant')})"

@@ -71,10 +71,12 @@ CASES: dict[str, Case] = {
     "scope-omitted-when-undefined": Case(True, (W(("auth.scope.invented",), True, scope="asMetadata"),)),
     "scope-step-up": Case(True, (W(("auth.scope.dropped",), alone=True, stepUp="missing"),)),
     "scope-retry-limit": Case(False, (W(("auth.scope.retryLimit",), alone=True, step_up_limit=6),)),
-    "token-endpoint-auth-basic": Case(True, (W(tokenAuthMethod="client_secret_post"),
+    # a client asking another method is registered with the supported one (RFC 7591 3.2.1); one that
+    # then authenticates as it asked, ignoring the registration response, is refused at /token
+    "token-endpoint-auth-basic": Case(True, (W(("auth.registration.ignored",), tokenAuthMethod="client_secret_post"),
                                              W(("auth.resource.missing",), sendResource=False))),
-    "token-endpoint-auth-post": Case(True, (W(tokenAuthMethod="client_secret_basic"),)),
-    "token-endpoint-auth-none": Case(True, (W(tokenAuthMethod="client_secret_basic"),)),
+    "token-endpoint-auth-post": Case(True, (W(("auth.registration.ignored",), tokenAuthMethod="client_secret_basic"),)),
+    "token-endpoint-auth-none": Case(True, (W(("auth.registration.ignored",), tokenAuthMethod="client_secret_basic"),)),
     "pre-registration": Case(True, (W(tokenAuthMethod="client_secret_post"),
                                     W(("auth.registration.unexpected",), client={"pre_registered": OTHER})),
                              {"pre_registered": PRE}),
@@ -185,6 +187,33 @@ def _scenario(name: str, tmp_path: Path, stack: contextlib.ExitStack) -> None:
         assert _run(client) is wrong.through, (wrong, client.exchanges)
         records, report = own.stop()
         _judged(name, records, report, wrong.findings, let_through=wrong.through)
+
+
+def test_a_registration_asking_an_unsupported_method_is_given_one_or_refused(tmp_path: Path) -> None:
+    """``registration.unsupportedAuthMethod``: ``replace`` (the default) registers a public client
+    that asks ``none`` of a server taking only ``client_secret_post`` with a secret and that method,
+    which the client uses as the response says; ``reject`` refuses it (``invalid_client_metadata``)
+    and still registers a client that asks a listed method."""
+    with Served("token-endpoint-auth-post", tmp_path, "replace") as served:
+        public = OAuthClient(served.mock.url, behaviour=Behaviour(registerMethod="none"))
+        assert _run(public), public.exchanges
+        assert public.client is not None and public.client.method == "client_secret_post" and public.client.secret
+        records, report = served.stop()
+        assert _found(records) == set() and report["counts"]["byCheck"] == {}
+        assert {v["expectation"]: v["verdict"] for v in report["expectations"]} == {"called": "passed"}
+    data = yaml.safe_load((SCENARIOS / "auth-token-endpoint-auth-post.yaml").read_text(encoding="utf-8"))
+    data["auth"]["server"]["registration"]["unsupportedAuthMethod"] = "reject"
+    strict = tmp_path / "strict.yaml"
+    strict.write_text(yaml.safe_dump(data), encoding="utf-8")
+    journal, report_path = tmp_path / "reject.jsonl", tmp_path / "reject.json"
+    with HttpMock(strict, "--journal", str(journal), "--report", str(report_path)) as mock:
+        public = OAuthClient(mock.url, behaviour=Behaviour(registerMethod="none"))
+        with pytest.raises(Refused, match=r"registration refused: 400 .*invalid_client_metadata.*client_secret_post"):
+            public.session()
+        careful = OAuthClient(mock.url)
+        assert _run(careful), careful.exchanges
+        assert mock.stop() == 0
+    assert json.loads(report_path.read_text())["counts"]["byCheck"] == {}
 
 
 def _judged(name: str, records: list[dict[str, Any]], report: dict[str, Any], findings: frozenset[str] | set[str], *,

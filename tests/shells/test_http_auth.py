@@ -250,7 +250,11 @@ def test_bad_input_gets_the_error_the_rfcs_name(flow: Flow) -> None:
     oauth_error(flow.register(redirect_uris="x"), 400, "invalid_redirect_uri")
     oauth_error(flow.register(application_type="desktop"), 400, "invalid_client_metadata")
     oauth_error(flow.register(application_type="web"), 400, "invalid_redirect_uri")  # web with a loopback redirect
-    oauth_error(flow.register(token_endpoint_auth_method="private_key_jwt"), 400, "invalid_client_metadata")
+    # a method the server does not list is replaced by its first (RFC 7591 3.2.1), a non-string refused
+    replaced = flow.register(token_endpoint_auth_method="private_key_jwt")
+    assert replaced.status == 201 and replaced.json()["token_endpoint_auth_method"] == "client_secret_basic", replaced
+    assert replaced.json()["client_secret"]
+    oauth_error(flow.register(token_endpoint_auth_method=["none"]), 400, "invalid_client_metadata")
     r = flow.mock.post(b"[1, 2]", {"Content-Type": "application/json"}, path="/register")
     oauth_error(r, 400, "invalid_client_metadata")
     r = flow.mock.post(b"", {"Content-Type": None}, method="DELETE", path="/token")

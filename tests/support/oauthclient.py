@@ -82,7 +82,12 @@ class Behaviour:
     applicationType: bool = True  # send application_type in a registration
     reuseRegistration: bool = False  # keep a client id when the authorization server changes (wrong)
     sendResource: bool = True  # RFC 8707 resource in both requests
-    tokenAuthMethod: str | None = None  # None: one the server supports; else this one regardless
+    # the token endpoint auth method: None, the one the registration response names; else this one
+    # regardless (asked at registration too, and used even without a secret to send: wrong)
+    tokenAuthMethod: str | None = None
+    # the method asked at registration: None, tokenAuthMethod or one the server supports; else this
+    # one even when the server does not list it (RFC 7591 lets the server register another)
+    registerMethod: str | None = None
     pkce: bool = True
 
 
@@ -281,7 +286,7 @@ class OAuthClient:
         endpoint = meta.get("registration_endpoint")
         if not endpoint:
             raise Refused("no pre-registered credentials, no metadata document accepted and no registration endpoint")
-        method = self.b.tokenAuthMethod or next(m for m in ("client_secret_basic", "client_secret_post", "none", *methods)
+        method = self.b.registerMethod or self.b.tokenAuthMethod or next(m for m in ("client_secret_basic", "client_secret_post", "none", *methods)
                                                 if m in methods)
         body: dict[str, Any] = {"client_name": "raw oauth test client", "redirect_uris": [self.redirect_uri],
                                 "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
@@ -382,13 +387,13 @@ class OAuthClient:
             form["resource"] = self.url
         headers = {"Content-Type": FORM, "Accept": "application/json"}
         method = self.b.tokenAuthMethod or client.method
-        if method == "client_secret_basic" and client.secret is not None:
-            pair = f"{client.client_id}:{client.secret}".encode()
+        if method == "client_secret_basic":
+            pair = f"{client.client_id}:{client.secret or ''}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
         else:
             form["client_id"] = client.client_id
-            if method == "client_secret_post" and client.secret is not None:
-                form["client_secret"] = client.secret
+            if method == "client_secret_post":
+                form["client_secret"] = client.secret or ""
         r = self.http("POST", meta["token_endpoint"], headers, urlencode(form).encode())
         if r.status != 200:
             raise Refused(f"token request refused: {r.status} {r.body[:300]!r}")

@@ -271,3 +271,18 @@ def test_the_retry_count_is_per_operation_and_reset_when_it_gets_through() -> No
     assert ids(c, {**forbidden, "operation": "tools/call other"}) == []
     assert ids(c, forbidden) == ["auth.scope.retryLimit"]
     assert ids(c, forbidden) == []  # once per operation
+
+
+def test_a_token_request_that_ignores_the_registered_method() -> None:
+    """The registration response names the method the server registered (it may replace the one
+    asked); a token request authenticated otherwise is found once per client."""
+    c = AuthChecker()
+    register = {"exchange": "register", "issuer": "http://as", "applicationType": "native", "cimd": False}
+    ids(c, {**register, "askedMethod": "none", "client": "c1", "clientKind": "dynamic", "registeredMethod": "client_secret_post"})
+    ids(c, {**register, "askedMethod": "none", "client": "c2", "clientKind": "dynamic", "registeredMethod": "none"})
+    found = c.exchange(token(authMethod="none", issued=None))
+    assert [f.check for f in found] == ["auth.registration.ignored"]
+    assert "asked none and was registered with client_secret_post" in found[0].text
+    assert ids(c, token(authMethod="none", issued=None)) == []  # once per client
+    assert ids(c, token(client="c2", authMethod="none", code="k2")) == []  # used as registered
+    assert ids(c, token(client="c3", authMethod="client_secret_basic", code="k3")) == []  # not registered here

@@ -4,7 +4,9 @@ Three ways in (MCP authorization, client registration): pre-registered credentia
 scenario, Client ID Metadata Documents (the document is the scenario's: the mock never fetches
 a URL), and dynamic registration (RFC 7591, with OIDC's ``application_type`` checked against the
 redirect URIs). At the token endpoint a client authenticates the way it registered:
-``client_secret_basic``, ``client_secret_post`` or ``none`` (RFC 6749 2.3, OAuth 2.1 2.4).
+``client_secret_basic``, ``client_secret_post`` or ``none`` (RFC 6749 2.3, OAuth 2.1 2.4); a
+registration asking a method the server does not list gets one it does, named in the response
+(RFC 7591 3.2.1), unless the scenario says ``unsupportedAuthMethod: reject``.
 Registered clients are bounded (``MAX_CLIENTS``, the oldest forgotten).
 """
 
@@ -126,10 +128,7 @@ class Clients:
         for uri in uris:
             if not _absolute(uri):
                 raise OAuthError("invalid_redirect_uri", f"{uri!r} is not an absolute URI without a fragment")
-        method = body.get("token_endpoint_auth_method", "client_secret_basic")
-        if method not in methods:
-            raise OAuthError("invalid_client_metadata", f"token_endpoint_auth_method {method!r} is not supported"
-                             f" (token_endpoint_auth_methods_supported: {', '.join(methods)})")
+        method = self._auth_method(body.get("token_endpoint_auth_method", "client_secret_basic"))
         grants = body.get("grant_types", ["authorization_code"])
         if not isinstance(grants, list) or not all(isinstance(g, str) for g in grants):
             raise OAuthError("invalid_client_metadata", "grant_types must be a list of strings")
@@ -154,6 +153,21 @@ class Clients:
         if secret is not None:
             answer.update(client_secret=secret, client_secret_expires_at=0)
         return client, answer
+
+    def _auth_method(self, asked: Any) -> str:
+        """The token endpoint auth method a registration gets: the one asked when the server supports
+        it; else, with ``unsupportedAuthMethod: replace``, the first the server lists (RFC 7591 3.2.1:
+        the server may replace a requested value, and the response says what was registered; a public
+        client asking ``none`` where only secrets are accepted gets a secret), or ``invalid_client_metadata``."""
+        methods = self.config.tokenEndpointAuthMethods
+        if not isinstance(asked, str):
+            raise OAuthError("invalid_client_metadata", "token_endpoint_auth_method must be a string")
+        if asked in methods:
+            return asked
+        if self.config.registration.unsupportedAuthMethod == "replace" and methods:
+            return methods[0]
+        raise OAuthError("invalid_client_metadata", f"token_endpoint_auth_method {asked[:100]!r} is not supported"
+                         f" (token_endpoint_auth_methods_supported: {', '.join(methods)})")
 
     def _application_type(self, kind: Any, uris: list[str]) -> None:
         """OIDC Registration 2: a ``web`` client redirects over https and not to loopback; a ``native``

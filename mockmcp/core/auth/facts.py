@@ -19,10 +19,12 @@ named after a secret, so the journal's redaction leaves them be); ``state`` and 
   without one, null without a challenge), ``state``, ``resource``/``resourceOk``, ``scope`` (null:
   no scope parameter), ``offlineListed``, and from the answer ``code``, ``iss`` (``correct``,
   ``missing``, ``wrong``: compared as a string with the metadata's ``issuer``), ``issAdvertised``;
-- ``token``: ``grant``, ``client``/``clientKind``, ``resource``/``resourceOk``, ``code``,
+- ``token``: ``grant``, ``client``/``clientKind``, ``authMethod`` (how the client authenticated:
+  ``client_secret_basic``, ``client_secret_post`` or ``none``), ``resource``/``resourceOk``, ``code``,
   ``scope``, and on success ``issued`` (the access token) and ``granted``;
-- ``register``: ``applicationType``, ``cimd`` (the server offers metadata documents) and, on
-  success, ``client``.
+- ``register``: ``applicationType``, ``askedMethod`` (the token endpoint auth method asked),
+  ``cimd`` (the server offers metadata documents) and, on success, ``client`` and ``registeredMethod`` (the
+  method registered, which the server may have replaced).
 """
 
 from __future__ import annotations
@@ -160,12 +162,14 @@ def _authorize(clients: Clients, params: Mapping[str, str], canonical: str, meta
 def _token(clients: Clients, form: Mapping[str, str], authorization: str | None, canonical: str,
            answer: HttpAnswer) -> dict[str, Any]:
     client_id = form.get("client_id")
+    used = "client_secret_post" if "client_secret" in form else "none"
     if authorization is not None and authorization.strip().lower().startswith("basic "):
+        used = "client_secret_basic"
         try:
             client_id = basic_credentials(authorization)[0]
         except AuthMistake:
             client_id = None
-    out: dict[str, Any] = {"grant": _cut(form.get("grant_type")), **_client(clients, client_id),
+    out: dict[str, Any] = {"grant": _cut(form.get("grant_type")), **_client(clients, client_id), "authMethod": used,
                            **_resource(form.get("resource"), canonical), "scope": _scopes(form.get("scope"))}
     if "code" in form:
         out["code"] = fingerprint(form["code"])
@@ -179,9 +183,13 @@ def _token(clients: Clients, form: Mapping[str, str], authorization: str | None,
 def _register(body: Mapping[str, Any], answer: HttpAnswer) -> dict[str, Any]:
     kind = body.get("application_type")
     out: dict[str, Any] = {"applicationType": _cut(kind) if isinstance(kind, str) else None if kind is None else "?"}
+    asked = body.get("token_endpoint_auth_method", "client_secret_basic")
+    out["askedMethod"] = _cut(asked) if isinstance(asked, str) else "?"
     doc = _json(answer.body) if answer.status == 201 else None
     if isinstance(doc, dict) and isinstance(doc.get("client_id"), str):
-        out.update(client=fingerprint(doc["client_id"]), clientKind="dynamic")
+        method = doc.get("token_endpoint_auth_method")
+        out.update(client=fingerprint(doc["client_id"]), clientKind="dynamic",
+                   registeredMethod=_cut(method) if isinstance(method, str) else None)
     return out
 
 

@@ -97,6 +97,10 @@ class Registration(Model):
     pre-registered credentials."""
 
     dynamic: bool = True
+    # a registration asking a token_endpoint_auth_method not in tokenEndpointAuthMethods: register the
+    # client with the first listed one and say so in the response ("replace", RFC 7591 3.2.1: the
+    # server may replace requested values), or refuse it with invalid_client_metadata ("reject")
+    unsupportedAuthMethod: Literal["replace", "reject"] = "replace"
     # application_type in a registration: "check" (if given: native or web, and its redirect
     # URIs fit it), "require" (and it must be given), "ignore"
     applicationType: Literal["check", "require", "ignore"] = "check"
