@@ -21,6 +21,7 @@ import time
 import mockmcp
 from mockmcp.warm import child as childmod
 from mockmcp.warm.launcher import DIR_OPTION, PACKAGE, WARM_DIR, encodings
+from mockmcp.shells.control import MAX_SOCKET_PATH
 from mockmcp.warm.paths import WarmPaths, ensure_folder, read_pid, warm_paths
 from mockmcp.warm.refusals import baseline
 from mockmcp.warm.server import WarmServer
@@ -68,6 +69,7 @@ def minimal_environment() -> dict[str, str]:
 def start(paths: WarmPaths, timeout: float = 30.0) -> int:
     """Start a detached server unless one runs; its pid."""
     ensure_folder(paths.folder)
+    refuse_long_socket_path(paths)
     pid = running(paths)
     if pid is not None:
         return pid
@@ -144,9 +146,19 @@ def generators() -> list[random.Random]:
     return [o for o in gc.get_objects() if isinstance(o, random.Random)]
 
 
+def refuse_long_socket_path(paths: WarmPaths) -> None:
+    """A socket path past the system's limit fails in bind() as "AF_UNIX path too long": say which
+    path, the limit and what to change, before anything starts."""
+    size = len(os.fsencode(paths.socket))
+    if size > MAX_SOCKET_PATH:
+        raise NotStarted(f"cannot listen on {paths.socket}: a Unix socket path may have at most {MAX_SOCKET_PATH}"
+                         f" bytes here and this one has {size}; choose a shorter MOCKMCP_WARM_DIR")
+
+
 def listen(paths: WarmPaths) -> socket.socket:
     """Bind the socket, replacing a stale one; refuse if a live server answers there."""
     ensure_folder(paths.folder)
+    refuse_long_socket_path(paths)
     if os.path.exists(paths.socket):
         if answers(paths.socket):
             raise NotStarted(f"a warm server already answers on {paths.socket}")

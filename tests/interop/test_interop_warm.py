@@ -9,12 +9,13 @@ forked by the warm server (its log), none run directly after a refusal.
 
 from __future__ import annotations
 
+import shutil
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support.process import WarmServer
+from support.process import WarmServer, runtime_folder
 
 from interop import matrix, verdicts
 from mockmcp.scenario import loadcache
@@ -30,11 +31,12 @@ _TIMING = re.compile(r"; (progress×\d+|client reported \d+ error\(s\))")
 
 
 @pytest.fixture(scope="module")
-def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmServer]:
-    server = WarmServer(tmp_path_factory.mktemp("warm"))
+def warm() -> Iterator[WarmServer]:
+    server = WarmServer(runtime_folder())
     server.start()
     yield server
     server.stop()
+    shutil.rmtree(server.folder, ignore_errors=True)
 
 
 def outcome(text: str) -> str:

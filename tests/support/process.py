@@ -32,6 +32,15 @@ def run_mock(*args: str, input: bytes = b"", timeout: float = 30) -> subprocess.
     return subprocess.run(mockmcp_cmd(*args), input=input, capture_output=True, timeout=timeout)
 
 
+def runtime_folder() -> Path:
+    """A fresh 0700 folder for a warm server's socket, with a short path: a Unix socket's path is
+    limited to 107 bytes, and pytest's temporary folders (``/tmp/pytest-of-USER/pytest-N/popen-gwK/
+    test_a_long_name0/``) leave too little of it. The caller removes it (``shutil.rmtree``)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="mmw-", dir="/tmp" if os.path.isdir("/tmp") else None))
+
+
 class WarmServer:
     """A warm server of this checkout in its own runtime folder (``mockmcp warm start``), for tests
     that compare its spawns with direct ones: ``argv`` is the launcher's prefix, ``env`` the

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 
 import pytest
-from support.process import WarmServer
+from support.process import WarmServer, runtime_folder
 
 
 @pytest.fixture(scope="module")
-def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmServer]:
-    server = WarmServer(tmp_path_factory.mktemp("warm"))
+def warm() -> Iterator[WarmServer]:
+    server = WarmServer(runtime_folder())
     server.start()
     yield server
     server.stop()
+    shutil.rmtree(server.folder, ignore_errors=True)

@@ -5,18 +5,20 @@ the server; and the pure parts (the hand-off's parser, the refusals no test proc
 
 from __future__ import annotations
 
+import shutil
 import json
 import os
 import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.process import WarmServer, alive, gone_within
+from support.process import WarmServer, alive, gone_within, runtime_folder
 
 from mockmcp.warm import handoff, launcher
 from mockmcp.warm.refusals import Baseline, python_variables, refusal
@@ -103,14 +105,15 @@ def waits_on_a_socket(pid: int, timeout: float = 10.0) -> bool:
 
 
 @pytest.fixture
-def doomed(tmp_path: Path) -> Iterator[WarmServer]:
+def doomed() -> Iterator[WarmServer]:
     """A warm server of its own, for a test that kills it."""
-    server = WarmServer(tmp_path / "rt")
+    server = WarmServer(runtime_folder())
     server.start()
     yield server
     server.stop()
     if alive(server.pid):
         os.kill(server.pid, signal.SIGKILL)
+    shutil.rmtree(server.folder, ignore_errors=True)
 
 
 def test_server_killed_mid_hand_off_and_while_a_child_runs_then_a_stale_socket(doomed: WarmServer) -> None:
@@ -191,3 +194,17 @@ def test_refusals_of_another_user_namespace_cgroup_and_limits(tmp_path: Path) ->
             assert "hard limit" in (refusal(low, mine, peer, fd) or "")
         (tmp_path / "new.py").write_text("")
         assert "package changed" in (refusal(base, mine, peer, fd) or "")
+
+
+def test_a_socket_path_past_the_limit_is_refused_clearly(tmp_path: Path) -> None:
+    """``warm start`` in a folder whose socket path would be too long says so, with the limit and
+    the length, before it starts anything (bind() would only say "AF_UNIX path too long")."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True, mode=0o700)
+    env = {**os.environ, "MOCKMCP_WARM_DIR": str(deep)}
+    env.pop("MOCKMCP_WARM_ARGV", None)
+    proc = subprocess.run([sys.executable, "-m", "mockmcp", "warm", "start"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "a Unix socket path may have at most" in proc.stderr and "MOCKMCP_WARM_DIR" in proc.stderr, proc.stderr
+    assert not list(deep.glob("*.pid"))

@@ -25,7 +25,7 @@ from typing import NoReturn
 
 import pytest
 from support.paths import ROOT
-from support.process import WarmServer, gone_within
+from support.process import WarmServer, gone_within, runtime_folder
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}
@@ -213,14 +213,14 @@ def test_a_terminal_on_stdin_is_refused_by_the_server_too(warm: WarmServer) -> N
     assert raw.stderr.strip() == '{"refused": "a terminal on stdin"}', raw.stderr
 
 
-def test_a_changed_package_is_refused_and_the_server_stops(tmp_path: Path) -> None:
+def test_a_changed_package_is_refused_and_the_server_stops(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """A warm server started from a copy of the package (PYTHONPATH); a file of the copy touched;
     the next spawn runs directly (the copy, as it is now) and the server exits, its modules stale."""
     copy = tmp_path / "pkg"
     shutil.copytree(ROOT / "mockmcp", copy / "mockmcp")  # (times kept: the compiled files stay valid)
     shutil.copytree(ROOT / "scenarios", copy / "scenarios")
-    runtime = tmp_path / "rt"
-    runtime.mkdir(mode=0o700)
+    runtime = runtime_folder()
+    request.addfinalizer(lambda: shutil.rmtree(runtime, ignore_errors=True))
     env = {**os.environ, "PYTHONPATH": str(copy), "MOCKMCP_WARM_DIR": str(runtime)}
     env.pop("MOCKMCP_WARM_ARGV", None)
 
