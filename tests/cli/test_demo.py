@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.bundled import stdio_representatives, stdio_shape
 from support.paths import SCENARIOS
 from support.process import mockmcp_cmd
 
@@ -56,29 +57,18 @@ def assert_completed(proc: subprocess.CompletedProcess[str]) -> None:
 THROUGH_THE_CLI = {"mrtr", "faults", "progress", "default", "prompts", "tasks"}
 
 
-def _stdio_shape(name: str) -> str:
-    """What a stdio demo of ``name`` depends on: the scenario without what stdio ignores (the
-    ``auth`` section: authorization is an HTTP matter) or only prints (names, descriptions)."""
-    data = yaml.safe_load((SCENARIOS / f"{name}.yaml").read_text())
-    for key in ("auth", "description", "server"):
-        data.pop(key, None)
-    return json.dumps(data, sort_keys=True)
-
-
 def _demoed() -> list[str]:
-    """Every bundled scenario but those of THROUGH_THE_CLI, and of scenarios with the same stdio
-    shape (the 25 ``auth-*`` ones differ from each other only in their ``auth`` section) the first."""
-    shapes: dict[str, str] = {}
-    for name in sorted(p.stem for p in SCENARIOS.glob("*.yaml") if p.stem not in THROUGH_THE_CLI):
-        shapes.setdefault(_stdio_shape(name), name)
-    return sorted(shapes.values())
+    """Every bundled scenario but those of THROUGH_THE_CLI, one of each stdio shape (the 25
+    ``auth-*`` ones differ from each other only in their ``auth`` section, which stdio ignores)."""
+    names = sorted(p.stem for p in SCENARIOS.glob("*.yaml") if p.stem not in THROUGH_THE_CLI)
+    return sorted(set(stdio_representatives(names).values()))
 
 
 def test_only_scenarios_alike_over_stdio_are_demoed_once() -> None:
     names = {p.stem for p in SCENARIOS.glob("*.yaml")} - THROUGH_THE_CLI
     left = names - set(_demoed())
     assert all(n.startswith("auth-") for n in left), sorted(left)
-    assert {_stdio_shape(n) for n in left} <= {_stdio_shape(n) for n in _demoed()}
+    assert {stdio_shape(n) for n in left} <= {stdio_shape(n) for n in _demoed()}
 
 
 @pytest.mark.parametrize("scenario", _demoed())

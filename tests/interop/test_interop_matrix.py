@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from interop import matrix, verdicts
+from support.bundled import stdio_representatives
 from mockmcp.scenario import loader
 
 pytestmark = pytest.mark.interop
@@ -245,12 +246,23 @@ def _check(cells: list[tuple[str, str]]) -> None:
     assert not wrong, "\n".join(wrong)
 
 
+def _default_names(chosen: str) -> list[str]:
+    """Every bundled scenario; over stdio, one of each stdio shape (``support.bundled``: the
+    ``auth-*`` scenarios are alike there, authorization being an HTTP matter)."""
+    names = loader.bundled_names()
+    if chosen.endswith(matrix.HTTP_SUFFIX):
+        return names
+    return sorted(set(stdio_representatives(names).values()))
+
+
 def _default_cells(chosen: str) -> list[tuple[str, str]]:
-    """Every bundled scenario with ``chosen``, and each other outcome of its transport in the page."""
+    """Every bundled scenario (over stdio, one of each shape) with ``chosen``, and each other
+    outcome of its transport in the page."""
     committed = verdicts.committed_cells()
-    others = verdicts.other_outcomes(committed, chosen)
+    names = set(_default_names(chosen))
+    others = [(n, c) for n, c in verdicts.other_outcomes(committed, chosen) if n in names]
     assert all(client != chosen for _, client in others)
-    return [(name, chosen) for name in loader.bundled_names()] + others
+    return [(name, chosen) for name in sorted(names)] + others
 
 
 @pytest.mark.slow
@@ -271,17 +283,24 @@ def test_every_bundled_scenario_over_http_gives_the_committed_verdict() -> None:
 
 
 def test_the_default_run_covers_every_outcome_of_the_page() -> None:
-    """What the two tests above run: every scenario once per transport, and every outcome the
+    """What the two tests above run: every scenario once per transport (over stdio, one of each
+    stdio shape, the others held to the same committed outcomes), and every outcome the
     committed page shows for a transport is some cell's they run (the rows where clients differ
     included), so a client's own behaviour is not left to the opt-in matrix."""
     committed = verdicts.committed_cells()
-    names = set(loader.bundled_names())
+    everything = loader.bundled_names()
+    alike = stdio_representatives(everything)
+    for name, first in alike.items():  # a scenario left out over stdio claims what its shape's first does
+        for client in matrix.CLIENTS:
+            assert verdicts.outcome(committed[name, client]) == verdicts.outcome(committed[first, client]), (name, client)
     for chosen in (STDIO_CLIENT, HTTP_CLIENT):
         cells = _default_cells(chosen)
+        names = set(_default_names(chosen))
         assert {n for n, c in cells if c == chosen} == names
+        assert names == (set(everything) if chosen == HTTP_CLIENT else set(alike.values()))
         http = chosen.endswith(matrix.HTTP_SUFFIX)
         for (name, client), text in committed.items():
-            if client.endswith(matrix.HTTP_SUFFIX) == http and text != matrix.NOT_RUN:
+            if client.endswith(matrix.HTTP_SUFFIX) == http and text != matrix.NOT_RUN and name in names:
                 ran = {verdicts.outcome(committed[n, c]) for n, c in cells if n == name}
                 assert verdicts.outcome(text) in ran, (name, client)
     # the rows where the TypeScript client differs over stdio, at least (the page shows them)
