@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _quickstart() -> list[str]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"## Quick start\n\n```sh\n(.*?)```", readme, re.S)
+    block = re.search(r"## Quick start\n\n```sh template\n(.*?)```", readme, re.S)
     assert block, "README.md has no Quick start sh block"
     return block.group(1).splitlines()
 
