@@ -676,7 +676,7 @@ def render(results: dict[str, dict[str, dict[str, Any]]], clients: list[str], ve
         "",
         "Every bundled scenario driven by the official SDK clients. Regenerate (and commit) with:",
         "",
-        "```sh",
+        "```sh template",
         ".venv/bin/python tests/interop/matrix.py",
         ".venv/bin/python tests/interop/matrix.py --check    # the same run, compared with this page, nothing written",
         "```",
