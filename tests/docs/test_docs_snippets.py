@@ -19,6 +19,9 @@ The rules (docs/index.md and docs/editor.md repeat them for writers):
 - A block whose first line is ``# file: NAME`` (a tutorial's "save this as
   weather.yaml") is also written as NAME into the directory where every later
   ``python`` block of the same document runs.
+- ```` ```sh ```` and ```` ```sh template ````: tests/docs/test_docs_shell.py (a ```` ```sh ````
+  block runs in bash and must exit 0; a template's ``mockmcp`` commands must parse, and
+  its ``mockmcp run`` commands are started and stopped).
 
 Each snippet is one test, named ``FILE:LINE`` (the line of the opening fence),
 so a failure points at the doc.
