@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.markdown import doc_pages, fenced_blocks
 from support.messages import line, request
 from support.paths import ROOT
 from support.process import mockmcp_cmd
@@ -155,29 +156,10 @@ def test_the_cli_docs_example_is_what_check_prints_and_run_still_serves_it(tmp_p
     assert answer["result"]["resultType"] == "input_required", answer  # as written: it asks for q
 
 
-_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,})(?P<info>[^`]*)$")
-
-
 def _doc_scenarios() -> list[tuple[str, str, Path]]:
     """Every complete scenario (a ```yaml block, not a fragment) of README.md and docs/, by FILE:LINE."""
-    out = []
-    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
-        lines = doc.read_text(encoding="utf-8").splitlines()
-        i = 0
-        while i < len(lines):
-            m = _FENCE.match(lines[i])
-            if not m:
-                i += 1
-                continue
-            indent, fence, info = len(m["indent"]), m["fence"], m["info"].split()
-            j = i + 1
-            while j < len(lines) and lines[j].strip() != fence:
-                j += 1
-            if info == ["yaml"]:
-                body = "\n".join(ln[indent:] for ln in lines[i + 1 : j]) + "\n"
-                out.append((f"{doc.relative_to(ROOT)}:{i + 1}", body, doc.parent))
-            i = j + 1
-    return out
+    return [(b.id, b.text, b.path.parent) for page in doc_pages() for b in fenced_blocks(page)
+            if b.lang == "yaml" and not b.flags]
 
 
 def test_no_scenario_in_the_docs_warns() -> None:

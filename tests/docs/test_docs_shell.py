@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 import pytest
+from support.markdown import Fenced, doc_pages, fenced_blocks
 from support.messages import call, line, request
 from support.process import WARM_ARGV, mockmcp_cmd
 
@@ -50,8 +51,6 @@ from mockmcp.controlclient import SyncControl
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
-_FILE_MARKER = re.compile(r"^\s*(?:#|//)\s*file:\s*(?P<name>[\w.-]+)\s*$")
 SHELL_LANGS = {"sh", "bash", "shell", "console", "zsh", "shell-session"}
 
 # (page, fence language) -> the test that runs every such block of that page.
@@ -82,50 +81,10 @@ PRINTS = {"docs/record.md": "Sunny in Paris"}
 CONTROL_SCENARIO = "conformance-server"  # has the `greet` tool the control pages arm
 
 
-class Block(NamedTuple):
-    path: Path
-    line: int  # 1-based line of the opening fence
-    lang: str
-    flags: tuple[str, ...]
-    text: str
-
-    @property
-    def page(self) -> str:
-        return self.path.relative_to(ROOT).as_posix()
-
-    @property
-    def id(self) -> str:
-        return f"{self.page}:{self.line}"
-
-    @property
-    def file_name(self) -> str | None:
-        m = _FILE_MARKER.match(self.text.split("\n", 1)[0])
-        return m["name"] if m else None
+Block = Fenced
 
 
-def fenced_blocks(path: Path) -> list[Block]:
-    """The fenced blocks of a Markdown page (CommonMark fences, possibly indented in lists)."""
-    out: list[Block] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    i = 0
-    while i < len(lines):
-        m = _FENCE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        indent, fence, info = len(m["indent"]), m["fence"], m["info"].split()
-        j, body = i + 1, []
-        while j < len(lines) and not (lines[j].strip() and set(lines[j].strip()) == {fence[0]}
-                                      and len(lines[j].strip()) >= len(fence)):
-            body.append(lines[j][indent:] if lines[j][:indent].strip() == "" else lines[j])
-            j += 1
-        if info:
-            out.append(Block(path, i + 1, info[0], tuple(info[1:]), "\n".join(body) + "\n"))
-        i = j + 1
-    return out
-
-
-ALL = [b for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))] for b in fenced_blocks(p)]
+ALL = [b for p in doc_pages() for b in fenced_blocks(p)]
 SHELL = [b for b in ALL if b.lang in SHELL_LANGS]
 MINE = [b for b in SHELL if (b.page, b.lang) not in OTHER_TESTS]
 

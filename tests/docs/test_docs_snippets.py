@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 import jsonschema
 import pytest
+from support.markdown import Fenced, doc_pages, fenced_blocks
 from support.process import LEAN_PYTEST_ADDOPTS
 
 from mockmcp.scenario import loader
@@ -48,57 +49,16 @@ from mockmcp.scenario.problems import LoadError
 from mockmcp.cli.schema import scenario_schema
 
 ROOT = Path(__file__).resolve().parents[2]
-_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
-
-
-_FILE_MARKER = re.compile(r"^\s*(?:#|//)\s*file:\s*(?P<name>[\w.-]+)\s*$")
-
-
-class Snippet(NamedTuple):
-    path: Path
-    line: int  # 1-based line of the opening fence
-    lang: str
-    flags: tuple[str, ...]
-    text: str
-
-    @property
-    def id(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
-
-    @property
-    def file_name(self) -> str | None:
-        """NAME when the block starts with a ``# file: NAME`` marker."""
-        m = _FILE_MARKER.match(self.text.split("\n", 1)[0])
-        return m["name"] if m else None
+Snippet = Fenced
 
 
 def doc_files() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return doc_pages()
 
 
 def snippets(path: Path) -> list[Snippet]:
-    """Fenced code blocks of a Markdown file (CommonMark fences, possibly indented in lists)."""
-    out: list[Snippet] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    i = 0
-    while i < len(lines):
-        m = _FENCE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        indent, fence, info = len(m["indent"]), m["fence"], m["info"].split()
-        body: list[str] = []
-        j = i + 1
-        while j < len(lines):
-            stripped = lines[j].strip()
-            if stripped.startswith(fence[0] * len(fence)) and set(stripped) == {fence[0]}:
-                break
-            body.append(lines[j][indent:] if lines[j][:indent].strip() == "" else lines[j])
-            j += 1
-        if info:
-            out.append(Snippet(path, i + 1, info[0], tuple(info[1:]), "\n".join(body) + "\n"))
-        i = j + 1
-    return out
+    """Fenced code blocks of a Markdown file (``support.markdown``: one reading for every docs test)."""
+    return fenced_blocks(path)
 
 
 ALL = [s for p in doc_files() if p.exists() for s in snippets(p)]
