@@ -75,7 +75,7 @@ def prepare_path(path: str) -> None:
     if size > MAX_SOCKET_PATH:
         raise ControlPathError(
             f"cannot listen on {path}: a Unix socket path may have at most {MAX_SOCKET_PATH} bytes on this"
-            f" system and this one has {size}; use a shorter path (for example /tmp/mockmcp-XXXX.sock;"
+            f" system and this one has {size}; use a shorter path (for example /tmp/mock-1.sock;"
             " macOS temporary folders are long)")
     try:
         st = os.lstat(path)

@@ -9,13 +9,12 @@ forked by the warm server (its log), none run directly after a refusal.
 
 from __future__ import annotations
 
-import shutil
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support.process import WarmServer, runtime_folder
+from support.process import WarmServer, running_warm_server
 
 from interop import matrix, verdicts
 from mockmcp.scenario import loadcache
@@ -32,11 +31,8 @@ _TIMING = re.compile(r"; (progress×\d+|client reported \d+ error\(s\))")
 
 @pytest.fixture(scope="module")
 def warm() -> Iterator[WarmServer]:
-    server = WarmServer(runtime_folder())
-    server.start()
-    yield server
-    server.stop()
-    shutil.rmtree(server.folder, ignore_errors=True)
+    with running_warm_server() as server:
+        yield server
 
 
 def outcome(text: str) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 # The pytest runs a test starts itself (pytester, the documentation's test snippets) test the
@@ -39,6 +42,18 @@ def runtime_folder() -> Path:
     import tempfile
 
     return Path(tempfile.mkdtemp(prefix="mmw-", dir="/tmp" if os.path.isdir("/tmp") else None))
+
+
+@contextlib.contextmanager
+def running_warm_server() -> Iterator[WarmServer]:
+    """A started warm server in a fresh short runtime folder; stopped and removed afterwards."""
+    server = WarmServer(runtime_folder())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(server.folder, ignore_errors=True)
 
 
 class WarmServer:

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
-from support.process import WarmServer, runtime_folder
+from support.process import WarmServer, running_warm_server
 
 
 @pytest.fixture(scope="module")
 def warm() -> Iterator[WarmServer]:
-    server = WarmServer(runtime_folder())
-    server.start()
-    yield server
-    server.stop()
-    shutil.rmtree(server.folder, ignore_errors=True)
+    with running_warm_server() as server:
+        yield server
