@@ -29,6 +29,7 @@ from mockmcp.warm.handoff import Handoff
 
 Run = Callable[[Sequence[str]], int]
 _PR_SET_PDEATHSIG = 1
+STREAMS = (0, 1, 2)  # the launcher's standard streams, which the child takes over
 
 
 def die_with_parent(server: int) -> None:
@@ -120,11 +121,13 @@ def become(handoff: Handoff, fds: Sequence[int], sock_fd: int, generators: Seque
            server: int) -> None:
     """Turn this freshly forked process into the mock its launcher asked for; never returns."""
     status = 1
+    blocking: list[bool] = []
     try:
         os.setsid()
         die_with_parent(server)
         reset_signals(handoff)
         install_streams(fds, sock_fd, unbuffered=bool(handoff.env.get("PYTHONUNBUFFERED")))
+        blocking = [os.get_blocking(fd) for fd in STREAMS]
         apply(handoff)
         for generator in generators:
             generator.seed()
@@ -135,14 +138,14 @@ def become(handoff: Handoff, fds: Sequence[int], sock_fd: int, generators: Seque
     except SystemExit as exc:
         status = exit_code(exc)
     except KeyboardInterrupt:
-        finish()
+        finish(blocking)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # as the interpreter ends on an uncaught Ctrl-C
         os.kill(os.getpid(), signal.SIGINT)
         os._exit(130)
     except BaseException:  # the interpreter's own last resort: print the traceback, exit 1
         traceback.print_exc()
         status = 1
-    finish()
+    finish(blocking)
     os._exit(status)
 
 
@@ -156,8 +159,14 @@ def exit_code(exc: SystemExit) -> int:
     return 1
 
 
-def finish() -> None:
-    """The interpreter's shutdown as far as a client can see it: ``atexit`` handlers, flushed streams."""
+def finish(blocking: Sequence[bool]) -> None:
+    """The interpreter's shutdown as far as a client can see it: ``atexit`` handlers, flushed
+    streams, and the standard streams' blocking mode as the launcher handed them over.
+
+    O_NONBLOCK belongs to the open file description, shared with the client's end of each pipe:
+    a direct spawn gives it back when its stream objects are collected at shutdown, which
+    ``os._exit`` skips, so the child gives it back here or the client's own reads and writes
+    would fail with EAGAIN after the mock ended."""
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -165,3 +174,8 @@ def finish() -> None:
                 stream.flush()
         except (OSError, ValueError):
             pass
+    for fd, was in zip(STREAMS, blocking):
+        try:
+            os.set_blocking(fd, was)
+        except OSError:
+            pass  # the mock closed it: nothing shared is left to give back
