@@ -171,7 +171,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.section("processes left behind by the tests (killed)", sep="=", red=True, bold=True)
     for line in leaked:
         terminalreporter.write_line(line, red=True)
-    terminalreporter.stats.setdefault("leaked", []).extend(leaked)  # "N leaked" in the last line
+    # "N leaked" in the last line; as objects, since other plugins read every entry of the stats
+    # as a report (hypothesis reads ``entry.__dict__``)
+    terminalreporter.stats.setdefault("leaked", []).extend(_Leaked(line) for line in leaked)
+
+
+class _Leaked:
+    """A leaked process in the terminal's stats (counted in the summary line)."""
+
+    def __init__(self, line: str) -> None:
+        self.line = line
 
 
 def _proc_table() -> dict[int, tuple[int, bytes, bytes]]:
