@@ -45,7 +45,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 WARM_ARGV = "MOCKMCP_WARM_ARGV"  # the launcher's prefix as JSON, for whoever spawns the mock
 WARM_DIR = "MOCKMCP_WARM_DIR"
-_WARM = pytest.StashKey[tuple[str, dict[str, str | None]]]()  # the run's folder, the variables it replaced
+
+
+class _RunWarm:
+    """The run's warm server: its folder, its pid, the variables it replaced, and once stopped,
+    the CPU seconds it spent with every mock it forked (None while it runs)."""
+
+    def __init__(self, folder: str, pid: int, saved: dict[str, str | None]) -> None:
+        self.folder, self.pid, self.saved = folder, pid, saved
+        self.cpu: float | None = None
+
+
+_WARM = pytest.StashKey[_RunWarm]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,50 +73,42 @@ def pytest_configure(config: pytest.Config) -> None:
     saved = {name: os.environ.get(name) for name in (WARM_DIR, WARM_ARGV)}
     os.environ[WARM_DIR] = folder
     os.environ[WARM_ARGV] = json.dumps(launcher_argv())
-    config.stash[_WARM] = (folder, saved)
-    start(warm_paths())
+    config.stash[_WARM] = _RunWarm(folder, start(warm_paths()), saved)
 
 
-def warm_server_cpu(pid: int) -> float | None:
-    """The warm server's CPU seconds so far, its reaped children (every mock it forked) included,
-    or None when it is gone. A detached server is not pytest's child, so the run's own CPU time
-    (``time pytest``) never counts it: the summary says it, for an honest total."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    if config.stash.get(_WARM, None) is None:
-        return
-    from mockmcp.warm.paths import read_pid, warm_paths
-
-    pid = read_pid(warm_paths())
-    cpu = warm_server_cpu(pid) if pid is not None else None
-    if cpu is not None:
-        terminalreporter.write_line(f"mockmcp warm server: {cpu:.1f} CPU s with the mocks it forked "
-                                    "(not counted in this run's own CPU time)")
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    warm = config.stash.get(_WARM, None)
-    if warm is None:
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the run's warm server once every test (and, under pytest-xdist, every worker) is done,
+    before anything checks for processes left behind, and reap it: it is this process's child, so
+    its CPU time, with that of every mock it forked and reaped, then counts in the run's own
+    (``time pytest``), as a direct spawn's would."""
+    warm = session.config.stash.get(_WARM, None)
+    if warm is None or warm.cpu is not None:
         return
     import shutil
 
     from mockmcp.warm.control import stop
     from mockmcp.warm.paths import warm_paths
 
-    folder, saved = warm
     stop(warm_paths())
-    shutil.rmtree(folder, ignore_errors=True)
-    for name, value in saved.items():
+    try:
+        _, _, usage = os.wait4(warm.pid, 0)
+        warm.cpu = usage.ru_utime + usage.ru_stime  # the server and the children it waited for
+    except ChildProcessError:  # not our child after all (already reaped): its figure is unknown
+        warm.cpu = -1.0
+    shutil.rmtree(warm.folder, ignore_errors=True)
+    for name, value in warm.saved.items():
         if value is None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    warm = config.stash.get(_WARM, None)
+    if warm is not None and warm.cpu is not None and warm.cpu >= 0:
+        terminalreporter.write_line(f"mockmcp warm server: {warm.cpu:.1f} CPU s with the mocks it forked "
+                                    "(counted in this run's CPU time: the run reaped it)")
 
 
 def warm_launcher() -> tuple[str, ...] | None:

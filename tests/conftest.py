@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,7 +34,16 @@ def pytest_cmdline_main(config: pytest.Config) -> Any:
     fixture are spread test by test (``pytest_xdist_make_scheduler`` below). (``xdist_group`` marks
     would be finer, but pytest-xdist 3.8 cannot apply them under pytest 9.2: it renames
     ``item._nodeid``, which pytest no longer reads.) No reordering by module size: collection
-    order, slow tests first (below), is what keeps both workers busy to the end."""
+    order, slow tests first (below), is what keeps both workers busy to the end.
+
+    And one warm server for the run (the plugin's ``--mockmcp-warm``, docs/warm.md): every mock
+    a test spawns through ``support.process.mockmcp_cmd`` (or the fixture, or the interop
+    matrix) is forked from it instead of starting an interpreter, most of what a spawn costs the
+    suite. The run reaps the server, so its CPU time counts in the run's. ``--direct-spawn``
+    runs without it; the suite passes either way, and a test about a direct spawn itself asks
+    for one (``support.process.direct_cmd``)."""
+    if not config.option.direct_spawn:
+        config.option.mockmcp_warm = True
     if config.pluginmanager.hasplugin("xdist") and config.option.numprocesses is None \
             and not hasattr(config, "workerinput"):
         config.option.numprocesses = "auto"
@@ -83,6 +91,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--direct-spawn", action="store_true",
+                     help="spawn every mock as a fresh interpreter: no warm server for the run"
+                          " (by default the suite starts one: tests/conftest.py)")
     parser.addoption("--matrix", action="store_true",
                      help="also run the tests marked matrix: the interop matrix's whole cross product"
                           " (every bundled scenario x every official client x both transports)")

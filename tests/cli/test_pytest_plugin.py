@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from support.process import LEAN_PYTEST_ADDOPTS
+from support.process import LEAN_PYTEST_ADDOPTS, WARM_ARGV
 
 pytestmark = [pytest.mark.interop]
 
@@ -134,7 +134,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     for name, text in FILES.items():
         (base / name).write_text(text, encoding="utf-8")
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "--basetemp", str(base / "tmp"), *FILES]
-    env = {**os.environ, "PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS}
+    # a run of its own, without --mockmcp-warm: the outer run's warm server is not its (the inner
+    # tests check the argv the fixture builds for a direct spawn)
+    env = {k: v for k, v in os.environ.items() if k not in (WARM_ARGV, "MOCKMCP_WARM_DIR")}
+    env["PYTEST_ADDOPTS"] = LEAN_PYTEST_ADDOPTS
     proc = subprocess.run(argv, cwd=base, env=env, capture_output=True, text=True, timeout=300)
     outcomes = dict((m[2], m[1]) for m in re.finditer(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+::\S+)", proc.stdout, re.M))
     blocks: dict[str, list[str]] = {}

@@ -26,6 +26,7 @@ from mockmcp.scenario import plainload
 from mockmcp.scenario.model.catalog import STEP_TYPES
 from mockmcp.scenario.problems import LoadError
 from mockmcp.cli.schema import DURATION_PATTERN, _Generator, scenario_schema
+from support.process import mockmcp_prefix
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -63,7 +64,7 @@ def test_broken_file_rejected_by_schema_and_loader(validator: jsonschema.Draft20
 
 def test_schema_command_prints_the_schema() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "mockmcp", "schema"], capture_output=True, text=True, timeout=60, cwd=ROOT
+        [*mockmcp_prefix(), "schema"], capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert proc.returncode == 0, proc.stderr
     printed = json.loads(proc.stdout)

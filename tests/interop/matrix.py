@@ -30,6 +30,7 @@ import argparse
 import concurrent.futures
 import datetime as _dt
 import json
+import os
 import re
 import subprocess
 import sys
@@ -224,8 +225,12 @@ def oauth_options(scenario: Any) -> dict[str, Any] | None:
 def mock_command(scenario_path: Path, workdir: Path, prefix: list[str] | None = None) -> list[str]:
     # One session directory per cell: every process the client spawns (the TypeScript probe, a
     # restart) shares the journal, and each report judges the whole session so far. ``prefix``
-    # stands for ``python -m mockmcp`` (a warm server's launcher, ``mockmcp warm argv``).
-    return [*(prefix or [sys.executable, "-m", "mockmcp"]), "run", str(scenario_path),
+    # stands for ``python -m mockmcp`` (a warm server's launcher, ``mockmcp warm argv``); without
+    # one, the run's warm server when it has one (``MOCKMCP_WARM_ARGV``, the suite's default).
+    if prefix is None:
+        warm = os.environ.get("MOCKMCP_WARM_ARGV")
+        prefix = json.loads(warm) if warm else [sys.executable, "-m", "mockmcp"]
+    return [*prefix, "run", str(scenario_path),
             "--session", str(workdir / "session"), "--report", str(workdir / "report-{pid}.json")]
 
 

@@ -35,6 +35,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mockmcp.verify.journal import read_journal
+from support.process import mockmcp_prefix
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -53,7 +54,7 @@ class Mock:
         self.dir.mkdir()
         self.journal = self.dir / "journal.jsonl"
         self.argv = [
-            sys.executable, "-m", "mockmcp", "run", str(self.scenario),
+            *mockmcp_prefix(), "run", str(self.scenario),
             "--journal", str(self.journal), "--report", str(self.dir / "report-{pid}.json"), *extra,
         ]
         self.params = StdioServerParameters(command=self.argv[0], args=self.argv[1:])

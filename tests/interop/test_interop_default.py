@@ -20,6 +20,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from support.process import mockmcp_prefix
 
 TEE = Path(__file__).parents[1] / "support" / "interop_tee.py"
 
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def params(record: Path) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=[str(TEE), str(record), "--", sys.executable, "-m", "mockmcp", "run", "default"],
+        args=[str(TEE), str(record), "--", *mockmcp_prefix(), "run", "default"],
     )
 
 

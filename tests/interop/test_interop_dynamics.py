@@ -18,6 +18,7 @@ import trio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from support.process import mockmcp_cmd
 
 from mockmcp.verify.journal import read_journal
 
@@ -29,10 +30,8 @@ class Mock:
 
     def __init__(self, tmp_path: Path, scenario: str, *extra: str) -> None:
         self.journal = tmp_path / f"{scenario}.jsonl"
-        self.params = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "mockmcp", "run", scenario, "--no-cache", "--journal", str(self.journal), *extra],
-        )
+        command, *rest = mockmcp_cmd("run", scenario, "--no-cache", "--journal", str(self.journal), *extra)
+        self.params = StdioServerParameters(command=command, args=rest)
 
     def outbound(self, schema: Any) -> list[dict[str, Any]]:
         """Every message the mock wrote, each validated against the official schema."""

@@ -28,6 +28,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
+from support.process import mockmcp_cmd, mockmcp_prefix
 
 TEE = Path(__file__).parents[1] / "support" / "interop_tee.py"
 
@@ -35,12 +36,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def mock(scenario: str, *args: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "mockmcp", "run", scenario, *args])
+    command, *rest = mockmcp_cmd("run", scenario, *args)
+    return StdioServerParameters(command=command, args=rest)
 
 
 def teed(record: Path, scenario: str) -> StdioServerParameters:
     return StdioServerParameters(
-        command=sys.executable, args=[str(TEE), str(record), "--", sys.executable, "-m", "mockmcp", "run", scenario]
+        command=sys.executable, args=[str(TEE), str(record), "--", *mockmcp_prefix(), "run", scenario]
     )
 
 

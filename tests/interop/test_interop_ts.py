@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ import pytest
 from interop.matrix import TS_DIR, run_client, session_report
 from mockmcp.scenario import loader
 from mockmcp.verify.journal import read_journal
+from support.process import mockmcp_prefix
 
 pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("typescript_client")]
 
@@ -58,7 +58,7 @@ PLAN_OPS: list[dict[str, Any]] = [
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory, typescript_client: None) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("ts")
-    command = [sys.executable, "-m", "mockmcp", "run", "default",
+    command = [*mockmcp_prefix(), "run", "default",
                "--journal", str(work / "journal.jsonl"), "--report", str(work / "report-{pid}.json")]
     result = run_client("typescript", {"command": command, "timeoutMs": 10_000, "ops": PLAN_OPS})
     assert "crash" not in result, result

@@ -52,7 +52,7 @@ def test_a_leaked_process_fails_the_run_is_named_and_killed(tmp_path, workers):
            "PYTHONPATH": str(Path(__file__).parents[1])}
     try:
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *first, "-p", "conftest",
-                               "-n", workers, "test_leaky.py"],
+                               "--direct-spawn", "-n", workers, "test_leaky.py"],
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90)
         out = proc.stdout + proc.stderr
         assert proc.returncode == 1, out

@@ -18,6 +18,7 @@ from mockmcp.record import yamlemit
 from mockmcp.scenario.loader import load
 from mockmcp.scenario.plainload import parse_yaml
 from mockmcp.record.redact import PLACEHOLDER, Redactor
+from support.process import mockmcp_prefix
 
 # Text without lone surrogates (JSON text decoded from UTF-8 never has them).
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
@@ -253,13 +254,12 @@ def test_learned_secrets_are_replaced_like_a_longest_first_alternation(texts: li
 
 def test_a_listed_tool_never_called_fails_loudly_in_replay(tmp_path: Any) -> None:
     import subprocess
-    import sys
 
     rec = _session(("c", _req(1, "server/discover")), ("s", DISCOVER), ("c", _req(2, "tools/list")), ("s", TOOLS))
     path = tmp_path / "c.yaml"
     path.write_text(yamlemit.dump(cassette.build(rec)))
     call = _req(3, "tools/call", name="t", arguments={})
-    proc = subprocess.run([sys.executable, "-m", "mockmcp", "run", str(path), "--strict"],
+    proc = subprocess.run([*mockmcp_prefix(), "run", str(path), "--strict"],
                           input=(json.dumps(call) + "\n").encode(), capture_output=True, timeout=30)
     (answer,) = map(json.loads, proc.stdout.splitlines())
     assert answer["error"]["code"] == -32603 and answer["error"]["data"]["nearMiss"]["rule"] == "(none)"

@@ -21,6 +21,7 @@ import pytest
 
 from support.messages import line, request
 from interop.matrix import run_batch
+from support.process import mockmcp_prefix
 
 SERVER = [sys.executable, str(Path(__file__).parents[1] / "servers" / "sdk_server.py")]
 
@@ -59,7 +60,7 @@ tools:
 
 
 def proxy_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "mockmcp", "proxy", *args, "--", *SERVER]
+    return [*mockmcp_prefix(), "proxy", *args, "--", *SERVER]
 
 
 def echo(rid: int, text: str) -> dict[str, Any]:
@@ -165,11 +166,11 @@ def test_bad_faults_file_and_bad_command_are_clear_errors(tmp_path: Path) -> Non
     faults.write_text("mockmcp: 1\ntools:\n  - name: echo\n    replies:\n      - steps: [{forward: sideways}]\n")
     proc = subprocess.run(proxy_cmd("--faults", str(faults)), capture_output=True, timeout=30)
     assert proc.returncode == 2 and b"faults.yaml:5:" in proc.stderr, proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "mockmcp", "proxy", "--", "no-such-server-xyz"], capture_output=True,
+    proc = subprocess.run([*mockmcp_prefix(), "proxy", "--", "no-such-server-xyz"], capture_output=True,
                           timeout=30)
     assert proc.returncode == 2 and b"not found" in proc.stderr
     # a server that dies at once: refused before stdin is read (stdin stays open here)
-    dying = subprocess.Popen([sys.executable, "-m", "mockmcp", "proxy", "--", sys.executable, "-c", "raise SystemExit(4)"],
+    dying = subprocess.Popen([*mockmcp_prefix(), "proxy", "--", sys.executable, "-c", "raise SystemExit(4)"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = dying.communicate(timeout=30)
@@ -181,7 +182,7 @@ def test_bad_faults_file_and_bad_command_are_clear_errors(tmp_path: Path) -> Non
 def test_a_forward_step_outside_the_proxy_is_an_error_not_a_crash(tmp_path: Path) -> None:
     faults = tmp_path / "faults.yaml"
     faults.write_text(FAULTS)
-    proc = subprocess.run([sys.executable, "-m", "mockmcp", "run", str(faults)], input=line(echo(1, "slow")),
+    proc = subprocess.run([*mockmcp_prefix(), "run", str(faults)], input=line(echo(1, "slow")),
                           capture_output=True, timeout=30)
     (answer,) = map(json.loads, proc.stdout.splitlines())
     assert answer["error"]["code"] == -32603 and "proxy" in answer["error"]["message"]
@@ -211,7 +212,7 @@ for raw in sys.stdin:
 
 def test_garbage_from_the_server_is_passed_through_unchanged(tmp_path: Path) -> None:
     journal = tmp_path / "j.jsonl"
-    cmd = [sys.executable, "-m", "mockmcp", "proxy", "--journal", str(journal), "--", sys.executable, "-c", GARBAGE_SERVER]
+    cmd = [*mockmcp_prefix(), "proxy", "--journal", str(journal), "--", sys.executable, "-c", GARBAGE_SERVER]
     lines, status, err = converse(cmd, [echo(1, "x"), echo(2, "y")], {1, 2})
     assert status == 0, err
     assert b"".join(lines) == (b"garbage \x01 not json\n\xff\xfe\n" + line_of_id(lines, 1)) + (

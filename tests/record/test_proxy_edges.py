@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from support.fuzz import mutated
 from support.hostileserver import ANSWERS, FIXED_LINES, Client, exchange, expected, hostile_call, matches, server_script
+from support.process import mockmcp_prefix
 
 FAULTS = """\
 mockmcp: 1
@@ -47,7 +48,7 @@ def run_proxy(tmp_path: Path, cases: list[tuple[list[Any], str, bytes | None]]) 
     faults = tmp_path / "faults.yaml"
     faults.write_text(FAULTS)
     journal = tmp_path / "journal.jsonl"
-    cmd = [sys.executable, "-m", "mockmcp", "proxy", "--faults", str(faults), "--journal", str(journal), "--",
+    cmd = [*mockmcp_prefix(), "proxy", "--faults", str(faults), "--journal", str(journal), "--",
            sys.executable, str(server_script(tmp_path))]
     client = Client(cmd, tmp_path / "stderr")
     try:
@@ -73,7 +74,7 @@ def run_proxy(tmp_path: Path, cases: list[tuple[list[Any], str, bytes | None]]) 
 def test_a_deeply_nested_server_line_is_passed_on_not_a_crash(tmp_path: Path) -> None:
     """A line of 100,000 ``[`` from the real server while an answer is owed (so the proxy reads it):
     the client gets it as it was, then the answer, and the proxy lives on."""
-    cmd = [sys.executable, "-m", "mockmcp", "proxy", "--", sys.executable, str(server_script(tmp_path))]
+    cmd = [*mockmcp_prefix(), "proxy", "--", sys.executable, str(server_script(tmp_path))]
     client = Client(cmd, tmp_path / "stderr")
     try:
         got = exchange(client, 0, hostile_call(0, [b"[" * 100_000]))

@@ -30,18 +30,19 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from mockmcp.record import cassette as cassette_mod
 from support.fuzz import mutated
 from support.hostileserver import ANSWERS, FIXED_LINES, Client, exchange, expected, hostile_call, server_script
+from support.process import mockmcp_prefix
 
 J = b'{"jsonrpc":"2.0",'
 
 
 def recorder(tmp_path: Path, out: Path) -> Client:
-    cmd = [sys.executable, "-m", "mockmcp", "record", "--mode", "all", "-o", str(out), "--",
+    cmd = [*mockmcp_prefix(), "record", "--mode", "all", "-o", str(out), "--",
            sys.executable, str(server_script(tmp_path))]
     return Client(cmd, tmp_path / "stderr")
 
 
 def check(path: Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "mockmcp", "check", str(path)], capture_output=True, timeout=60)
+    return subprocess.run([*mockmcp_prefix(), "check", str(path)], capture_output=True, timeout=60)
 
 
 def peak_rss_mib(pid: int) -> float:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from support.messages import line, request
+from support.process import mockmcp_prefix
 
 SERVER = [sys.executable, str(Path(__file__).parents[1] / "servers" / "sdk_server.py")]
 ECHO_HI = request(2, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
@@ -28,7 +29,7 @@ def record(cassette: Path, *args: str, input: bytes = b"", server: list[str] = S
            timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
     """Run ``mockmcp record`` like a client does: write the requests, keep stdin open until each is
     answered (the SDK's server drops requests in flight when its stdin closes), then close it."""
-    cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), *args, "--", *server]
+    cmd = [*mockmcp_prefix(), "record", "-o", str(cassette), *args, "--", *server]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     ids = {json.loads(raw)["id"] for raw in input.splitlines()}
@@ -89,7 +90,7 @@ def test_modes_once_none_all_and_new_episodes(tmp_path: Path) -> None:
 
 def test_a_command_that_does_not_exist_fails_before_reading_stdin(tmp_path: Path) -> None:
     cassette = tmp_path / "c.yaml"
-    cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), "--", "no-such-server-xyz"]
+    cmd = [*mockmcp_prefix(), "record", "-o", str(cassette), "--", "no-such-server-xyz"]
     # stdin stays open and unwritten: a recorder that read it first would never exit
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -108,7 +109,7 @@ def test_a_server_that_exits_at_once_fails_before_reading_stdin(tmp_path: Path, 
         cassette.write_text("mockmcp: 1\n")  # an existing cassette: new episodes need the server too
     # sh, not Python: "at once" is within relay.STARTUP_WAIT (0.2 s), which a Python interpreter's
     # own start-up can exceed on a busy machine
-    cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), "--mode", mode, "--", "/bin/sh", "-c", "exit 3"]
+    cmd = [*mockmcp_prefix(), "record", "-o", str(cassette), "--mode", mode, "--", "/bin/sh", "-c", "exit 3"]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = proc.communicate(timeout=30)
@@ -136,7 +137,7 @@ def test_garbage_from_the_server_passes_through_and_is_recorded_as_raw_steps(tmp
                   server=[sys.executable, "-c", GARBAGE_SERVER])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(b"garbage \x01 not json\n\xff\xfe\n{")  # unchanged, byte for byte
-    replay = subprocess.run([sys.executable, "-m", "mockmcp", "run", str(cassette)],
+    replay = subprocess.run([*mockmcp_prefix(), "run", str(cassette)],
                             input=line(request(1, "tools/call", {"name": "t", "arguments": {}})), capture_output=True,
                             timeout=30)
     assert replay.stdout.startswith(b"garbage \x01 not json\n\xff\xfe\n{"), replay.stdout
@@ -168,7 +169,7 @@ def test_text_that_looks_like_a_template_replays_as_the_server_sent_it(tmp_path:
                      for i, name in enumerate(("plain", "escaped", "error"), start=1))
     recorded = record(cassette, input=calls, server=[sys.executable, "-c", BRACES_SERVER])
     assert recorded.returncode == 0, recorded.stderr
-    replay = subprocess.run([sys.executable, "-m", "mockmcp", "run", str(cassette)], input=calls,
+    replay = subprocess.run([*mockmcp_prefix(), "run", str(cassette)], input=calls,
                             capture_output=True, timeout=30)
     real, again = answers(recorded), answers(replay)
     assert text(real[1]) == "Hello {{ name }}, {{ '{{' }} and }}" and text(real[2]) == "{{ name }}"
@@ -182,7 +183,7 @@ def test_recording_never_loses_the_old_cassette_half_way(tmp_path: Path) -> None
     """The cassette is written to a temporary file and renamed: a killed recorder leaves the old one whole."""
     cassette = tmp_path / "c.yaml"
     cassette.write_text("old: content\n")
-    cmd = [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), "--mode", "all", "--", *SERVER]
+    cmd = [*mockmcp_prefix(), "record", "-o", str(cassette), "--mode", "all", "--", *SERVER]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(0.5)
     proc.kill()

@@ -24,6 +24,7 @@ import pytest
 from support.messages import line, request
 from interop.matrix import run_batch, run_client
 from mockmcp.scenario import loader
+from support.process import mockmcp_prefix
 
 pytestmark = [pytest.mark.interop]
 
@@ -47,11 +48,11 @@ OPS: list[dict[str, Any]] = [
 
 
 def record_cmd(cassette: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), *extra, "--", *SERVER]
+    return [*mockmcp_prefix(), "record", "-o", str(cassette), *extra, "--", *SERVER]
 
 
 def replay_cmd(cassette: Path) -> list[str]:
-    return [sys.executable, "-m", "mockmcp", "run", str(cassette)]
+    return [*mockmcp_prefix(), "run", str(cassette)]
 
 
 SECRETS = ("hunter2-client-secret", "srv-secret-token-9f8e7d")  # sent by the client, returned by the server
@@ -122,7 +123,7 @@ def test_no_secret_of_either_side_reaches_a_cassette(recorded: dict[str, Any]) -
 
 def test_cassettes_are_scenarios(recorded: dict[str, Any]) -> None:
     for era in ("modern", "legacy"):
-        proc = subprocess.run([sys.executable, "-m", "mockmcp", "check", str(recorded[era])], capture_output=True, text=True)
+        proc = subprocess.run([*mockmcp_prefix(), "check", str(recorded[era])], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     scenario, _ = loader.load(str(recorded["modern"]), use_cache=False)
     assert scenario.server.name == "sdk-fixture" and scenario.server.version == "1.2.3"

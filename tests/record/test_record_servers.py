@@ -30,6 +30,7 @@ from support.legacyclient import Legacy
 from interop import tsclient
 from interop.matrix import run_batch, run_client
 from mockmcp.scenario import loader
+from support.process import mockmcp_prefix
 
 pytestmark = [pytest.mark.interop]
 
@@ -92,7 +93,7 @@ UNMODELLED = ("execution",)
 
 
 def record_cmd(cassette: Path, mode: str, server: dict[str, Any]) -> list[str]:
-    return [sys.executable, "-m", "mockmcp", "record", "-o", str(cassette), "--mode", mode, "--", *server["command"]]
+    return [*mockmcp_prefix(), "record", "-o", str(cassette), "--mode", mode, "--", *server["command"]]
 
 
 def normalized(result: dict[str, Any], *, progress: bool = True) -> list[tuple[Any, ...]]:
@@ -133,7 +134,7 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     shutil.copy(cassette, appended)
     new = server["unrecorded"]
     recorded_one = next(o for o in server["ops"] if o["op"] == "callTool" and o["name"] == new["name"])
-    replay = [sys.executable, "-m", "mockmcp", "run", str(cassette)]
+    replay = [*mockmcp_prefix(), "run", str(cassette)]
     python_replay, episode = run_batch("python-asyncio", [
         {"command": replay, "ops": [*ops, new]},
         {"command": record_cmd(appended, "new_episodes", server), "ops": [recorded_one, new], "timeoutMs": 20000},
@@ -150,7 +151,7 @@ def test_the_cassette_is_a_scenario_of_the_servers_era(session: dict[str, Any]) 
 
 def test_replay_gives_both_clients_what_the_real_server_gave_them(session: dict[str, Any]) -> None:
     server, cassette = session["server"], session["cassette"]
-    replay = [sys.executable, "-m", "mockmcp", "run", str(cassette)]
+    replay = [*mockmcp_prefix(), "run", str(cassette)]
     # the Python replay (run by the fixture) ends with a call that was not recorded: it must fail
     # with a near miss. The TS sessions one after the other: the TS client's discover probe has a
     # timeout of its own that a loaded machine can exceed (it then falls back to legacy).
@@ -242,7 +243,7 @@ def test_proxy_in_front_of_the_legacy_everything_server(tmp_path: Path) -> None:
     faults = tmp_path / "faults.yaml"
     faults.write_text(LEGACY_FAULTS)
     report = tmp_path / "report.json"
-    cmd = [sys.executable, "-m", "mockmcp", "proxy", "--faults", str(faults), "--report", str(report), "--strict",
+    cmd = [*mockmcp_prefix(), "proxy", "--faults", str(faults), "--report", str(report), "--strict",
            "--", *SERVERS["everything"]["command"]]
     ops = [{"op": "callTool", "name": "echo", "arguments": {"message": m}} for m in ("hi", "slow", "fail")]
     (result,) = run_batch("python-asyncio", [{"command": cmd, "ops": ops, "timeoutMs": 20000}], 1)

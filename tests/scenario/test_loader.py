@@ -21,6 +21,7 @@ from support.messages import call
 from mockmcp.scenario.loader import load, load_text
 from mockmcp.scenario.model.catalog import STEP_KEYS
 from mockmcp.scenario.problems import LoadError
+from support.process import mockmcp_prefix
 
 BROKEN = sorted((Path(__file__).parents[1] / "data" / "broken").glob("*.yaml"))
 BUNDLED = sorted(SCENARIOS.glob("*.yaml"))
@@ -71,7 +72,7 @@ def test_the_broken_set_covers_the_issue():
 
 def test_check_prints_exactly_the_problem_lines():
     paths = [str(p) for p in BROKEN]
-    proc = subprocess.run([sys.executable, "-m", "mockmcp", "check", *paths], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([*mockmcp_prefix(), "check", *paths], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     expected = [ln for p in BROKEN for ln in expected_lines(p)]
     assert proc.stderr.splitlines() == expected  # the errors; stdout has a verdict per file
@@ -89,7 +90,7 @@ def test_bundled_scenario_loads(path):
 
 def test_check_accepts_every_bundled_scenario():
     proc = subprocess.run(
-        [sys.executable, "-m", "mockmcp", "check", *map(str, BUNDLED)], capture_output=True, text=True, timeout=60
+        [*mockmcp_prefix(), "check", *map(str, BUNDLED)], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stderr == ""
@@ -317,14 +318,14 @@ def test_a_resource_file_that_cannot_be_read_is_one_located_line_from_check_and_
     path = tmp_path / "s.yaml"
     path.write_text(f"mockmcp: 1\nresources:\n  - uri: file:///x\n    name: x\n    file: {json.dumps(ref)}\n")
     where = f"{path}:5:5: "
-    checked = subprocess.run([sys.executable, "-m", "mockmcp", "check", str(path)], capture_output=True, timeout=60)
+    checked = subprocess.run([*mockmcp_prefix(), "check", str(path)], capture_output=True, timeout=60)
     assert b"Traceback" not in checked.stderr, checked.stderr.decode()
     assert checked.returncode == 1, checked.stderr.decode()
     out = checked.stderr.decode().splitlines()
     assert checked.stdout.decode() == f"{path}: 1 error\n"
     assert len(out) == 1 and out[0].startswith(where) and out[0].endswith("(at $.resources[0].file)"), out
     run = subprocess.run(
-        [sys.executable, "-m", "mockmcp", "run", str(path)], input=b'{"jsonrpc":"2.0","id":1,"method":"server/discover"}\n',
+        [*mockmcp_prefix(), "run", str(path)], input=b'{"jsonrpc":"2.0","id":1,"method":"server/discover"}\n',
         capture_output=True, timeout=60,
     )
     err = run.stderr.decode().splitlines()

@@ -17,12 +17,12 @@ from support.paths import ROOT
 
 from support.messages import line, request
 
-from support.process import mockmcp_cmd
+from support.process import direct_cmd
 
 
 def spawn(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-X", "importtime", *mockmcp_cmd("run", "default")[1:], *extra],
+        [sys.executable, "-X", "importtime", *direct_cmd("run", "default")[1:], *extra],
         input=line(request(1, "server/discover")), capture_output=True, timeout=60, env=env, cwd=ROOT,
     )
 

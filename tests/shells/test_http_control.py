@@ -14,13 +14,13 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
 from support.httpmock import HttpClient, HttpMock, read_events, sse_data
 from mockmcp.controlclient import SyncControl
+from support.process import mockmcp_prefix
 
 SCENARIO = """\
 mockmcp: 1
@@ -166,7 +166,7 @@ def test_a_control_crash_ends_the_http_process(tmp_path: Path) -> None:
 
 def test_an_unusable_control_path_is_refused_before_the_url(tmp_path: Path) -> None:
     (tmp_path / "c.sock").write_text("not a socket")
-    proc = subprocess.run([sys.executable, "-m", "mockmcp", "run", "default", "--http", "0", "--control", str(tmp_path / "c.sock")],
+    proc = subprocess.run([*mockmcp_prefix(), "run", "default", "--http", "0", "--control", str(tmp_path / "c.sock")],
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     assert proc.returncode == 2 and proc.stdout == b"" and b"not a socket" in proc.stderr
 

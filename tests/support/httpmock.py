@@ -13,11 +13,11 @@ import http.client
 import json
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlsplit
+from support.process import mockmcp_prefix
 
 V = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": {},
@@ -74,7 +74,7 @@ class HttpMock:
     def __init__(self, scenario: str | Path, *args: str, cwd: Path | None = None, stderr: Any = subprocess.PIPE) -> None:
         """``stderr``: a file for a mock that writes much there (a pipe nobody reads would block it)."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mockmcp", "run", str(scenario), "--http", "0", *args],
+            [*mockmcp_prefix(), "run", str(scenario), "--http", "0", *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=cwd,
         )
         assert self.proc.stdout is not None

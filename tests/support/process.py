@@ -22,12 +22,20 @@ LEAN_PYTEST_ADDOPTS = "-p no:trio -p no:hypothesispytest"
 WARM_ARGV = "MOCKMCP_WARM_ARGV"
 
 
-def mockmcp_cmd(*args: str) -> list[str]:
-    """The command that spawns the mock from this checkout's interpreter: through the warm
-    server's launcher when the run has one (``--mockmcp-warm``), else ``python -m mockmcp``."""
+def mockmcp_prefix() -> list[str]:
+    """What spawns the mock from this checkout's interpreter: the warm server's launcher when the
+    run has one (the suite's default, tests/conftest.py), else ``python -m mockmcp``."""
     warm = os.environ.get(WARM_ARGV)
-    if warm:
-        return [*json.loads(warm), *args]
+    return json.loads(warm) if warm else direct_cmd()
+
+
+def mockmcp_cmd(*args: str) -> list[str]:
+    return [*mockmcp_prefix(), *args]
+
+
+def direct_cmd(*args: str) -> list[str]:
+    """``python -m mockmcp ARGS``, a fresh interpreter whatever the run: for a test about what a
+    direct spawn itself does (its imports, its start-up cache, its own argv)."""
     return [sys.executable, "-m", "mockmcp", *args]
 
 

@@ -19,6 +19,7 @@ from support.engines import bundled, engine_for
 from mockmcp.core.connection import Connection
 from mockmcp.scenario.loader import load
 from mockmcp.launch.boot import new_engine
+from support.process import mockmcp_prefix
 
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 PV = "io.modelcontextprotocol/protocolVersion"
@@ -544,7 +545,7 @@ def test_initialize_in_the_stateless_envelope_is_method_not_found_on_stdio(schem
     legacy = {**hello, "protocolVersion": "2025-11-25"}
     lines = line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {**hello, "_meta": META}})
     lines += line({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": legacy})
-    proc = subprocess.run([sys.executable, "-m", "mockmcp", "run", str(scenario)], input=lines,
+    proc = subprocess.run([*mockmcp_prefix(), "run", str(scenario)], input=lines,
                           capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     first, second = (json.loads(x) for x in proc.stdout.splitlines())
