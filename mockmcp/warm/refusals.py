@@ -29,11 +29,16 @@ APPLIED = ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")
 
 
 def package_stamp(package: str) -> Stamp:
-    """Every file and folder of the package with its size and modification and change times."""
+    """Every source file of the package with its size and modification and change times.
+
+    Files, not folders: a file added or removed changes the keys already, while a folder's times
+    also change when an interpreter writes its ``__pycache__`` into it, which any spawn without
+    ``PYTHONDONTWRITEBYTECODE`` does on its own (an SDK client passes a whitelisted environment);
+    stamping folders made that first write stop the server as if the package had changed."""
     found: Stamp = {}
     for folder, dirs, files in os.walk(package):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for name in (".", *(f for f in files if f.endswith(".py"))):
+        for name in (f for f in files if f.endswith(".py")):
             path = os.path.join(folder, name)
             try:
                 st = os.stat(path)

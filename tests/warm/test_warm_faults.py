@@ -192,6 +192,10 @@ def test_refusals_of_another_user_namespace_cgroup_and_limits(tmp_path: Path) ->
         if os.getuid() != 0:
             low = dataclasses.replace(base, hard_limits={n: 1 for n in mine.limits})
             assert "hard limit" in (refusal(low, mine, peer, fd) or "")
+        # an interpreter writing its bytecode beside the sources changes no source
+        (tmp_path / "__pycache__").mkdir()
+        (tmp_path / "__pycache__" / "module.cpython-311.pyc").write_bytes(b"")
+        assert refusal(base, mine, peer, fd) is None
         (tmp_path / "new.py").write_text("")
         assert "package changed" in (refusal(base, mine, peer, fd) or "")
 
