@@ -90,7 +90,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from mockmcp.warm.control import stop
     from mockmcp.warm.paths import warm_paths
 
-    stop(warm_paths())
+    if not stop(warm_paths()):  # retired (its package changed) and still serving its last mocks
+        import signal
+
+        try:
+            os.kill(warm.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
     try:
         _, _, usage = os.wait4(warm.pid, 0)
         warm.cpu = usage.ru_utime + usage.ru_stime  # the server and the children it waited for

@@ -7,12 +7,16 @@ read (bounded in bytes and in time: ``HANDOFF_TIMEOUT``), then, once forked, the
 it, and its wait status goes back as the last line when it is reaped (SIGCHLD wakes the loop
 through the signal wakeup fd). A bad hand-off closes its connection; a refused one is answered
 ``refused`` and closed; nothing a launcher does ends the server. SIGTERM or SIGINT stops it: the
-socket goes at once, children get ``STOP_GRACE`` seconds to end, then SIGKILL.
+socket goes at once, children get ``STOP_GRACE`` seconds to end, then SIGKILL. A changed package
+retires it instead: the socket goes at once (the next spawn runs directly, or starts a new
+server), and the server leaves when its last child ends: a mock already running keeps running the
+code it started with, as a directly spawned one would when its files are edited.
 """
 
 from __future__ import annotations
 
 import gc
+import math
 import os
 import random
 import selectors
@@ -100,15 +104,31 @@ class WarmServer:
 
     def timeout(self, now: float) -> float | None:
         deadlines = [c.deadline for c in self.conns.values() if not c.child]
-        if self.stopping is not None:
+        if self.stopping is not None and self.stopping != math.inf:  # (a retiring server waits for its children)
             deadlines.append(self.stopping)
         return max(0.0, min(deadlines) - now) if deadlines else None
 
     def stop(self, signum: int = 0, frame: object = None, why: str = "") -> None:
-        if self.stopping is not None:
+        """Stop serving: the socket goes, and the children get ``STOP_GRACE`` seconds and SIGTERM."""
+        if self.stopping is not None and self.stopping != math.inf:
             return
         self.log(f"stopping ({why or signal.Signals(signum).name})")
+        self.close_listener()
         self.stopping = time.monotonic() + STOP_GRACE
+        for pid in list(self.children):
+            self.kill(pid, signal.SIGTERM)
+
+    def retire(self, why: str) -> None:
+        """Stop taking hand-offs (the socket goes) and leave once the last child has ended."""
+        if self.stopping is not None:
+            return
+        self.log(f"retiring ({why}); leaving after {len(self.children)} running child(ren)")
+        self.close_listener()
+        self.stopping = math.inf
+
+    def close_listener(self) -> None:
+        if self.listener.fileno() < 0:
+            return
         self.selector.unregister(self.listener)
         self.listener.close()
         if _owns_pidfile(self.paths.pidfile, self.pid):  # (not a newer server's files)
@@ -117,8 +137,6 @@ class WarmServer:
                     os.unlink(path)
                 except OSError:
                     pass
-        for pid in list(self.children):
-            self.kill(pid, signal.SIGTERM)
 
     def drain_wakeups(self) -> None:
         try:
@@ -202,7 +220,7 @@ class WarmServer:
             _send(conn.sock, answer("refused", why))
             self.close(conn)
             if why.startswith(CHANGED):
-                self.stop(why=why)
+                self.retire(why)
             return
         pid = os.fork()
         if pid == 0:

@@ -213,9 +213,11 @@ def test_a_terminal_on_stdin_is_refused_by_the_server_too(warm: WarmServer) -> N
     assert raw.stderr.strip() == '{"refused": "a terminal on stdin"}', raw.stderr
 
 
-def test_a_changed_package_is_refused_and_the_server_stops(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_a_changed_package_is_refused_and_the_server_retires(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """A warm server started from a copy of the package (PYTHONPATH); a file of the copy touched;
-    the next spawn runs directly (the copy, as it is now) and the server exits, its modules stale."""
+    the next spawn runs directly (the copy, as it is now) and the server takes no more hand-offs,
+    its modules stale; a mock it forked before keeps running (as a direct one would when its files
+    are edited), and the server leaves when that mock ends."""
     copy = tmp_path / "pkg"
     shutil.copytree(ROOT / "mockmcp", copy / "mockmcp")  # (times kept: the compiled files stay valid)
     shutil.copytree(ROOT / "scenarios", copy / "scenarios")
@@ -239,6 +241,11 @@ def test_a_changed_package_is_refused_and_the_server_stops(tmp_path: Path, reque
         out, err = first.communicate(DISCOVER, timeout=30)
         assert first.returncode == 0 and json.loads(out)["id"] == 1, err
         assert "forked" in log.read_text() and f" for pid {first.pid}\n" in log.read_text()
+        running = spawn([*argv, "run", "default"], env, cwd=tmp_path)  # stays, its stdin open
+        assert running.stdin is not None and running.stdout is not None
+        running.stdin.write(DISCOVER)
+        running.stdin.flush()
+        assert json.loads(running.stdout.readline())["id"] == 1
         touched = copy / "mockmcp" / "wire" / "__init__.py"
         touched.write_text(touched.read_text() + "\n")
         proc = spawn([*argv, "run", "default"], env, cwd=tmp_path)
@@ -246,8 +253,14 @@ def test_a_changed_package_is_refused_and_the_server_stops(tmp_path: Path, reque
         assert proc.returncode == 0 and out.count(b"\n") == 1 and json.loads(out)["id"] == 1, err
         text = log.read_text()
         assert f"refused pid {proc.pid}: the package changed since the warm server started ({touched})" in text, text
-        assert gone_within(server, 10), "the warm server outlived its stale package"
-        assert cli("status").returncode == 1
+        assert cli("status").returncode == 1  # no socket: the next spawn runs directly or starts a server
+        running.stdin.write(DISCOVER)  # the mock forked before the change still answers
+        running.stdin.flush()
+        assert json.loads(running.stdout.readline())["id"] == 1
+        assert not gone_within(server, 0.5), "the warm server left while its child still ran"
+        running.stdin.close()
+        assert running.wait(30) == 0
+        assert gone_within(server, 10), "the warm server outlived its stale package and its last child"
     finally:
         if not gone_within(server, 0):
             os.kill(server, signal.SIGKILL)
