@@ -283,7 +283,11 @@ def hand_off(argv: list[str], given: str = "") -> int | None:
     try:
         rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _struct.pack("3i", 0, 1, 2))]
         sent = sock.sendmsg([data[:4096]], rights)
-        sock.sendall(data[sent:])
+        if sent < len(data):
+            # Never an empty send once all is sent: by then the server may have forked, the
+            # child ended and the server closed the connection, and an empty send on it fails
+            # with EPIPE, which would run the mock a second time, directly.
+            sock.sendall(data[sent:])
     except OSError:
         sock.close()
         return None

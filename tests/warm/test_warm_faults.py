@@ -91,6 +91,28 @@ def test_64_launchers_at_once_all_answered_and_no_child_left(warm: WarmServer) -
     assert warm.children() == [] and alive(warm.pid)
 
 
+def test_mocks_that_end_at_once_run_once_each(warm: WarmServer, tmp_path: Path) -> None:
+    """A mock that ends before its launcher has finished sending (a scenario that is not there: one
+    line, exit 2) may be reaped and its connection closed while the launcher is between two sends;
+    the launcher must not take the closed connection for a refusal and run the mock again directly
+    (seen as the line printed twice, under a few dozen spawns at once)."""
+    import concurrent.futures
+
+    missing = str(tmp_path / "missing.yaml")
+
+    def one(_: int) -> tuple[int, bytes]:
+        proc = subprocess.run([*warm.argv, "run", missing], env=warm.env, stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=60)
+        return proc.returncode, proc.stderr
+
+    with concurrent.futures.ThreadPoolExecutor(24) as pool:
+        results = list(pool.map(one, range(96)))
+    assert all(code == 2 for code, _ in results), results[:3]
+    twice = [err for _, err in results if err.count(b"\n") != 1]
+    assert not twice, twice[:3]
+    assert warm.children() == [] and alive(warm.pid)
+
+
 def waits_on_a_socket(pid: int, timeout: float = 10.0) -> bool:
     """Whether the launcher ``pid`` came to hold a socket (its hand-off's) within ``timeout``."""
     deadline = time.monotonic() + timeout
