@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mockmcp.scenario.model.base import Scenario
     from mockmcp.shells.control import ControlServer
     from mockmcp.shells.log import StderrLog
+    from mockmcp.shells.signals import ShutdownUnderWay
     from mockmcp.verify.verifier import Hooks
 
 
@@ -47,7 +48,8 @@ def origin_for(host: str, port: int) -> str:
 
 async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool = False,
                         ignore_sigterm: bool = False, print_url: Callable[[str], object] | None = None,
-                        control: tuple[ControlServer, socket.socket] | None = None) -> int:
+                        control: tuple[ControlServer, socket.socket] | None = None,
+                        under_way: ShutdownUnderWay | None = None) -> int:
     """Listen, print the endpoint URL as the first stdout line, serve until stdin's EOF or a signal.
 
     ``control``: a bound control server and its socket (``--control``), served beside. At EOF (or
@@ -70,7 +72,7 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
                 await nursery.start(control[0].serve, control[1])
             (print_url or _print_url)(url)
             shell.log("info", f"serving Streamable HTTP at {url}")
-            nursery.start_soon(received.cancel_on_first, nursery.cancel_scope, shell.log)
+            nursery.start_soon(received.cancel_on_first, nursery.cancel_scope, shell.log, under_way)
             nursery.start_soon(_until_eof, shell, ignore_eof)
             await shell.lifecycle.stopping.wait()
             await shell.lifecycle.drain()
@@ -116,7 +118,7 @@ def _print_url(url: str) -> None:
 
 def run_http(args: argparse.Namespace | SimpleNamespace, scenario: Scenario, conn: ShellConnection, log: StderrLog,
              observers: Hooks, control: Control | None = None, sync: Sync | None = None,
-             auth: AuthSite | None = None) -> int:
+             auth: AuthSite | None = None, under_way: ShutdownUnderWay | None = None) -> int:
     """``mockmcp run SCENARIO --http [HOST:]PORT``: the HTTP shell in this process's trio run.
 
     ``sync``: the session directory's lock around each control operation (``--session``);
@@ -148,4 +150,4 @@ def run_http(args: argparse.Namespace | SimpleNamespace, scenario: Scenario, con
         if listening is None:
             return 2
     return trio.run(serve_process, shell, host, port, scenario.protocol.ignoreEof, scenario.protocol.ignoreSigterm,
-                    None, listening)
+                    None, listening, under_way)

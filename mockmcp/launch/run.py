@@ -93,7 +93,9 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     if getattr(args, "http", None) is not None:
         from mockmcp.launch.http import run_http  # (h11 is imported only here: stdio spawns stay as they were)
 
-        return finished(observers, run_http(args, scenario, conn, log, observers, control, sync=sync, auth=auth))
+        with signals.shutdown_under_way(scenario.protocol.ignoreSigterm) as under_way:
+            return finished(observers, run_http(args, scenario, conn, log, observers, control, sync=sync, auth=auth,
+                                                under_way=under_way))
 
     async def main() -> int:
         stdin = PipeReceiveStream(os.dup(0))
@@ -123,14 +125,17 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
             # Started, not start_soon: stdin is read without a yield first (pipes.py), so a client
             # could get an answer, and send a signal, before a task merely scheduled had run.
             await nursery.start(partial(signals.watch, nursery.cancel_scope, log=log,
-                                        ignore_sigterm=scenario.protocol.ignoreSigterm))
+                                        ignore_sigterm=scenario.protocol.ignoreSigterm, under_way=under_way))
             if listening is not None:
                 await nursery.start(listening[0].serve, listening[1])
             status = await shell.serve()
             nursery.cancel_scope.cancel()
         return status
 
-    return finished(observers, trio.run(main))
+    # Beneath trio's handlers, for the whole run: a shutdown that end of file started still writes
+    # its report when the first SIGINT or SIGTERM arrives meanwhile (shells/signals.py).
+    with signals.shutdown_under_way(scenario.protocol.ignoreSigterm) as under_way:
+        return finished(observers, trio.run(main))
 
 
 def _close_stdout() -> None:

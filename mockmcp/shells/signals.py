@@ -20,6 +20,12 @@ long the handlers stay installed, so there are two forms:
 
 ``ignore_sigterm`` (the scenario's ``protocol.ignoreSigterm``) leaves SIGTERM's disposition as
 it is: ``run`` sets it to ignored before serving.
+
+``shutdown_under_way`` covers a whole ``run`` beneath those: a shutdown that end of file started
+(the report still to write) must not die of the first signal that arrives meanwhile. A client that
+closes stdin and sends SIGTERM at once (the TypeScript client does to its discover probe) asks for
+what is already happening; the first such signal is absorbed, a second meets the disposition from
+before, at once. A signal the watcher acted on counts as the first.
 """
 
 from __future__ import annotations
@@ -49,16 +55,40 @@ class Signals:
     def __init__(self, received: AsyncIterator[int]) -> None:
         self._received = received
 
-    async def cancel_on_first(self, scope: trio.CancelScope, log: Log | None = None) -> None:
-        """Wait for the first signal, log it (with ``log``), cancel ``scope`` and return.
+    async def cancel_on_first(self, scope: trio.CancelScope, log: Log | None = None,
+                              under_way: ShutdownUnderWay | None = None) -> None:
+        """Wait for the first signal, log it (with ``log``), cancel ``scope`` and return
+        (``under_way`` learns that the first signal was acted on).
 
         The handlers stay installed until the ``shutdown_signals`` block ends: a later signal
         is held until then and re-delivered to the disposition from before."""
         async for signum in self._received:
+            if under_way is not None:
+                under_way.first_taken = True
             if log is not None:
                 log("info", f"received {signal.Signals(signum).name}; shutting down")
             scope.cancel()
             return
+
+
+class ShutdownUnderWay:
+    """Plain handlers beneath trio's for the shutdown signals (``shutdown_under_way``): the first
+    signal that reaches them is absorbed, any later one goes to the disposition from before."""
+
+    def __init__(self, watched: tuple[signal.Signals, ...]) -> None:
+        self.first_taken = False
+        self.previous = {sig: signal.getsignal(sig) for sig in watched}
+
+    def handle(self, signum: int, frame: object) -> None:
+        if not self.first_taken:
+            self.first_taken = True  # a shutdown is under way already: this one asks for it
+            return
+        self.restore()
+        signal.raise_signal(signum)  # a second one: what it meant before, at once
+
+    def restore(self) -> None:
+        for sig, previous in self.previous.items():
+            signal.signal(sig, previous)
 
 
 @contextmanager
@@ -68,13 +98,28 @@ def shutdown_signals(ignore_sigterm: bool = False) -> Iterator[Signals]:
         yield Signals(received)
 
 
+@contextmanager
+def shutdown_under_way(ignore_sigterm: bool = False) -> Iterator[ShutdownUnderWay]:
+    """For a whole process run (outside ``trio.run``): install ``ShutdownUnderWay``'s handlers
+    and put the previous dispositions back when the block ends."""
+    under_way = ShutdownUnderWay(watched(ignore_sigterm))
+    for sig in under_way.previous:
+        if under_way.previous[sig] is not signal.SIG_IGN:
+            signal.signal(sig, under_way.handle)
+    try:
+        yield under_way
+    finally:
+        under_way.restore()
+
+
 async def watch(scope: trio.CancelScope, *, log: Log | None = None, ignore_sigterm: bool = False,
+                under_way: ShutdownUnderWay | None = None,
                 task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """A task: install the handlers, report started, cancel ``scope`` on the first signal (logged
     with ``log``) and remove the handlers again (a second signal meets the previous disposition)."""
     with shutdown_signals(ignore_sigterm) as signals:
         task_status.started()
-        await signals.cancel_on_first(scope, log)
+        await signals.cancel_on_first(scope, log, under_way)
 
 
-__all__ = ["Log", "Signals", "shutdown_signals", "watch", "watched"]
+__all__ = ["Log", "ShutdownUnderWay", "Signals", "shutdown_signals", "shutdown_under_way", "watch", "watched"]

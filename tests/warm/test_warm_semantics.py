@@ -170,3 +170,29 @@ def test_a_refused_or_impossible_hand_off_runs_directly(warm: WarmServer, tmp_pa
     if change != "no server":
         assert "PYTHON* variables differ" in (warm.refused(proc.pid) or ""), warm.log()
     assert {json.loads(line)["pid"] for line in (tmp_path / "j.jsonl").read_text().splitlines()} == {proc.pid}
+
+
+def test_end_of_file_and_sigterm_right_after_the_answer_end_the_mock_with_its_report(warm: WarmServer,
+                                                                                      tmp_path: Path) -> None:
+    """What the TypeScript client does to its discover probe: end of file and SIGTERM at once, as
+    soon as the answer is read. The launcher may not have its forwarding in place yet; the signal
+    must still reach the child, which writes its report as a direct spawn does, not kill the
+    launcher (and, with it, the child) first, nor the mock between the end of serving and its
+    report. Many times over on both paths, since it is a race."""
+    missing = []
+    for i, (kind, argv) in enumerate(both(warm) * 20):
+        report = tmp_path / f"report-{i}.json"
+        proc = spawn(argv, warm, "run", "default", "--report", str(report))
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(DISCOVER)
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        proc.stdin.close()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()
+        if not report.exists():
+            missing.append((kind, i, proc.returncode))
+    assert not missing, missing
