@@ -214,12 +214,13 @@ class Launcher:
             posix.dup2(null, fd)
         posix.close(null)
 
-    def relay(self) -> int:
-        """Forward signals until the child's status comes; return it as a wait status."""
-        for name in FORWARDED:
-            sig = getattr(_signal, name, None)
-            if sig is not None:
-                _signal.signal(sig, self.forward)
+    def relay(self, mask: set[int]) -> int:
+        """Forward signals until the child's status comes; return it as a wait status. ``mask``:
+        the signal mask to restore once the handlers are in (the signals that came while blocked
+        are forwarded then)."""
+        for sig in forwarded():
+            _signal.signal(sig, self.forward)
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
         self.sock.settimeout(None)
         line = self.answer()
         status = parse_answer(line, "status") if line is not None else None
@@ -276,8 +277,29 @@ def hand_off(argv: list[str], given: str = "") -> int | None:
     try:
         if posix.isatty(0):
             return None  # refused anyway: job control of a terminal is the direct process's
-        data = frame(handoff_body(argv, posix.getpid(), environ))
-        sock = connect(socket_path(environ, given))
+        data = frame(handoff_body(argv, posix.getpid(), environ))  # (with the mask before the block below)
+    except OSError:
+        return None
+    # The forwarded signals wait, blocked, until there is a child to forward them to: a client
+    # that ends the mock as soon as it has its answer (the TypeScript client's discover probe gets
+    # end of file and SIGTERM at once) must reach the child, which then ends as a direct spawn
+    # would (its report written), not kill the launcher by the default action first.
+    mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, forwarded())
+    status = send_and_relay(data, socket_path(environ, given), mask)
+    if status is None:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)  # a direct spawn starts with the caller's mask
+    return status
+
+
+def forwarded() -> list[int]:
+    return [sig for sig in (getattr(_signal, name, None) for name in FORWARDED) if sig is not None]
+
+
+def send_and_relay(data: bytes, path: str, mask: set[int]) -> int | None:
+    """Hand ``data`` off to the server at ``path`` and relay until the child ends: its wait
+    status, or None when nothing was forked."""
+    try:
+        sock = connect(path)
     except OSError:
         return None
     try:
@@ -298,7 +320,7 @@ def hand_off(argv: list[str], given: str = "") -> int | None:
         posix.close(launcher.stderr)
         return None
     launcher.let_go()
-    return launcher.relay()
+    return launcher.relay(mask)
 
 
 def split_argv(args: list[str]) -> tuple[str, list[str]]:
