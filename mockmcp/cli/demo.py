@@ -480,6 +480,21 @@ def drive(session: Session) -> list[tuple[str, str]]:
     return summary
 
 
+def spawn_prefix() -> list[str]:
+    """What spawns the mock: this interpreter's ``python -m mockmcp``, or a warm server's launcher
+    when ``MOCKMCP_WARM_ARGV`` names one (``mockmcp warm argv``, set by ``pytest --mockmcp-warm``),
+    as every spawner of the mock reads it (docs/warm.md)."""
+    warm = os.environ.get("MOCKMCP_WARM_ARGV")
+    if warm:
+        try:
+            prefix = json.loads(warm)
+        except ValueError:
+            prefix = None
+        if isinstance(prefix, list) and prefix and all(isinstance(p, str) for p in prefix):
+            return prefix
+    return [sys.executable, "-m", "mockmcp"]
+
+
 def demo(scenario: str, out: IO[str] | None = None, *, journal: str | None = None, timeout: float = TIMEOUT,
          time_scale: float = 1.0) -> int:
     """Run the demo against ``scenario``; 0 when the tour reached its end, else 1.
@@ -487,12 +502,13 @@ def demo(scenario: str, out: IO[str] | None = None, *, journal: str | None = Non
     ``time_scale`` is handed to the mock (``--time-scale``): its scripted delays and timed
     task phases, and the demo's waits between a task's polls, are multiplied by it."""
     out = out or sys.stdout
-    argv = [sys.executable, "-m", "mockmcp", "run", scenario]
+    args = ["run", scenario]
     if journal:
-        argv += ["--journal", journal]
+        args += ["--journal", journal]
     if time_scale != 1.0:
-        argv += ["--time-scale", f"{time_scale:g}"]
-    out.write(f"$ {' '.join(argv[2:])}   (spawned; this demo is the client)\n")
+        args += ["--time-scale", f"{time_scale:g}"]
+    out.write(f"$ mockmcp {' '.join(args)}   (spawned; this demo is the client)\n")
+    argv = [*spawn_prefix(), *args]
     status = 0
     summary: list[tuple[str, str]] = []
     session = Session(argv, out, timeout, time_scale)
