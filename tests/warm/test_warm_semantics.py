@@ -180,7 +180,7 @@ def test_end_of_file_and_sigterm_right_after_the_answer_end_the_mock_with_its_re
     launcher (and, with it, the child) first, nor the mock between the end of serving and its
     report. Many times over on both paths, since it is a race."""
     missing = []
-    for i, (kind, argv) in enumerate(both(warm) * 20):
+    for i, (kind, argv) in enumerate(both(warm) * 12):
         report = tmp_path / f"report-{i}.json"
         proc = spawn(argv, warm, "run", "default", "--report", str(report))
         assert proc.stdin is not None and proc.stdout is not None
