@@ -78,6 +78,8 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
             await shell.lifecycle.drain()
             await shell.end_listen_streams()
             nursery.cancel_scope.cancel()
+        if under_way is not None:
+            under_way.ended = True  # (while the receiver's handlers are still in)
     return 0
 
 

@@ -129,6 +129,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
             if listening is not None:
                 await nursery.start(listening[0].serve, listening[1])
             status = await shell.serve()
+            under_way.ended = True  # (before the watcher's handlers go with the cancel)
             nursery.cancel_scope.cancel()
         return status
 

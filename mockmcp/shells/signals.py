@@ -72,19 +72,21 @@ class Signals:
 
 
 class ShutdownUnderWay:
-    """Plain handlers beneath trio's for the shutdown signals (``shutdown_under_way``): the first
-    signal that reaches them is absorbed, any later one goes to the disposition from before."""
+    """Plain handlers beneath trio's for the shutdown signals (``shutdown_under_way``): once
+    serving has ended (``ended``, set by the shell's runner), the first signal that reaches them is
+    absorbed; any other one (during start-up, or a second) goes to the disposition from before."""
 
     def __init__(self, watched: tuple[signal.Signals, ...]) -> None:
         self.first_taken = False
+        self.ended = False
         self.previous = {sig: signal.getsignal(sig) for sig in watched}
 
     def handle(self, signum: int, frame: object) -> None:
-        if not self.first_taken:
+        if self.ended and not self.first_taken:
             self.first_taken = True  # a shutdown is under way already: this one asks for it
             return
         self.restore()
-        signal.raise_signal(signum)  # a second one: what it meant before, at once
+        signal.raise_signal(signum)  # what it meant before, at once
 
     def restore(self) -> None:
         for sig, previous in self.previous.items():

@@ -185,3 +185,32 @@ def test_http_mock_logs_the_signal_and_exits_0(tmp_path):
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+def test_a_shutdown_under_way_absorbs_only_the_first_signal_after_serving_ended():
+    """``shutdown_under_way``: during start-up a signal means what it meant before (here, a recording
+    handler standing for the default action); once serving has ended, the first one is absorbed (the
+    report still gets written) and the next goes to the disposition from before; when the block
+    ends, that disposition is back."""
+    seen = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        with signals.shutdown_under_way() as under_way:
+            signal.raise_signal(signal.SIGTERM)  # start-up: not absorbed
+            assert seen == [signal.SIGTERM]
+            signal.signal(signal.SIGTERM, under_way.handle)  # (the first call restored the previous one)
+            under_way.ended = True
+            signal.raise_signal(signal.SIGTERM)  # the first after serving: absorbed
+            assert seen == [signal.SIGTERM]
+            signal.raise_signal(signal.SIGTERM)  # a second: what it meant before
+            assert seen == [signal.SIGTERM, signal.SIGTERM]
+        with signals.shutdown_under_way() as under_way:
+            under_way.first_taken = True  # the watcher acted on one while serving
+            under_way.ended = True
+            signal.raise_signal(signal.SIGTERM)
+            assert len(seen) == 3
+        assert signal.getsignal(signal.SIGTERM) is not None and len(seen) == 3
+        signal.raise_signal(signal.SIGTERM)
+        assert len(seen) == 4  # the disposition from before is back
+    finally:
+        signal.signal(signal.SIGTERM, before)
