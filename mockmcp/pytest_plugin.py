@@ -43,7 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="start a warm mockmcp server for this run and spawn every mock through it (docs/warm.md)")
 
 
-WARM_ARGV = "MOCKMCP_WARM_ARGV"  # the launcher's prefix as JSON, for whoever spawns the mock
+WARM_ARGV = "MOCKMCP_WARM_ARGV"  # the launcher's prefix as JSON, for whoever spawns the mock (warm.paths reads it)
 WARM_DIR = "MOCKMCP_WARM_DIR"
 
 
@@ -119,8 +119,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 def warm_launcher() -> tuple[str, ...] | None:
     """The warm launcher's prefix when this run has a warm server, else None."""
-    text = os.environ.get(WARM_ARGV)
-    return tuple(json.loads(text)) if text else None
+    from mockmcp.warm.paths import prefix_from_env
+
+    prefix = prefix_from_env()
+    return tuple(prefix) if prefix is not None else None
 
 
 class MockMCP:

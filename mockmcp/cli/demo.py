@@ -480,21 +480,6 @@ def drive(session: Session) -> list[tuple[str, str]]:
     return summary
 
 
-def spawn_prefix() -> list[str]:
-    """What spawns the mock: this interpreter's ``python -m mockmcp``, or a warm server's launcher
-    when ``MOCKMCP_WARM_ARGV`` names one (``mockmcp warm argv``, set by ``pytest --mockmcp-warm``),
-    as every spawner of the mock reads it (docs/warm.md)."""
-    warm = os.environ.get("MOCKMCP_WARM_ARGV")
-    if warm:
-        try:
-            prefix = json.loads(warm)
-        except ValueError:
-            prefix = None
-        if isinstance(prefix, list) and prefix and all(isinstance(p, str) for p in prefix):
-            return prefix
-    return [sys.executable, "-m", "mockmcp"]
-
-
 def demo(scenario: str, out: IO[str] | None = None, *, journal: str | None = None, timeout: float = TIMEOUT,
          time_scale: float = 1.0) -> int:
     """Run the demo against ``scenario``; 0 when the tour reached its end, else 1.
@@ -508,7 +493,9 @@ def demo(scenario: str, out: IO[str] | None = None, *, journal: str | None = Non
     if time_scale != 1.0:
         args += ["--time-scale", f"{time_scale:g}"]
     out.write(f"$ mockmcp {' '.join(args)}   (spawned; this demo is the client)\n")
-    argv = [*spawn_prefix(), *args]
+    from mockmcp.warm.paths import prefix_from_env
+
+    argv = [*(prefix_from_env() or [sys.executable, "-m", "mockmcp"]), *args]  # (docs/warm.md: every spawner reads it)
     status = 0
     summary: list[tuple[str, str]] = []
     session = Session(argv, out, timeout, time_scale)

@@ -9,11 +9,31 @@ interpreter and the package folder), so both sides agree without importing each 
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from dataclasses import dataclass
 
 from mockmcp.warm.launcher import runtime_dir, server_name
+
+
+WARM_ARGV = "MOCKMCP_WARM_ARGV"  # the launcher's prefix as a JSON list (``mockmcp warm argv``), for every spawner
+
+
+def prefix_from_env() -> list[str] | None:
+    """The launcher's prefix ``MOCKMCP_WARM_ARGV`` names (set by ``pytest --mockmcp-warm``, or by
+    hand from ``mockmcp warm argv``), or None when it is unset or not a list of strings: what the
+    fixture, the demo and the test helpers spawn instead of ``python -m mockmcp``."""
+    text = os.environ.get(WARM_ARGV)
+    if not text:
+        return None
+    try:
+        prefix = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(prefix, list) and prefix and all(isinstance(p, str) for p in prefix):
+        return prefix
+    return None
 
 
 class UnsafeFolder(Exception):

@@ -30,7 +30,6 @@ import argparse
 import concurrent.futures
 import datetime as _dt
 import json
-import os
 import re
 import subprocess
 import sys
@@ -228,8 +227,9 @@ def mock_command(scenario_path: Path, workdir: Path, prefix: list[str] | None = 
     # stands for ``python -m mockmcp`` (a warm server's launcher, ``mockmcp warm argv``); without
     # one, the run's warm server when it has one (``MOCKMCP_WARM_ARGV``, the suite's default).
     if prefix is None:
-        warm = os.environ.get("MOCKMCP_WARM_ARGV")
-        prefix = json.loads(warm) if warm else [sys.executable, "-m", "mockmcp"]
+        from mockmcp.warm.paths import prefix_from_env
+
+        prefix = prefix_from_env() or [sys.executable, "-m", "mockmcp"]
     return [*prefix, "run", str(scenario_path),
             "--session", str(workdir / "session"), "--report", str(workdir / "report-{pid}.json")]
 

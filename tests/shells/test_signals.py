@@ -209,7 +209,6 @@ def test_a_shutdown_under_way_absorbs_only_the_first_signal_after_serving_ended(
             under_way.ended = True
             signal.raise_signal(signal.SIGTERM)
             assert len(seen) == 3
-        assert signal.getsignal(signal.SIGTERM) is not None and len(seen) == 3
         signal.raise_signal(signal.SIGTERM)
         assert len(seen) == 4  # the disposition from before is back
     finally:

@@ -13,20 +13,18 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from mockmcp.warm.paths import WARM_ARGV, prefix_from_env
+
 # The pytest runs a test starts itself (pytester, the documentation's test snippets) test the
 # mockmcp fixture; none uses pytest-trio or hypothesis, and pytest-trio imports all of hypothesis
 # when it loads: about 2 CPU seconds of every such run, half its cost. Left out there.
 LEAN_PYTEST_ADDOPTS = "-p no:trio -p no:hypothesispytest"
 
-# Set by ``pytest --mockmcp-warm`` (the pytest plugin): the warm launcher's argv prefix, as a JSON list.
-WARM_ARGV = "MOCKMCP_WARM_ARGV"
-
 
 def mockmcp_prefix() -> list[str]:
     """What spawns the mock from this checkout's interpreter: the warm server's launcher when the
     run has one (the suite's default, tests/conftest.py), else ``python -m mockmcp``."""
-    warm = os.environ.get(WARM_ARGV)
-    return json.loads(warm) if warm else direct_cmd()
+    return prefix_from_env() or direct_cmd()
 
 
 def mockmcp_cmd(*args: str) -> list[str]:
