@@ -12,10 +12,19 @@ from typing import Any
 
 import pytest
 
-import conftest
+from support.paths import ROOT
+
+
+def _root_conftest(pytestconfig: pytest.Config) -> Any:
+    """tests/conftest.py as pytest loaded it (``import conftest`` would find another folder's
+    conftest, tests/warm's, when that folder's tests run in the same process first)."""
+    path = ROOT / "tests" / "conftest.py"
+    (found,) = [p for p in pytestconfig.pluginmanager.get_plugins() if getattr(p, "__file__", None) == str(path)]
+    return found
 
 
 def _scheduler(pytestconfig: pytest.Config) -> Any:
+    conftest = _root_conftest(pytestconfig)
     pytest.importorskip("xdist")  # (a test dependency; present wherever the README's command ran)
     fake = SimpleNamespace(
         stash={conftest._FINER_UNITS: True}, rootpath=pytestconfig.rootpath,
@@ -39,5 +48,6 @@ def test_tests_of_a_module_with_a_shared_fixture_stay_together(pytestconfig: pyt
 
 
 def test_an_explicit_dist_is_left_to_xdist(pytestconfig: pytest.Config) -> None:
+    conftest = _root_conftest(pytestconfig)
     fake = SimpleNamespace(stash={})
     assert conftest.pytest_xdist_make_scheduler(fake, log=None) is None  # type: ignore[arg-type]
