@@ -28,12 +28,16 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import datetime as _dt
 import json
+import os
+import queue
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -115,27 +119,107 @@ def run_client(client: str, plan: dict[str, Any], *, wall_timeout: float | None 
 def run_batch(client: str, plans: list[dict[str, Any]], jobs: int) -> list[dict[str, Any]]:
     """Run many plans in one driver process, ``jobs`` sessions at once (one interpreter and
     one SDK import for all of them); a result per plan, in order, or a ``crash`` record each."""
-    try:
-        argv = driver_argv(client)
-    except ClientUnavailable as exc:
-        return [{"client": client, "crash": f"client unavailable: {exc}"} for _ in plans]
-    # as if run one after the other: generous, since the driver's own timeouts bound each plan
-    wall_timeout = 30 + sum(len(p["ops"]) * (p.get("timeoutMs", DEFAULT_TIMEOUT_MS) / 1000 + 3) for p in plans)
-    try:
-        proc = subprocess.run(argv, input=json.dumps({"plans": plans, "jobs": jobs}), capture_output=True,
-                              text=True, timeout=wall_timeout, cwd=ROOT)
-    except subprocess.TimeoutExpired as exc:
-        crash = {"client": client, "crash": f"driver killed after {wall_timeout:.0f}s", "stderr": _tail(exc.stderr)}
-        return [dict(crash) for _ in plans]
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        crash = {"client": client, "crash": f"driver exited {proc.returncode}", "stderr": _tail(proc.stderr)}
-        return [dict(crash) for _ in plans]
-    results: list[dict[str, Any]] = json.loads(lines[-1])["results"]
-    for result in results:
-        result["client"] = client
-        result["stderr"] = _tail(proc.stderr)  # the mocks of every plan share it
-    return results
+    with Driver(client) as driver:
+        return driver.run(plans, jobs)
+
+
+class Driver:
+    """One client's driver process for every round of a run: started with ``--serve``, it reads a
+    batch (``{"plans": [...], "jobs": N}``) per line and writes a result line per batch, so a run
+    of several rounds pays for the interpreter and the SDK import once, not once a round (a
+    Python driver's start is about 0.85 CPU s, nearly all of it ``import mcp``).
+
+    A driver that exits, or overruns a batch's time (generous: as if its plans ran one after the
+    other, since the driver's own timeouts bound each plan), is killed; that batch's plans get a
+    ``crash`` record each, and the next batch starts a new driver. Each result carries the tail of
+    what the driver wrote on stderr during its batch (the mocks of every plan share it)."""
+
+    def __init__(self, client: str) -> None:
+        self.client = client
+        self.proc: subprocess.Popen[str] | None = None
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.stderr_path = ""
+
+    def __enter__(self) -> Driver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(self, plans: list[dict[str, Any]], jobs: int) -> list[dict[str, Any]]:
+        try:
+            proc = self.proc or self._start()
+        except ClientUnavailable as exc:
+            return [{"client": self.client, "crash": f"client unavailable: {exc}"} for _ in plans]
+        wall_timeout = 30 + sum(len(p["ops"]) * (p.get("timeoutMs", DEFAULT_TIMEOUT_MS) / 1000 + 3) for p in plans)
+        with open(self.stderr_path, "rb") as err:
+            err.seek(0, os.SEEK_END)
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write(json.dumps({"plans": plans, "jobs": jobs}) + "\n")
+                proc.stdin.flush()
+                line = self.lines.get(timeout=wall_timeout)
+                crash = None if line is not None else "driver exited {}"
+            except (BrokenPipeError, OSError):
+                crash = "driver exited {}"
+            except queue.Empty:
+                crash = f"driver killed after {wall_timeout:.0f}s"
+            if crash is not None:
+                self.close(kill=True)
+            stderr = _tail(err.read())
+        if crash is not None:
+            return [{"client": self.client, "crash": crash.format(proc.returncode), "stderr": stderr} for _ in plans]
+        results: list[dict[str, Any]] = json.loads(line)["results"]
+        for result in results:
+            result["client"] = self.client
+            result["stderr"] = stderr
+        return results
+
+    def _start(self) -> subprocess.Popen[str]:
+        argv = driver_argv(self.client)
+        fd, self.stderr_path = tempfile.mkstemp(prefix="mockmcp-driver-", suffix=".stderr")
+        try:
+            self.proc = subprocess.Popen([*argv, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=fd, text=True, cwd=ROOT)
+        finally:
+            os.close(fd)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
+        return self.proc
+
+    @staticmethod
+    def _read(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+        """The driver's result lines (what else it prints on stdout is not one), then None at its end."""
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("{"):
+                lines.put(line)
+        lines.put(None)
+
+    def close(self, kill: bool = False) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            if kill:
+                proc.kill()
+            else:
+                try:
+                    assert proc.stdin is not None
+                    proc.stdin.close()  # end of input: the driver exits
+                except OSError:
+                    pass
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdin is not None and not proc.stdin.closed:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+        if self.stderr_path and proc is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.stderr_path)
 
 
 def _tail(text: Any, n: int = 1500) -> str:
@@ -340,13 +424,14 @@ def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOU
 
 def _run_rounds(client: str, group: list[tuple[int, CellRun]], jobs: int) -> list[tuple[int, dict[str, Any]]]:
     live = list(group)
-    while live:
-        plans = [(run, run.next_plan()) for _, run in live]
-        batch = [(run, plan) for run, plan in plans if plan is not None]
-        if batch:
-            for (run, _), result in zip(batch, run_batch(client, [plan for _, plan in batch], jobs)):
-                run.take(result)
-        live = [(i, run) for i, run in live if not run.done]
+    with Driver(client) as driver:  # one process for every round
+        while live:
+            plans = [(run, run.next_plan()) for _, run in live]
+            batch = [(run, plan) for run, plan in plans if plan is not None]
+            if batch:
+                for (run, _), result in zip(batch, driver.run([plan for _, plan in batch], jobs)):
+                    run.take(result)
+            live = [(i, run) for i, run in live if not run.done]
     return [(i, run.result()) for i, run in group]
 
 

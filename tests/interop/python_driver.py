@@ -15,10 +15,12 @@ format is shared with ``ts/driver.mjs``::
              {"op": "readResource", "uri": "..."}, {"op": "complete", "ref": {...}, "argument": {...}},
              {"op": "listen", "filter": {"toolsListChanged": true, ...}, "ms": 1500}]}
 
-A batch ``{"plans": [PLAN, ...], "jobs": N}`` runs every plan in this one process, N
-sessions at once, and prints ``{"results": [RESULT, ...]}`` in the plans' order: the
-interop matrix pays for one interpreter and one import of the SDK per client and round,
-not one per cell. Each plan still spawns its own mock.
+With ``--serve`` the driver reads batches from stdin, one per line: a batch
+``{"plans": [PLAN, ...], "jobs": N}`` runs every plan, N sessions at once, and prints
+``{"results": [RESULT, ...]}`` (in the plans' order) as one line; at the end of its input the
+driver exits. The interop matrix keeps one driver per client for all its rounds (``matrix.Driver``),
+so it pays for one interpreter and one import of the SDK per client and run, not one per cell or
+round. Each plan still spawns its own mock.
 
 With ``"transport": "http"`` the driver spawns ``command`` itself (it must serve Streamable
 HTTP, e.g. ``mockmcp run ... --http 0``), reads the endpoint URL from its first stdout
@@ -389,21 +391,29 @@ def main() -> int:
     ap.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     ap.add_argument("--client", choices=["mcp", "fastmcp"], default="mcp",
                     help="the official client (default), or fastmcp's (over HTTP only)")
-    ap.add_argument("plan", nargs="?", help="plan (or batch) JSON file (default: stdin)")
+    ap.add_argument("--serve", action="store_true", help="read batches from stdin, a line each; a result line per batch")
+    ap.add_argument("plan", nargs="?", help="plan JSON file (default: stdin)")
     args = ap.parse_args()
     global SDK
     SDK = args.client
+    if args.serve:
+        for line in sys.stdin:
+            result = anyio.run(run_batch, json.loads(line), backend=args.backend)
+            for one in result["results"]:
+                one["backend"] = args.backend
+            _write(result)
+        return 0
     plan = json.loads(open(args.plan).read() if args.plan else sys.stdin.read())
-    if "plans" in plan:
-        result = anyio.run(run_batch, plan, backend=args.backend)
-        for one in result["results"]:
-            one["backend"] = args.backend
-    else:
-        result = anyio.run(run_plan, plan, backend=args.backend)
-        result["backend"] = args.backend
+    result = anyio.run(run_plan, plan, backend=args.backend)
+    result["backend"] = args.backend
+    _write(result)
+    return 0
+
+
+def _write(result: dict[str, Any]) -> None:
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
-    return 0
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ The whole cross product is opt-in, and is what regenerating the page runs:
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -360,3 +362,36 @@ def test_the_committed_cells_are_the_matrix_table_only() -> None:
         ("default", "python-trio"): "3 ok; expectations passed",
         ("default", "typescript"): "3 ok; expectations passed",
     }
+
+
+FAKE_DRIVER = r'''
+import json, sys
+for n, line in enumerate(sys.stdin):
+    batch = json.loads(line)
+    print(f"batch {n} in pid", __import__("os").getpid(), file=sys.stderr, flush=True)
+    if batch["plans"][0].get("die"):
+        sys.exit(3)
+    print("not a result line")
+    print(json.dumps({"results": [{"n": n, "pid": __import__("os").getpid()} for _ in batch["plans"]]}), flush=True)
+'''
+
+
+def test_one_driver_serves_every_round_and_a_dead_one_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``matrix.Driver``: batches go to one process, line by line; a driver that exits mid-batch gives
+    that batch a ``crash`` record per plan (with what it wrote on stderr), and the next batch a new
+    driver."""
+    script = tmp_path / "driver.py"
+    script.write_text(FAKE_DRIVER)
+    monkeypatch.setattr(matrix, "driver_argv", lambda client: [sys.executable, str(script)])
+    plan: dict[str, Any] = {"ops": []}
+    with matrix.Driver("fake") as driver:
+        first = driver.run([plan, plan], jobs=2)
+        second = driver.run([plan], jobs=1)
+        died = driver.run([{**plan, "die": True}, plan], jobs=2)
+        again = driver.run([plan], jobs=1)
+    assert [r["n"] for r in first] == [0, 0] and second[0]["n"] == 1
+    assert first[0]["pid"] == second[0]["pid"], "a second process for the second round"
+    assert first[0]["client"] == "fake" and "batch 0 in pid" in first[0]["stderr"]
+    assert "batch 1 in pid" in second[0]["stderr"] and "batch 0" not in second[0]["stderr"]
+    assert [r["crash"] for r in died] == ["driver exited 3"] * 2 and "batch 2 in pid" in died[0]["stderr"]
+    assert again[0]["n"] == 0 and again[0]["pid"] != first[0]["pid"]

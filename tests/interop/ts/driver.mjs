@@ -4,8 +4,10 @@
 // Prints one JSON object on stdout: the connection outcome and, per operation,
 // what the client got (ok + trimmed result, error + JSON-RPC code, timeout, or
 // client-error). The plan format is shared with ../python_driver.py (see there).
-// A batch {"plans": [PLAN, ...], "jobs": N} runs every plan in this one process,
-// N sessions at once, and prints {"results": [RESULT, ...]} in the plans' order.
+// With --serve it reads batches from stdin, a line each: a batch {"plans": [PLAN, ...], "jobs": N}
+// runs every plan in this one process, N sessions at once, and prints {"results": [RESULT, ...]}
+// (in the plans' order) as one line; at the end of its input it exits. The interop matrix keeps
+// one driver per client for all its rounds (matrix.Driver).
 //
 // With "transport": "http" the driver spawns plan.command itself (a server that prints
 // its Streamable HTTP endpoint URL as its first stdout line, e.g. mockmcp run ... --http 0),
@@ -27,6 +29,7 @@
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { Client, ProtocolError, SdkError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { BrowserlessProvider, authorized } from './auth_provider.mjs';
@@ -310,13 +313,22 @@ async function runBatch(batch) {
   return { results };
 }
 
+// One line on stdout; resolves once it is flushed (process.exit does not wait for a pipe's
+// pending writes: a result line past 64 KiB was cut, everything-legacy's cells made it that long).
+function writeLine(out) {
+  return new Promise((resolve) => process.stdout.write(`${JSON.stringify(out)}\n`, resolve));
+}
+
 async function main() {
+  if (process.argv[2] === '--serve') {
+    const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+    for await (const line of lines) {
+      if (line.trim()) await writeLine(await runBatch(JSON.parse(line)));
+    }
+    return;
+  }
   const path = process.argv[2];
-  const input = JSON.parse(path ? readFileSync(path, 'utf8') : readFileSync(0, 'utf8'));
-  const out = input.plans ? await runBatch(input) : await runPlan(input);
-  // process.exit does not wait for a pipe's pending writes: a result line past 64 KiB was cut
-  // (everything-legacy's cells made it that long); exit once the line is flushed
-  await new Promise((resolve) => process.stdout.write(`${JSON.stringify(out)}\n`, resolve));
+  await writeLine(await runPlan(JSON.parse(path ? readFileSync(path, 'utf8') : readFileSync(0, 'utf8'))));
 }
 
 main().then(
