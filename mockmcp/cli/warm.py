@@ -58,6 +58,9 @@ def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int]) -> int:
                 print("mockmcp warm: stopped" if stop(paths) else "mockmcp warm: was not running")
                 return 0
             case "serve":
+                from mockmcp.cli.main import prime_run_parser
+
+                prime_run_parser()
                 return serve(paths, run)
     except (NotStarted, UnsafeFolder) as exc:
         print(f"mockmcp warm: {exc}", file=sys.stderr)
