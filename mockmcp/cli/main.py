@@ -369,7 +369,7 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         case "warm":
             from mockmcp.cli.warm import warm
 
-            return warm(args, main)
+            return warm(args, main, prime_run_parser)
     parser.print_help(sys.stderr)  # bare `mockmcp`: the command list, then argparse's usage-error status
     return 2
 

@@ -19,7 +19,7 @@ from mockmcp.warm.paths import UnsafeFolder, warm_paths
 HELP = "keep a warm process that forks a mock per spawn in about 20 ms (opt-in; see docs/warm.md)"
 EXAMPLES = (
     "  mockmcp warm start\n"
-    "  mockmcp warm argv      # [\"python\", \"-S\", \".../launcher.py\", \"--warm-dir=...\"]: spawn this + run ARGS\n"
+    "  mockmcp warm argv      # [\"python\", \"-S\", \"-P\", \"-c\", \"...import launcher...\", \"--warm-dir=...\"]: spawn this + run ARGS\n"
     "  mockmcp warm status\n  mockmcp warm stop\n"
 )
 
@@ -35,8 +35,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     actions.add_parser("serve", help="serve in the foreground (what `start` runs detached)")
 
 
-def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int]) -> int:
-    """One ``warm`` action; ``run`` is the command line's entry (what a forked child runs)."""
+def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int], prime: Callable[[], None]) -> int:
+    """One ``warm`` action; ``run`` is the command line's entry (what a forked child runs), ``prime``
+    what the server does once before it forks so that its children need not (``cli.main.prime_run_parser``)."""
     paths = warm_paths()
     try:
         match args.warm_action:
@@ -58,9 +59,7 @@ def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int]) -> int:
                 print("mockmcp warm: stopped" if stop(paths) else "mockmcp warm: was not running")
                 return 0
             case "serve":
-                from mockmcp.cli.main import prime_run_parser
-
-                prime_run_parser()
+                prime()
                 return serve(paths, run)
     except (NotStarted, UnsafeFolder) as exc:
         print(f"mockmcp warm: {exc}", file=sys.stderr)

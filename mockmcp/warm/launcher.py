@@ -1,4 +1,7 @@
-"""The thin launcher a client spawns instead of ``mockmcp``: ``python -S .../mockmcp/warm/launcher.py ARGS``.
+"""The thin launcher a client spawns instead of ``mockmcp``: ``python -S -P -c "...import launcher..." ARGS``.
+
+(``mockmcp warm argv``: the interpreter imports this file as a top-level module, from its folder,
+so that it runs from cached bytecode; ``python -S .../mockmcp/warm/launcher.py ARGS`` does the same.)
 
 Stands alone: no mockmcp layer, and only built-in modules (``posix``, ``_socket``, ``_signal``,
 ``_json``, ``_struct``, ``_codecs``, ``_locale``, ``resource``), since ``os``, ``socket``, ``signal``, ``json`` and

@@ -196,3 +196,14 @@ def test_end_of_file_and_sigterm_right_after_the_answer_end_the_mock_with_its_re
         if not report.exists():
             missing.append((kind, i, proc.returncode))
     assert not missing, missing
+
+
+def test_modules_in_the_callers_folder_do_not_stand_in_for_the_launchers(warm: WarmServer, tmp_path: Path) -> None:
+    """The prefix imports the launcher as a module (``-c``), so ``-P`` keeps the caller's working
+    folder off the module path: a ``resource.py`` or ``launcher.py`` there is not what runs."""
+    for name in ("resource.py", "launcher.py", "posix.py"):
+        (tmp_path / name).write_text("raise SystemExit('the caller folder module ran: ' + __file__)\n")
+    proc = spawn(warm.argv, warm, "run", "default", cwd=tmp_path)
+    out, err = proc.communicate(DISCOVER, timeout=30)
+    assert proc.returncode == 0 and json.loads(out)["id"] == 1, err
+    assert warm.forked_for(proc.pid) is not None, warm.log()
