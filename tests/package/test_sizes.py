@@ -42,3 +42,14 @@ def test_the_check_sees_a_long_module_and_a_long_class() -> None:
     long_module = "x = 1\n" * (MAX_MODULE_LINES + 1)
     assert oversized(long_module, "b.py") == [f"b.py: {MAX_MODULE_LINES + 1} lines"]
     assert oversized("class B:\n    pass\n", "c.py") == []
+
+
+MAX_PERFORMANCE_PAGE_LINES = 250
+
+
+def test_the_performance_page_stays_a_user_page() -> None:
+    """docs/performance.md says how to run the benchmarks, the current figures and the decisions
+    that stand; the measurements pass by pass are in git. A page that grows past this has become
+    a lab notebook again."""
+    lines = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_PERFORMANCE_PAGE_LINES, f"docs/performance.md has {lines} lines"
