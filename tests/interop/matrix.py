@@ -160,7 +160,7 @@ class Driver:
                 proc.stdin.flush()
                 line = self.lines.get(timeout=wall_timeout)
                 crash = None if line is not None else "driver exited {}"
-            except (BrokenPipeError, OSError):
+            except OSError:  # the driver is gone (a broken pipe)
                 crash = "driver exited {}"
             except queue.Empty:
                 crash = f"driver killed after {wall_timeout:.0f}s"
@@ -197,29 +197,22 @@ class Driver:
         lines.put(None)
 
     def close(self, kill: bool = False) -> None:
+        """End the driver: at the end of its input (it exits once its batch is done), or killed."""
         proc, self.proc = self.proc, None
-        if proc is not None:
-            if kill:
-                proc.kill()
-            else:
-                try:
-                    assert proc.stdin is not None
-                    proc.stdin.close()  # end of input: the driver exits
-                except OSError:
-                    pass
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if proc.stdin is not None and not proc.stdin.closed:
-                try:
-                    proc.stdin.close()
-                except OSError:
-                    pass
-        if self.stderr_path and proc is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self.stderr_path)
+        if proc is None:
+            return
+        if kill:
+            proc.kill()
+        with contextlib.suppress(OSError):
+            assert proc.stdin is not None
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        with contextlib.suppress(OSError):
+            os.unlink(self.stderr_path)
 
 
 def _tail(text: Any, n: int = 1500) -> str:
