@@ -63,9 +63,9 @@ def _compile_package() -> None:
     checkout gets it from the first import, unless ``PYTHONDONTWRITEBYTECODE`` is set (as on the
     CI machines), and then every Python process the suite starts outside the warm server (direct
     spawns, the warm command line, ``-X importtime`` runs, the docs' snippets) compiles the
-    modules it imports again: about 65 ms of CPU of each, against 0.3 s for the whole package
-    once. Python checks a cached file against its source's size and time, so it never serves a
-    stale one; a folder it cannot write to is left as it is."""
+    modules it imports again: over a quarter of a direct spawn's CPU each time, against a fraction
+    of a second for the whole package once. Python checks a cached file against its source's size
+    and time, so it never serves a stale one; a folder it cannot write to is left as it is."""
     import compileall
 
     compileall.compile_dir(ROOT / "mockmcp", quiet=2)

@@ -282,8 +282,7 @@ def prime_run_parser() -> None:
     caches on its first use (its patterns, in ``re``'s cache) is already in this process.
 
     The warm server does this before it forks: each child then reads its own command line
-    without compiling them again, about 3 of a child's 18 ms of CPU (measured over 30 forks of
-    a server that had read one and 30 of one that had not)."""
+    without compiling them again, a sixth of what a forked ``run`` costs (docs/performance.md)."""
     parse(_parser("run"), ["run", "default"])
 
 

@@ -60,7 +60,7 @@ def launcher_argv() -> list[str]:
 
     The launcher is imported as a module (``-c``), not run as a script: a script is compiled on
     every run, a module is read from its cached bytecode (pip writes it when it installs the
-    package), which saves about 4 of the launcher's 15 ms of CPU per spawn. ``-P``: the client's
+    package), which saves a third of the launcher's CPU (docs/performance.md). ``-P``: the client's
     working folder is not put on the module path, so nothing there can stand in for a module the
     launcher imports."""
     from mockmcp.warm import launcher
