@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 from support.paths import ROOT
@@ -277,6 +278,16 @@ def _reap_leaks(ours: Callable[[str], bool]) -> list[str]:
             except ProcessLookupError:
                 pass
     return [f"pid {pid}: {cmd}" for (pid, _), cmd in sorted(leaks.items())]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def client_drivers() -> Iterator[None]:
+    """The interop clients' driver processes a worker keeps for all its tests
+    (``interop.matrix.driver``) end with its session, before the check for leaked processes."""
+    yield
+    matrix = sys.modules.get("interop.matrix")
+    if matrix is not None:
+        matrix.close_drivers()
 
 
 @pytest.fixture(scope="session")

@@ -117,10 +117,34 @@ def run_client(client: str, plan: dict[str, Any], *, wall_timeout: float | None 
 
 
 def run_batch(client: str, plans: list[dict[str, Any]], jobs: int) -> list[dict[str, Any]]:
-    """Run many plans in one driver process, ``jobs`` sessions at once (one interpreter and
-    one SDK import for all of them); a result per plan, in order, or a ``crash`` record each."""
-    with Driver(client) as driver:
-        return driver.run(plans, jobs)
+    """Run many plans in the client's driver process (``driver``), ``jobs`` sessions at once; a
+    result per plan, in order, or a ``crash`` record each."""
+    return driver(client).run(plans, jobs, client)
+
+
+_DRIVERS: dict[str, Driver] = {}
+_DRIVERS_LOCK = threading.Lock()
+
+
+def driver(client: str) -> Driver:
+    """This process's driver for ``client``: started on first use, then kept for every later batch
+    of every caller until ``close_drivers`` (the suite calls it at the end of its session). A
+    Python driver's start is about 0.85 CPU s, nearly all of it ``import mcp``, and a test run
+    asks for one in a dozen places. A client and its HTTP twin (``-http``) share one. One caller
+    at a time: tests run one after the other, and ``run_cells`` gives each driver one thread,
+    which runs a client's cells, then its twin's."""
+    name = client.removesuffix(HTTP_SUFFIX)  # the same process: each plan says its transport
+    with _DRIVERS_LOCK:
+        return _DRIVERS.setdefault(name, Driver(name))
+
+
+def close_drivers() -> None:
+    """End every driver ``driver`` started (each at the end of its input)."""
+    with _DRIVERS_LOCK:
+        drivers = list(_DRIVERS.values())
+        _DRIVERS.clear()
+    for each in drivers:
+        each.close()
 
 
 class Driver:
@@ -131,14 +155,18 @@ class Driver:
 
     A driver that exits, or overruns a batch's time (generous: as if its plans ran one after the
     other, since the driver's own timeouts bound each plan), is killed; that batch's plans get a
-    ``crash`` record each, and the next batch starts a new driver. Each result carries the tail of
-    what the driver wrote on stderr during its batch (the mocks of every plan share it)."""
+    ``crash`` record each, and the next batch starts a new driver. So does a batch that finds the
+    environment changed since the driver started: what a driver spawns inherits the environment
+    it was started with, so a kept driver serves only callers that would have started the same
+    one. Each result carries the tail of what the driver wrote on stderr during its batch (the
+    mocks of every plan share it)."""
 
     def __init__(self, client: str) -> None:
         self.client = client
         self.proc: subprocess.Popen[str] | None = None
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr_path = ""
+        self.environ: dict[str, str] = {}
 
     def __enter__(self) -> Driver:
         return self
@@ -146,11 +174,16 @@ class Driver:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def run(self, plans: list[dict[str, Any]], jobs: int) -> list[dict[str, Any]]:
+    def run(self, plans: list[dict[str, Any]], jobs: int, client: str = "") -> list[dict[str, Any]]:
+        """A result per plan, each naming ``client`` (the driver's own by default: its HTTP twin
+        is the same process, the plan says which transport)."""
+        client = client or self.client
+        if self.proc is not None and self.environ != _environ():
+            self.close()
         try:
             proc = self.proc or self._start()
         except ClientUnavailable as exc:
-            return [{"client": self.client, "crash": f"client unavailable: {exc}"} for _ in plans]
+            return [{"client": client, "crash": f"client unavailable: {exc}"} for _ in plans]
         wall_timeout = 30 + sum(len(p["ops"]) * (p.get("timeoutMs", DEFAULT_TIMEOUT_MS) / 1000 + 3) for p in plans)
         with open(self.stderr_path, "rb") as err:
             err.seek(0, os.SEEK_END)
@@ -168,16 +201,17 @@ class Driver:
                 self.close(kill=True)
             stderr = _tail(err.read())
         if crash is not None:
-            return [{"client": self.client, "crash": crash.format(proc.returncode), "stderr": stderr} for _ in plans]
+            return [{"client": client, "crash": crash.format(proc.returncode), "stderr": stderr} for _ in plans]
         results: list[dict[str, Any]] = json.loads(line)["results"]
         for result in results:
-            result["client"] = self.client
+            result["client"] = client
             result["stderr"] = stderr
         return results
 
     def _start(self) -> subprocess.Popen[str]:
         argv = driver_argv(self.client)
         fd, self.stderr_path = tempfile.mkstemp(prefix="mockmcp-driver-", suffix=".stderr")
+        self.environ = _environ()
         try:
             self.proc = subprocess.Popen([*argv, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=fd, text=True, cwd=ROOT)
@@ -213,6 +247,12 @@ class Driver:
             proc.wait()
         with contextlib.suppress(OSError):
             os.unlink(self.stderr_path)
+
+
+def _environ() -> dict[str, str]:
+    """The environment a driver passes on, less pytest's name of the running test (it changes
+    with every test and says nothing to a mock)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
 
 
 def _tail(text: Any, n: int = 1500) -> str:
@@ -378,9 +418,10 @@ def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOU
     ``op_timeout_ms`` gives the operations on the named tools, prompts or URIs their own
     timeout (a hanging tool a short one, while the rest keep ``timeout_ms``).
 
-    The cells of one client share driver processes: each round, one driver runs the next
-    session of every cell still going (``jobs`` at once), and the clients' drivers run side
-    by side. Cells that need no further session drop out; a round is one spawn per client.
+    The cells of one client share its driver process (``driver``): each round, it runs the next
+    session of every cell still going (``jobs`` at once), and the clients' drivers run side by
+    side (a client's HTTP twin after it, in the same driver). Cells that need no further session
+    drop out; a round is one spawn per client.
     """
     from mockmcp.scenario import loader
     from mockmcp.scenario.problems import LoadError
@@ -408,23 +449,32 @@ def run_cells(cells: list[tuple[Path, str]], *, timeout_ms: int = DEFAULT_TIMEOU
             runs.setdefault(client, []).append((i, CellRun(path, ops, work, timeout_ms, bool(scenario.expectations),
                                                            http=http, auth=oauth_options(scenario) if http else None,
                                                            prefix=prefix, env=env)))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(runs))) as pool:
-            for fut in [pool.submit(_run_rounds, client, group, jobs) for client, group in runs.items()]:
+        by_driver: dict[str, list[str]] = {}  # a client and its HTTP twin share a driver: one thread
+        for client in runs:
+            by_driver.setdefault(client.removesuffix(HTTP_SUFFIX), []).append(client)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(by_driver))) as pool:
+            futures = [pool.submit(_run_clients, [(client, runs[client]) for client in clients], jobs)
+                       for clients in by_driver.values()]
+            for fut in futures:
                 for i, result in fut.result():
                     results[i] = result
     return results
 
 
+def _run_clients(groups: list[tuple[str, list[tuple[int, CellRun]]]], jobs: int) -> list[tuple[int, dict[str, Any]]]:
+    return [each for client, group in groups for each in _run_rounds(client, group, jobs)]
+
+
 def _run_rounds(client: str, group: list[tuple[int, CellRun]], jobs: int) -> list[tuple[int, dict[str, Any]]]:
     live = list(group)
-    with Driver(client) as driver:  # one process for every round
-        while live:
-            plans = [(run, run.next_plan()) for _, run in live]
-            batch = [(run, plan) for run, plan in plans if plan is not None]
-            if batch:
-                for (run, _), result in zip(batch, driver.run([plan for _, plan in batch], jobs)):
-                    run.take(result)
-            live = [(i, run) for i, run in live if not run.done]
+    kept = driver(client)  # one process for every round
+    while live:
+        plans = [(run, run.next_plan()) for _, run in live]
+        batch = [(run, plan) for run, plan in plans if plan is not None]
+        if batch:
+            for (run, _), result in zip(batch, kept.run([plan for _, plan in batch], jobs, client)):
+                run.take(result)
+        live = [(i, run) for i, run in live if not run.done]
     return [(i, run.result()) for i, run in group]
 
 
@@ -984,4 +1034,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    finally:
+        close_drivers()

@@ -395,3 +395,24 @@ def test_one_driver_serves_every_round_and_a_dead_one_is_replaced(tmp_path: Path
     assert "batch 1 in pid" in second[0]["stderr"] and "batch 0" not in second[0]["stderr"]
     assert [r["crash"] for r in died] == ["driver exited 3"] * 2 and "batch 2 in pid" in died[0]["stderr"]
     assert again[0]["n"] == 0 and again[0]["pid"] != first[0]["pid"]
+
+
+def test_a_client_keeps_its_driver_for_every_caller_until_the_environment_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``matrix.driver``: every batch of a client or its HTTP twin, whoever sends it, goes to the
+    process the first one started; a changed environment (what the mocks it spawns would inherit)
+    starts a new one."""
+    script = tmp_path / "driver.py"
+    script.write_text(FAKE_DRIVER)
+    monkeypatch.setattr(matrix, "driver_argv", lambda client: [sys.executable, str(script)])
+    plan: dict[str, Any] = {"ops": []}
+    try:
+        (first,) = matrix.run_batch("fake-kept", [plan], 1)
+        (second,) = matrix.run_batch("fake-kept" + matrix.HTTP_SUFFIX, [plan], 1)
+        monkeypatch.setenv("MOCKMCP_TEST_CHANGED", "1")
+        (third,) = matrix.run_batch("fake-kept", [plan], 1)
+    finally:
+        matrix.driver("fake-kept").close()
+    assert second["pid"] == first["pid"] and second["n"] == 1, "a second process for the second caller"
+    assert (first["client"], second["client"]) == ("fake-kept", "fake-kept" + matrix.HTTP_SUFFIX)
+    assert third["pid"] != first["pid"] and third["n"] == 0, "the first process under another environment"
