@@ -97,23 +97,9 @@ def driver_argv(client: str) -> list[str]:
     return [sys.executable, str(HERE / "python_driver.py"), "--backend", backend]
 
 
-def run_client(client: str, plan: dict[str, Any], *, wall_timeout: float | None = None) -> dict[str, Any]:
-    """Run one client driver on a plan; returns its JSON result (or a ``crash`` record)."""
-    argv = driver_argv(client)
-    if wall_timeout is None:
-        wall_timeout = 30 + len(plan["ops"]) * (plan.get("timeoutMs", DEFAULT_TIMEOUT_MS) / 1000 + 3)
-    try:
-        proc = subprocess.run(argv, input=json.dumps(plan), capture_output=True, text=True,
-                              timeout=wall_timeout, cwd=ROOT)
-    except subprocess.TimeoutExpired as exc:
-        return {"client": client, "crash": f"driver killed after {wall_timeout:.0f}s", "stderr": _tail(exc.stderr)}
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        return {"client": client, "crash": f"driver exited {proc.returncode}", "stderr": _tail(proc.stderr)}
-    result: dict[str, Any] = json.loads(lines[-1])
-    result["client"] = client
-    result["stderr"] = _tail(proc.stderr)
-    return result
+def run_client(client: str, plan: dict[str, Any]) -> dict[str, Any]:
+    """Run one plan in the client's driver process (``driver``); its result (or a ``crash`` record)."""
+    return run_batch(client, [plan], 1)[0]
 
 
 def run_batch(client: str, plans: list[dict[str, Any]], jobs: int) -> list[dict[str, Any]]:
@@ -562,59 +548,6 @@ def breaks_session(op: dict[str, Any]) -> bool:
     if op["status"] == "error" and op.get("code") == -32000 and "closed" in text:
         return True
     return op["status"] == "client-error" and ("connection_closed" in text or "not connected" in text)
-
-
-def _run_sessions(scenario_path: Path, client: str, ops: list[dict[str, Any]], tmp: Path,
-                  timeout_ms: int) -> dict[str, Any]:
-    """Run the plan; after an operation that breaks the session, run the rest in a new session.
-
-    So each operation's outcome is its own, not the aftermath of an earlier hang or
-    crash. The mock's verdict (report) and the process count come from the first session.
-    """
-    merged: dict[str, Any] = {}
-    remaining = list(ops)
-    session = 0
-    inbound: dict[str, int] = {}
-    while remaining:
-        session += 1
-        work = tmp / f"session-{session}"
-        work.mkdir()
-        plan = {"command": mock_command(scenario_path, work), "timeoutMs": timeout_ms, "ops": remaining,
-                "stopAfterBreak": True}
-        try:
-            result = run_client(client, plan)
-        except ClientUnavailable as exc:
-            result = {"client": client, "crash": f"client unavailable: {exc}"}
-        got = result.get("ops", [])
-        for method, n in inbound_methods(journal_path(work)).items():
-            inbound[method] = inbound.get(method, 0) + n
-        if session == 1:
-            merged = result
-            merged["ops"] = []
-            merged["report"] = session_report(work)
-            merged["processes"] = len(list(work.glob("report-*.json")))
-        elif "crash" in result or result.get("connect", {}).get("status") != "ok":
-            why = result.get("crash") or _op_text(result.get("connect", {}))
-            merged["ops"].extend({**op, "status": "crash", "message": f"session {session} failed: {why}"}
-                                 for op in remaining)
-            break
-        else:
-            for key in ("callbacks",):
-                for k, v in (result.get(key) or {}).items():
-                    merged.setdefault(key, {}).setdefault(k, []).extend(v)
-            merged.setdefault("clientErrors", []).extend(result.get("clientErrors", []))
-            if not merged["clientErrors"]:
-                del merged["clientErrors"]
-        if "crash" in merged or merged.get("connect", {}).get("status") != "ok":
-            break
-        if not got:
-            break
-        cut = next((i + 1 for i, op in enumerate(got) if breaks_session(op)), len(got))
-        merged["ops"].extend({**op, "session": session} for op in got[:cut])
-        remaining = remaining[cut:]
-    merged["sessions"] = session
-    merged["inbound"] = inbound
-    return merged
 
 
 def summarize(cell: dict[str, Any]) -> tuple[str, list[str]]:
