@@ -28,7 +28,7 @@ from _common import META, PY, ROOT, median, scenario_file
 from bench_http import Conn, HttpServer
 
 BATCH = 300  # requests per round
-ROUNDS = 20  # of each, alternating
+ROUNDS = 40  # of each, alternating
 WARM = 200
 FLOWS = 40
 WARM_FLOWS = 5
