@@ -12,7 +12,7 @@ import subprocess
 import threading
 import time
 
-from support.process import mockmcp_cmd, run_mock
+from support.process import direct_cmd, mockmcp_cmd, own_pid, run_mock
 from support.fakelink import FakeLink, close_links  # noqa: F401  (autouse: no link outlives its test)
 from support.engines import bundled
 from support.messages import call, call_line, discover, line
@@ -146,8 +146,8 @@ def test_flood_without_reading_is_back_pressured(schema):
     """A client that writes and never reads stalls on a full pipe; the mock's memory stays bounded."""
     n = 100_000  # about 20 MB of requests
     one = line(call(0, "echo", text="x" * 100))
-    proc = subprocess.Popen(mockmcp_cmd("run", "default"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, bufsize=0)
+    proc = subprocess.Popen(direct_cmd("run", "default"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, bufsize=0)  # (its own memory is read below)
     written = [0]
 
     def writer() -> None:
@@ -169,7 +169,7 @@ def test_flood_without_reading_is_back_pressured(schema):
             last = written[0]
             time.sleep(1.0)
         assert written[0] == last < n // 4, f"the mock kept reading ({written[0]} requests) although nobody read"
-        rss_mb = _rss_kib(proc.pid) / 1024
+        rss_mb = _rss_kib(own_pid(proc.pid)) / 1024
         assert rss_mb < 100, f"{rss_mb:.0f} MB resident while stalled"
         # Now read: everything flows again and every request is answered.
         got = 0

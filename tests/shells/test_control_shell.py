@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from support.controlprocess import SCENARIO, Mock
 from support.messages import line
-from support.process import mockmcp_cmd
+from support.process import mockmcp_cmd, own_pid
 from support.messages import call, discover, listen
 
 from mockmcp.controlclient import ControlError, SyncControl, WaitTimedOut
@@ -38,24 +38,31 @@ def mock(tmp_path: Path) -> Any:
         m.proc.wait()
 
 
-def test_the_socket_is_the_owners_alone_and_there_is_no_tcp_listener(mock):
-    st = os.stat(mock.path)
-    assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
-    inodes = set()
-    for fd in os.listdir(f"/proc/{mock.proc.pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{mock.proc.pid}/fd/{fd}")
-        except FileNotFoundError:  # a control connection's thread closed it meanwhile
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    assert inodes, "the mock holds its listening socket"
-    for table in ("tcp", "tcp6", "udp", "udp6"):
-        with open(f"/proc/{mock.proc.pid}/net/{table}") as f:
-            listed = {row.split()[9] for row in f.read().splitlines()[1:]}
-        assert not inodes & listed, f"a {table} socket"
-    assert mock.close() == 0
-    assert not os.path.exists(mock.path)  # removed at exit
+def test_the_socket_is_the_owners_alone_and_there_is_no_tcp_listener(tmp_path: Path) -> None:
+    mock = Mock(tmp_path, direct=True)  # (its own file descriptors are read below)
+    try:
+        st = os.stat(mock.path)
+        assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
+        inodes = set()
+        pid = own_pid(mock.proc.pid)
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except FileNotFoundError:  # a control connection's thread closed it meanwhile
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+        assert inodes, "the mock holds its listening socket"
+        for table in ("tcp", "tcp6", "udp", "udp6"):
+            with open(f"/proc/{pid}/net/{table}") as f:
+                listed = {row.split()[9] for row in f.read().splitlines()[1:]}
+            assert not inodes & listed, f"a {table} socket"
+        assert mock.close() == 0
+        assert not os.path.exists(mock.path)  # removed at exit
+    finally:
+        if mock.proc.poll() is None:
+            mock.proc.kill()
+            mock.proc.wait()
 
 
 def test_emit_and_definitions_reach_the_mcp_stream(mock):

@@ -27,7 +27,7 @@ from typing import Any
 import trio
 import trio.testing
 from support.messages import META, request
-from support.process import mockmcp_cmd
+from support.process import direct_cmd, mockmcp_cmd, own_pid
 from support.messages import call, cancelled, discover, line
 from support.engines import engine_for
 from hypothesis import given, settings, strategies as st
@@ -39,9 +39,11 @@ ROOT = Path(__file__).resolve().parents[2]
 class Mock:
     """``mockmcp run`` with stdout read by a thread (so a wait can time out) and stderr in a file."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, direct: bool = False) -> None:
+        """``direct``: a fresh interpreter even under the warm server, for a test that reads the
+        mock's own memory (``support.process.direct_cmd``)."""
         self.err = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(mockmcp_cmd("run", *args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen((direct_cmd if direct else mockmcp_cmd)("run", *args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.err, bufsize=0, cwd=ROOT)
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -166,7 +168,7 @@ def test_past_the_memory_bound_a_request_is_refused_at_once() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big.yaml"
         path.write_text(scenario)
-        mock = Mock(str(path))
+        mock = Mock(str(path), direct=True)  # (its memory is read below)
         try:
             mock.write(b"".join(line(call(i, "big")) for i in range(n)) + line(discover("probe")))
             before = mock.until("probe", 20)[:-1]
@@ -176,7 +178,7 @@ def test_past_the_memory_bound_a_request_is_refused_at_once() -> None:
             for m in before:
                 assert m["error"]["code"] == -32603, m
                 assert "too many requests in flight" in m["error"]["message"], m
-            assert _rss_kib(mock.proc.pid) < 300 * 1024
+            assert _rss_kib(own_pid(mock.proc.pid)) < 300 * 1024
             admitted = n - len(refused)
             mock.write(b"".join(line(cancelled(i)) for i in range(admitted)) + line(call("after", "soon")))
             (answer,) = mock.until("after", 10)

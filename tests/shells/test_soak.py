@@ -17,7 +17,7 @@ import time
 
 import pytest
 from support.messages import META
-from support.process import mockmcp_cmd
+from support.process import direct_cmd, own_pid
 
 SCENARIO = """\
 mockmcp: 1
@@ -94,8 +94,8 @@ def rss_kib(pid: int) -> int:
 def test_soak_100k_mixed_requests(tmp_path):
     path = tmp_path / "soak.yaml"
     path.write_text(SCENARIO)
-    proc = subprocess.Popen(mockmcp_cmd("run", str(path)), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, bufsize=0)
+    proc = subprocess.Popen(direct_cmd("run", str(path)), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, bufsize=0)  # (direct: its own memory is read below)
     fd = proc.stdout.fileno()
     pending = b""
     rss: list[int] = []
@@ -131,7 +131,7 @@ def test_soak_100k_mixed_requests(tmp_path):
             writer.join()
             assert acks == 1 and notes == 1
             total += len(answers)
-            rss.append(rss_kib(proc.pid))
+            rss.append(rss_kib(own_pid(proc.pid)))
         # A last request flushes anything stray that would have come for a cancelled id.
         proc.stdin.write(req("last", "server/discover"))
         proc.stdin.close()

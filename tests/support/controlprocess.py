@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from support.messages import discover, line
-from support.process import mockmcp_cmd
+from support.process import direct_cmd, mockmcp_cmd
 
 from mockmcp.controlclient import SyncControl
 
@@ -29,12 +29,14 @@ tools:
 class Mock:
     """A mock process with a control socket; MCP lines over its pipes."""
 
-    def __init__(self, tmp_path: Path, *extra: str, scenario: str = SCENARIO) -> None:
+    def __init__(self, tmp_path: Path, *extra: str, scenario: str = SCENARIO, direct: bool = False) -> None:
+        """``direct``: a fresh interpreter even under the warm server, for a test that reads the
+        mock's own process (``support.process.direct_cmd``)."""
         self.path = str(tmp_path / "c.sock")
         file = tmp_path / "s.yaml"
         file.write_text(scenario)
         self.proc = subprocess.Popen(
-            mockmcp_cmd("run", str(file), "--control", self.path, *extra),
+            (direct_cmd if direct else mockmcp_cmd)("run", str(file), "--control", self.path, *extra),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         # 60 s for the socket to appear: the default 10 s was not enough for a spawn under a load of 13

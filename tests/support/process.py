@@ -35,7 +35,9 @@ def mockmcp_cmd(*args: str) -> list[str]:
 
 def direct_cmd(*args: str) -> list[str]:
     """``python -m mockmcp ARGS``, a fresh interpreter whatever the run: for a test about what a
-    direct spawn itself does (its imports, its start-up cache, its own argv)."""
+    direct spawn itself does (its imports, its start-up cache, its own argv), and for one that
+    reads the mock's own process in /proc (its memory, its file descriptors): through the warm
+    server the test's child is the launcher, and the mock a fork that maps the server's pages."""
     return [sys.executable, "-m", "mockmcp", *args]
 
 
@@ -131,3 +133,12 @@ def gone_within(pid: int, seconds: float) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+def own_pid(pid: int) -> int:
+    """``pid``, once it is checked to be the mock (or recorder) itself, for a test that reads its
+    process in /proc: a warm launcher's memory and descriptors are its own, not the mock's, so
+    such a test spawns with ``direct_cmd`` (an AssertionError says so when it did not)."""
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert b"launcher.main()" not in cmdline, f"pid {pid} is the warm launcher: spawn with direct_cmd"
+    return pid
