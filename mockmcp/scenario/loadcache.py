@@ -34,6 +34,7 @@ _MAGIC = b"mockmcp-load-cache 2\n"
 _DIGEST = 32  # bytes of SHA-256 after the magic line
 # (module to locate, distribution name as in its .dist-info folder)
 _DEPENDENCIES = (("attr", "attrs"), ("cattrs", "cattrs"), ("yaml", "pyyaml"))
+_SHAPING = ("scenario", "wire")  # the layers whose modules make a loaded scenario (code_fingerprint)
 
 
 def bundled_dir() -> Path:
@@ -72,8 +73,13 @@ def cache_dir() -> Path:
 
 @lru_cache(maxsize=1)
 def code_fingerprint() -> bytes:
-    """SHA-256 over what identifies this package's module files and the versions of the
-    libraries that build a scenario (computed once per process).
+    """SHA-256 over what identifies the module files that make a loaded scenario and the
+    versions of the libraries that build one (computed once per process).
+
+    Those modules are the ``scenario`` and ``wire`` layers and the package's ``__init__``:
+    the layer contract (``[tool.importlinter]``, run by tests/package/test_layers.py) keeps
+    ``scenario`` importing nothing of the package's but ``wire`` and itself, so no other
+    module can shape what the cache holds, and a spawn does not stat the other 140.
 
     A module is identified by its name, size, inode and modification and change times,
     not by its bytes: reading and hashing 700 kB of source was 4% of a warm spawn. Any
@@ -82,19 +88,26 @@ def code_fingerprint() -> bytes:
     modification times is still a miss; unchanged files always hit.
     """
     h = hashlib.sha256()
-    folders = [_PACKAGE]
-    while folders:  # every module of every layer folder: a cached scenario names classes in several
+    h.update(_stamp(_PACKAGE / "__init__.py"))
+    folders = [_PACKAGE / layer for layer in _SHAPING]
+    while folders:
         folder = folders.pop()
         for entry in sorted(os.scandir(folder), key=lambda e: e.name):
             if entry.name.endswith(".py"):
-                st = entry.stat()
-                h.update(b"%s\0%d\0%d\0%d\0%d\0%d\0" % (
-                    entry.path.encode(), st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns))
+                h.update(_stamp(entry))
             elif entry.is_dir(follow_symlinks=False) and entry.name.isidentifier():
                 folders.append(Path(entry.path))
+    listings: dict[str, list[str]] = {}  # (the libraries usually share one site folder: one listing)
     for module, dist in _DEPENDENCIES:
-        h.update(b"\0%s=%s" % (dist.encode(), _version(module, dist).encode()))
+        h.update(b"\0%s=%s" % (dist.encode(), _version(module, dist, listings).encode()))
     return h.digest()
+
+
+def _stamp(file: os.DirEntry[str] | Path) -> bytes:
+    """What identifies one module file in the fingerprint (see ``code_fingerprint``)."""
+    st = file.stat()
+    return b"%s\0%d\0%d\0%d\0%d\0%d\0" % (
+        os.fsencode(file), st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _origin(module: str) -> str | None:
@@ -114,7 +127,7 @@ def _origin(module: str) -> str | None:
     return None
 
 
-def _version(module: str, dist: str) -> str:
+def _version(module: str, dist: str, listings: dict[str, list[str]] | None = None) -> str:
     """A library's version from its ``.dist-info`` folder name, found without
     importing the library (``importlib.metadata`` alone costs ~30 ms a spawn).
 
@@ -126,7 +139,12 @@ def _version(module: str, dist: str) -> str:
         return "absent"
     site = os.path.dirname(os.path.dirname(origin))
     prefix = dist.lower() + "-"
-    for entry in os.listdir(site):
+    listing = None if listings is None else listings.get(site)
+    if listing is None:
+        listing = os.listdir(site)
+        if listings is not None:
+            listings[site] = listing
+    for entry in listing:
         low = entry.lower()
         if low.startswith(prefix) and low.endswith(".dist-info"):
             return entry[len(prefix) : -len(".dist-info")]

@@ -1,12 +1,13 @@
 """The load cache's key and its damaged entries.
 
 The key must cover every piece of code that shapes a cached scenario, so an
-edit anywhere in the package (not only in a list of modules) is a miss; an
-entry damaged on disk is a miss; and the cache hides no other exception.
+edit anywhere in the layers that make one (not only in a list of modules) is a
+miss; an entry damaged on disk is a miss; and the cache hides no other exception.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.metadata
 import os
@@ -34,7 +35,7 @@ def spawn(package_root: Path, cache: Path) -> set[str]:
     return {row.split("|")[-1].strip() for row in proc.stderr.decode().splitlines() if row.startswith("import time:")}
 
 
-def test_editing_any_module_of_a_copy_is_a_cache_miss(tmp_path):
+def test_editing_a_module_that_makes_a_scenario_is_a_cache_miss_and_no_other(tmp_path):
     copy = tmp_path / "checkout"
     shutil.copytree(ROOT / "mockmcp", copy / "mockmcp", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "scenarios", copy / "scenarios")
@@ -42,11 +43,36 @@ def test_editing_any_module_of_a_copy_is_a_cache_miss(tmp_path):
     # the loader is imported only on a miss (a hit is read by loadcache alone)
     assert "mockmcp.scenario.loader" in spawn(copy, cache)  # cold: loads from YAML and fills the cache
     assert "mockmcp.scenario.loader" not in spawn(copy, cache)  # warm: a hit
-    # expectations.py was not in the old key's list of modules, and it shapes what loads
-    with open(copy / "mockmcp" / "expectations.py", "a") as fh:
+    for edited in ("scenario/expectations.py", "scenario/model/tasks.py", "wire/errors.py", "__init__.py", "scenario/new_module.py"):
+        with open(copy / "mockmcp" / edited, "a") as fh:
+            fh.write("\n# an edit\n")
+        assert "mockmcp.scenario.loader" in spawn(copy, cache), f"an edit of {edited} is a miss"
+        assert "mockmcp.scenario.loader" not in spawn(copy, cache)
+    with open(copy / "mockmcp" / "core" / "engine.py", "a") as fh:  # no loaded scenario runs it
         fh.write("\n# an edit\n")
-    assert "mockmcp.scenario.loader" in spawn(copy, cache)  # the edit is a miss
-    assert "mockmcp.scenario.loader" not in spawn(copy, cache)
+    assert "mockmcp.scenario.loader" not in spawn(copy, cache), "an edit outside the key's layers is a hit"
+
+
+def test_the_layers_the_key_stamps_import_no_other_module_of_the_package():
+    """The key stamps the ``scenario`` and ``wire`` layers and the package's ``__init__``
+    (``loadcache._SHAPING``): every import of the package's own modules there, at run time or
+    under ``TYPE_CHECKING``, stays inside them, so nothing else can shape a loaded scenario."""
+    inside = tuple(f"mockmcp.{layer}" for layer in loadcache._SHAPING)
+    outside = []
+    for layer in loadcache._SHAPING:
+        for file in sorted((ROOT / "mockmcp" / layer).rglob("*.py")):
+            for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom):
+                    assert node.level == 0, f"{file}: a relative import"
+                    names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                    names = names[:1] if node.module != "mockmcp" else names[1:]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                else:
+                    continue
+                outside += [f"{file.relative_to(ROOT)}: {n}" for n in names
+                            if (n == "mockmcp" or n.startswith("mockmcp.")) and not n.startswith(inside)]
+    assert outside == []
 
 
 @pytest.mark.parametrize(("module", "dist"), [("attr", "attrs"), ("cattrs", "cattrs"), ("yaml", "pyyaml")])
