@@ -35,6 +35,8 @@ _DIGEST = 32  # bytes of SHA-256 after the magic line
 # (module to locate, distribution name as in its .dist-info folder)
 _DEPENDENCIES = (("attr", "attrs"), ("cattrs", "cattrs"), ("yaml", "pyyaml"))
 _SHAPING = ("scenario", "wire")  # the layers whose modules make a loaded scenario (code_fingerprint)
+MAX_ENTRIES = 1000  # files in the cache folder before ``prune`` removes the oldest
+MAX_BYTES = 256 * 1024 * 1024  # and bytes (a 100,000-rule scenario's entry is a few MB)
 
 
 def bundled_dir() -> Path:
@@ -202,6 +204,7 @@ class _Pickler(pickle.Pickler):
 
 
 def write(file: Path, result: Any) -> None:
+    """Store a loaded scenario, then keep the folder within its bounds (``prune``)."""
     import io
 
     buffer = io.BytesIO()
@@ -214,7 +217,45 @@ def write(file: Path, result: Any) -> None:
             fh.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
         os.replace(tmp, file)
     except OSError:
-        pass  # a read-only home is fine: we just load from YAML next time
+        return  # a read-only home is fine: we just load from YAML next time
+    prune(file.parent)
+
+
+def prune(folder: Path, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
+    """Past ``max_entries`` files or ``max_bytes``, remove the oldest written until a quarter
+    of each bound is free again.
+
+    A key names the scenario file's folder, so a suite that writes its scenarios under new
+    temporary folders adds entries on every run: without a bound the folder grows for ever.
+    Only a miss gets here, and it has just loaded a file from YAML; pruning a quarter at a
+    time keeps the next misses from listing the folder for nothing. Another process may
+    remove the same entries: what is already gone is skipped, and a reader that has an
+    entry open reads it whole."""
+    entries: list[tuple[int, int, str]] = []
+    try:
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                entries.append((st.st_mtime_ns, st.st_size, entry.path))
+    except OSError:
+        return
+    total = sum(size for _, size, _ in entries)
+    if len(entries) <= max_entries and total <= max_bytes:
+        return
+    entries.sort()
+    count = len(entries)
+    for _, size, path in entries:
+        if count <= max_entries * 3 // 4 and total <= max_bytes * 3 // 4:
+            break
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        count -= 1
+        total -= size
 
 
 def load_cached(name_or_path: str, *, allow_absolute: bool = False) -> Any:

@@ -149,3 +149,34 @@ def test_an_edit_that_keeps_size_and_mtime_is_still_a_miss(tmp_path):
     os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert os.stat(module).st_size == st.st_size and os.stat(module).st_mtime_ns == st.st_mtime_ns
     assert key() != before
+
+
+def test_a_miss_keeps_the_cache_folder_within_its_bounds(tmp_path):
+    """Suites write scenarios under new temporary folders, so every run adds entries: past
+    ``MAX_ENTRIES`` a miss (here a real ``mockmcp run``) removes the oldest written until a
+    quarter of the bound is free, and keeps the newest and its own."""
+    folder = tmp_path / "cache" / "mockmcp"
+    folder.mkdir(parents=True)
+    old = [folder / f"{n:04d}.pickle" for n in range(loadcache.MAX_ENTRIES + 10)]
+    for n, file in enumerate(old):
+        file.write_bytes(b"x")
+        os.utime(file, ns=(n * 10**9, n * 10**9))  # written in this order
+    scenario = tmp_path / "mine.yaml"
+    shutil.copy(ROOT / "scenarios" / "default.yaml", scenario)
+    proc = subprocess.run([sys.executable, "-m", "mockmcp", "run", str(scenario)], input=line(request(1, "server/discover")),
+                          capture_output=True, timeout=60, cwd=ROOT, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert proc.returncode == 0 and b'"result"' in proc.stdout, proc.stderr[-2000:]
+    left = sorted(p.name for p in folder.iterdir())
+    assert len(left) == loadcache.MAX_ENTRIES * 3 // 4
+    assert old[0].name not in left and old[-1].name in left  # the oldest went first
+    assert [name for name in left if not name[0].isdigit() or len(name) > len("0000.pickle")], "its own entry stays"
+
+
+def test_past_its_bytes_the_cache_removes_the_oldest_too(tmp_path):
+    for n in range(4):
+        (tmp_path / f"{n}.pickle").write_bytes(b"x" * 100)
+        os.utime(tmp_path / f"{n}.pickle", ns=(n * 10**9, n * 10**9))
+    loadcache.prune(tmp_path, max_entries=100, max_bytes=350)  # 400 bytes: down to 262 or less
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["2.pickle", "3.pickle"]
+    loadcache.prune(tmp_path, max_entries=100, max_bytes=350)  # within bounds: nothing goes
+    assert len(list(tmp_path.iterdir())) == 2
