@@ -99,9 +99,8 @@ def code_fingerprint() -> bytes:
                 h.update(_stamp(entry))
             elif entry.is_dir(follow_symlinks=False) and entry.name.isidentifier():
                 folders.append(Path(entry.path))
-    listings: dict[str, list[str]] = {}  # (the libraries usually share one site folder: one listing)
     for module, dist in _DEPENDENCIES:
-        h.update(b"\0%s=%s" % (dist.encode(), _version(module, dist, listings).encode()))
+        h.update(b"\0%s=%s" % (dist.encode(), _version(module, dist).encode()))
     return h.digest()
 
 
@@ -129,7 +128,7 @@ def _origin(module: str) -> str | None:
     return None
 
 
-def _version(module: str, dist: str, listings: dict[str, list[str]] | None = None) -> str:
+def _version(module: str, dist: str) -> str:
     """A library's version from its ``.dist-info`` folder name, found without
     importing the library (``importlib.metadata`` alone costs ~30 ms a spawn).
 
@@ -141,17 +140,18 @@ def _version(module: str, dist: str, listings: dict[str, list[str]] | None = Non
         return "absent"
     site = os.path.dirname(os.path.dirname(origin))
     prefix = dist.lower() + "-"
-    listing = None if listings is None else listings.get(site)
-    if listing is None:
-        listing = os.listdir(site)
-        if listings is not None:
-            listings[site] = listing
-    for entry in listing:
+    for entry in _listing(site):
         low = entry.lower()
         if low.startswith(prefix) and low.endswith(".dist-info"):
             return entry[len(prefix) : -len(".dist-info")]
     st = os.stat(origin)
     return f"file {st.st_size} {st.st_mtime_ns}"
+
+
+@lru_cache(maxsize=4)
+def _listing(site: str) -> tuple[str, ...]:
+    """A site folder's entries, listed once: the libraries of the key usually share one."""
+    return tuple(os.listdir(site))
 
 
 def cache_file(path: Path, raw: bytes, allow_absolute: bool) -> Path:
