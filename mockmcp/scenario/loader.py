@@ -22,7 +22,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from mockmcp.scenario import loadcache
+from mockmcp.scenario import cachewrite, loadcache
 from mockmcp.scenario.model import base as model
 from mockmcp.scenario import quickload
 from mockmcp.scenario import scalars
@@ -191,5 +191,5 @@ def load(
         raise LoadError([Problem(filename, 1, 1, f"not UTF-8 (byte {exc.start})", ())]) from None
     result = load_text(text, filename, base_dir=path.resolve().parent, allow_absolute=allow_absolute)
     if use_cache and not any(r.file for r in result[0].resources):
-        loadcache.write(cache_file, result)
+        cachewrite.write(cache_file, result)
     return result

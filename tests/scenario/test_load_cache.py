@@ -20,7 +20,7 @@ import pytest
 from support.paths import ROOT
 from support.messages import line, request
 
-from mockmcp.scenario import loadcache
+from mockmcp.scenario import cachewrite, loadcache
 from mockmcp.scenario.loader import load
 
 
@@ -111,11 +111,21 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(tmp_path, monkeypatch, damag
 def test_an_entry_that_verifies_but_fails_to_unpickle_is_not_hidden(tmp_path, monkeypatch):
     """Verified bytes that do not unpickle mean a bug in mockmcp: the error shows."""
     entry = cached_default(tmp_path, monkeypatch)
-    payload = entry.read_bytes()[len(loadcache._MAGIC) + loadcache._DIGEST :]
+    payload = entry.read_bytes()[len(loadcache.MAGIC) + loadcache.DIGEST :]
     payload = payload.replace(b"Scenario", b"Scenariy", 1)  # a class that does not exist (same length)
-    entry.write_bytes(loadcache._MAGIC + hashlib.sha256(payload).digest() + payload)
+    entry.write_bytes(loadcache.MAGIC + hashlib.sha256(payload).digest() + payload)
     with pytest.raises(AttributeError, match="Scenariy"):
         loadcache.read(entry)
+
+
+def test_the_reader_unpickles_with_the_function_pickle_exports():
+    """``loadcache`` reads with ``_pickle.loads`` so that a warm spawn need not import ``pickle``:
+    that must be the very function ``pickle.loads`` is (CPython's C unpickler), or the reader and
+    the writer (``cachewrite``, through ``pickle``) could disagree."""
+    import _pickle
+    import pickle
+
+    assert _pickle.loads is pickle.loads and loadcache._pickle is _pickle
 
 
 def test_an_unreadable_cache_is_a_miss(tmp_path, monkeypatch):
@@ -157,7 +167,7 @@ def test_a_miss_keeps_the_cache_folder_within_its_bounds(tmp_path):
     quarter of the bound is free, and keeps the newest and its own."""
     folder = tmp_path / "cache" / "mockmcp"
     folder.mkdir(parents=True)
-    old = [folder / f"{n:04d}.pickle" for n in range(loadcache.MAX_ENTRIES + 10)]
+    old = [folder / f"{n:04d}.pickle" for n in range(cachewrite.MAX_ENTRIES + 10)]
     for n, file in enumerate(old):
         file.write_bytes(b"x")
         os.utime(file, ns=(n * 10**9, n * 10**9))  # written in this order
@@ -167,7 +177,7 @@ def test_a_miss_keeps_the_cache_folder_within_its_bounds(tmp_path):
                           capture_output=True, timeout=60, cwd=ROOT, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
     assert proc.returncode == 0 and b'"result"' in proc.stdout, proc.stderr[-2000:]
     left = sorted(p.name for p in folder.iterdir())
-    assert len(left) == loadcache.MAX_ENTRIES * 3 // 4
+    assert len(left) == cachewrite.MAX_ENTRIES * 3 // 4
     assert old[0].name not in left and old[-1].name in left  # the oldest went first
     assert [name for name in left if not name[0].isdigit() or len(name) > len("0000.pickle")], "its own entry stays"
 
@@ -176,7 +186,7 @@ def test_past_its_bytes_the_cache_removes_the_oldest_too(tmp_path):
     for n in range(4):
         (tmp_path / f"{n}.pickle").write_bytes(b"x" * 100)
         os.utime(tmp_path / f"{n}.pickle", ns=(n * 10**9, n * 10**9))
-    loadcache.prune(tmp_path, max_entries=100, max_bytes=350)  # 400 bytes: down to 262 or less
+    cachewrite.prune(tmp_path, max_entries=100, max_bytes=350)  # 400 bytes: down to 262 or less
     assert sorted(p.name for p in tmp_path.iterdir()) == ["2.pickle", "3.pickle"]
-    loadcache.prune(tmp_path, max_entries=100, max_bytes=350)  # within bounds: nothing goes
+    cachewrite.prune(tmp_path, max_entries=100, max_bytes=350)  # within bounds: nothing goes
     assert len(list(tmp_path.iterdir())) == 2

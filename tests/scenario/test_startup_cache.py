@@ -1,4 +1,4 @@
-"""The load cache at start-up: a warm spawn imports neither yaml nor cattrs.
+"""The load cache at start-up: a warm spawn imports neither yaml nor cattrs (nor ``pickle``).
 
 Suites spawn the mock once per test, so this cache is what keeps a spawn close
 to the cost of ``import trio`` (see docs/performance.md). It must also be
@@ -43,7 +43,9 @@ def test_warm_spawn_skips_yaml_and_cattrs(tmp_path, schema):
     assert len(cached) == 1 and cached[0].endswith(".pickle")
     second = spawn(env)
     assert second.returncode == 0
-    assert not {"yaml", "cattrs", "mockmcp.scenario.loader"} & imported(second.stderr)
+    assert "mockmcp.scenario.cachewrite" in imported(first.stderr)
+    # a hit reads the entry with the C unpickler alone: neither pickle's Python module nor the writer
+    assert not {"yaml", "cattrs", "mockmcp.scenario.loader", "pickle", "mockmcp.scenario.cachewrite"} & imported(second.stderr)
     assert json.loads(second.stdout) == json.loads(first.stdout)
     schema.check(json.loads(second.stdout), "server/discover")
     third = spawn(env, "--no-cache")
