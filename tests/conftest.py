@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -288,6 +289,21 @@ def client_drivers() -> Iterator[None]:
     matrix = sys.modules.get("interop.matrix")
     if matrix is not None:
         matrix.close_drivers()
+
+
+@pytest.fixture(scope="session")
+def zygote() -> Iterator[None]:
+    """This worker's fork server for the real MCP servers (``support.zygote``): started by the first
+    test that asks, stopped with the session, before the check for leaked processes."""
+    from support import zygote as zygotes
+
+    proc = subprocess.Popen([sys.executable, zygotes.__file__, "--serve", zygotes.SOCKET])
+    deadline = time.monotonic() + 60
+    while not os.path.exists(zygotes.SOCKET) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield
+    proc.terminate()
+    proc.wait(10)
 
 
 @pytest.fixture(scope="session")

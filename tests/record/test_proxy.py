@@ -21,9 +21,12 @@ import pytest
 
 from support.messages import line, request
 from interop.matrix import run_batch
+from support import zygote
 from support.process import mockmcp_prefix
 
-SERVER = [sys.executable, str(Path(__file__).parents[1] / "servers" / "sdk_server.py")]
+pytestmark = pytest.mark.usefixtures("zygote")
+
+SERVER = zygote.command("sdk_server.py")  # through this worker's fork server (support.zygote)
 
 FAULTS = """\
 mockmcp: 1

@@ -9,18 +9,21 @@ overrides the mode the test asks for.
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
+import sys
 
 import pytest
+from support import zygote
 
 pytest_plugins = ["pytester"]
-pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("lean_pytest")]  # conftest
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("lean_pytest", "zygote")]  # conftest
 
-SERVER = str(Path(__file__).parents[1] / "servers" / "sdk_server.py")
+SERVER = zygote.command("sdk_server.py")  # through this worker's fork server (support.zygote)
+UNUSABLE = [sys.executable, "/nonexistent/server.py"]
 
 INNER = '''
+import json
 import os
-import sys
 
 import anyio
 from mcp import Client, StdioServerParameters
@@ -33,7 +36,7 @@ async def use(server):
 
 
 def test_weather(mockmcp):
-    command = [sys.executable, os.environ["SERVER_SCRIPT"]]
+    command = json.loads(os.environ["SERVER_COMMAND"])
     server = mockmcp.cassette("echo", command=command, mode=os.environ.get("MODE", "once"))
     assert server.path.parts[-3:] == ("cassettes", "test_weather", "echo.yaml")
     assert server.recording == (os.environ["EXPECT"] == "record")
@@ -43,9 +46,9 @@ def test_weather(mockmcp):
 '''
 
 
-def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, expect: str, script: str, *args: str,
+def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, expect: str, server: list[str], *args: str,
         mode: str = "once") -> pytest.RunResult:
-    monkeypatch.setenv("SERVER_SCRIPT", script)
+    monkeypatch.setenv("SERVER_COMMAND", json.dumps(server))
     monkeypatch.setenv("EXPECT", expect)
     monkeypatch.setenv("MODE", mode)
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", *args)
@@ -59,10 +62,10 @@ def test_cassette_fixture_records_replays_and_obeys_the_option(pytester: pytest.
     assert cassette.exists() and "echo: hi" in cassette.read_text()
     recorded = cassette.read_text()
     # replay: the real server cannot even start now
-    run(pytester, monkeypatch, "replay", "/nonexistent/server.py").assert_outcomes(passed=1)
+    run(pytester, monkeypatch, "replay", UNUSABLE).assert_outcomes(passed=1)
     assert cassette.read_text() == recorded
     # the option wins over the test's mode: `all` records, so the unusable server now fails the test
-    result = run(pytester, monkeypatch, "record", "/nonexistent/server.py", "--mockmcp-record-mode", "all")
+    result = run(pytester, monkeypatch, "record", UNUSABLE, "--mockmcp-record-mode", "all")
     result.assert_outcomes(failed=1)
     assert cassette.read_text() == recorded  # a recording that never started leaves the cassette alone
 

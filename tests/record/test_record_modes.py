@@ -18,9 +18,12 @@ from typing import Any
 import pytest
 
 from support.messages import line, request
+from support import zygote
 from support.process import mockmcp_prefix
 
-SERVER = [sys.executable, str(Path(__file__).parents[1] / "servers" / "sdk_server.py")]
+pytestmark = pytest.mark.usefixtures("zygote")
+
+SERVER = zygote.command("sdk_server.py")  # through this worker's fork server (support.zygote)
 ECHO_HI = request(2, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
 ECHO_NEW = request(3, "tools/call", {"name": "echo", "arguments": {"text": "new"}})
 

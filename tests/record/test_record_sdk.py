@@ -24,11 +24,12 @@ import pytest
 from support.messages import line, request
 from interop.matrix import run_batch, run_client
 from mockmcp.scenario import loader
+from support import zygote
 from support.process import mockmcp_prefix
 
-pytestmark = [pytest.mark.interop]
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("zygote")]
 
-SERVER = [sys.executable, str(Path(__file__).parents[1] / "servers" / "sdk_server.py")]
+SERVER = zygote.command("sdk_server.py")  # through this worker's fork server (support.zygote)
 OPS: list[dict[str, Any]] = [
     {"op": "listTools"},
     {"op": "callTool", "name": "echo", "arguments": {"text": "hi"}},

@@ -30,9 +30,10 @@ from support.legacyclient import Legacy
 from interop import tsclient
 from interop.matrix import run_batch, run_client
 from mockmcp.scenario import loader
+from support import zygote
 from support.process import mockmcp_prefix
 
-pytestmark = [pytest.mark.interop]
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("zygote")]
 
 HERE = Path(__file__).parents[1]  # tests/
 EVERYTHING_DIR = HERE / "servers" / "everything"
@@ -40,7 +41,7 @@ EVERYTHING_JS = EVERYTHING_DIR / "node_modules" / "@modelcontextprotocol" / "ser
 
 SERVERS: dict[str, dict[str, Any]] = {
     "fastmcp": {
-        "command": [sys.executable, str(HERE / "servers" / "fastmcp_server.py")],
+        "command": zygote.command("fastmcp_server.py"),  # (through support.zygote)
         "era": "modern",
         "ops": [
             {"op": "listTools"},
