@@ -13,11 +13,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from support import zygote
+from support.process import gone_within
 
 pytestmark = pytest.mark.usefixtures("zygote")
 
@@ -44,19 +44,6 @@ def first_line(proc: subprocess.Popen[bytes]) -> dict[str, object]:
     return json.loads(proc.stdout.readline())
 
 
-def gone(pid: int, within: float = 10.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                    return True
-        except OSError:
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_the_fork_gets_the_launchers_stdio_arguments_folder_and_environment_and_its_status_is_the_launchers(tmp_path):
     proc = launch(tmp_path, "7", "more")
     seen = first_line(proc)
@@ -74,7 +61,7 @@ def test_a_signal_to_the_launcher_reaches_the_fork_and_ends_both_as_it_would_a_d
     proc.stdin.flush()
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == -signal.SIGTERM
-    assert gone(pid)
+    assert gone_within(pid, 10)
 
 
 def test_killing_the_launcher_takes_its_fork_down(tmp_path):
@@ -82,7 +69,7 @@ def test_killing_the_launcher_takes_its_fork_down(tmp_path):
     pid = int(first_line(proc)["pid"])  # type: ignore[call-overload]
     proc.kill()
     proc.wait(30)
-    assert gone(pid)
+    assert gone_within(pid, 10)
 
 
 def test_without_a_zygote_the_launcher_is_the_script(tmp_path):

@@ -16,12 +16,15 @@ from __future__ import annotations
 import array
 import json
 import os
+import runpy
+import selectors
 import signal
 import socket
 import struct
 import sys
 import tempfile
 import threading
+import traceback
 from pathlib import Path
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
@@ -82,8 +85,6 @@ def serve(path: str) -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    import selectors
-
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     selector.register(wake_r, selectors.EVENT_READ)
@@ -157,16 +158,12 @@ def _child(conn: socket.socket, listener: socket.socket, fds: list[int], request
         os.environ.update(request["env"])  # type: ignore[arg-type]
         sys.argv = list(request["argv"])  # type: ignore[call-overload]
         threading.Thread(target=_die_with_launcher, args=(conn,), daemon=True).start()
-        import runpy
-
         try:
             runpy.run_path(sys.argv[0], run_name="__main__")
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except BaseException:  # noqa: BLE001 (the script's own failure: shown, as Python shows it)
-            import traceback
-
             traceback.print_exc()
         for stream in (sys.stdout, sys.stderr):
             try:
