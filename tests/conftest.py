@@ -18,7 +18,6 @@ from typing import Any, Callable, Iterator
 import pytest
 from support.paths import ROOT
 from support.schema import SchemaChecker, checker
-from support.process import LEAN_PYTEST_ADDOPTS
 
 _FINER_UNITS = pytest.StashKey[bool]()  # the run uses the default distribution chosen below
 
@@ -328,11 +327,5 @@ def typescript_client() -> None:
     except ClientUnavailable as exc:
         message = str(exc)
     pytest.fail(message, pytrace=False)  # outside the except: the report is that line, no traceback
-
-
-@pytest.fixture
-def lean_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Inner pytest runs of this test load only the plugins they use (``LEAN_PYTEST_ADDOPTS``)."""
-    monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_PYTEST_ADDOPTS)
 
 

@@ -14,9 +14,12 @@ import sys
 
 import pytest
 from support import zygote
+from support.process import LEAN_PYTEST_ADDOPTS
 
 pytest_plugins = ["pytester"]
-pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("lean_pytest", "zygote")]  # conftest
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("zygote")]  # conftest
+# As arguments: the pytester fixture removes PYTEST_ADDOPTS from the environment it runs pytest in.
+LEAN = LEAN_PYTEST_ADDOPTS.split()
 
 SERVER = zygote.command("sdk_server.py")  # through this worker's fork server (support.zygote)
 UNUSABLE = [sys.executable, "/nonexistent/server.py"]
@@ -51,7 +54,7 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, expect: str,
     monkeypatch.setenv("SERVER_COMMAND", json.dumps(server))
     monkeypatch.setenv("EXPECT", expect)
     monkeypatch.setenv("MODE", mode)
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", *args)
+    return pytester.runpytest_subprocess(*LEAN, "-p", "no:cacheprovider", "-q", *args)
 
 
 def test_cassette_fixture_records_replays_and_obeys_the_option(pytester: pytest.Pytester,
@@ -72,6 +75,6 @@ def test_cassette_fixture_records_replays_and_obeys_the_option(pytester: pytest.
 
 def test_option_rejects_unknown_modes(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mockmcp-record-mode", "sometimes")
+    result = pytester.runpytest_subprocess(*LEAN, "-p", "no:cacheprovider", "--mockmcp-record-mode", "sometimes")
     assert result.ret != 0
     assert "sometimes" in result.stderr.str()
