@@ -96,30 +96,42 @@ PASS_THROUGH_MAX = 16 * 1024 * 1024  # a longer unterminated line is passed on i
 
 class LineSplitter:
     """Bytes in, complete lines out (newline kept, a lone ``\\r`` does not cut); an over-long line
-    is let through in pieces, since a pass-through must not lose or hold what it cannot parse."""
+    is let through in pieces, since a pass-through must not lose or hold what it cannot parse.
+
+    Only the new bytes are searched for a newline, and a line in the making grows in place: a
+    long line costs its length once, not once per piece it arrives in."""
 
     __slots__ = ("buf", "max_line")
 
     def __init__(self, max_line: int = PASS_THROUGH_MAX) -> None:
-        self.buf = b""
+        self.buf = bytearray()
         self.max_line = max_line
 
     def feed(self, data: bytes) -> list[bytes]:
-        buf = self.buf + data if self.buf else data
-        end = buf.rfind(b"\n")
+        buf = self.buf
+        end = data.rfind(b"\n")
         if end < 0:
+            buf += data
             if len(buf) > self.max_line:
-                self.buf = b""
-                return [buf]
-            self.buf = buf
+                piece = bytes(buf)
+                buf.clear()
+                return [piece]
             return []
-        self.buf = buf[end + 1 :]
-        lines = [part + b"\n" for part in buf[:end].split(b"\n")]
-        if len(self.buf) > self.max_line:
-            lines.append(self.buf)
-            self.buf = b""
+        if buf:
+            buf += memoryview(data)[:end]
+            head = bytes(buf)
+            buf.clear()
+        else:
+            head = data[:end]
+        lines = [part + b"\n" for part in head.split(b"\n")]
+        rest = data[end + 1 :]
+        if len(rest) > self.max_line:
+            lines.append(rest)
+        else:
+            buf += rest
         return lines
 
     def close(self) -> list[bytes]:
-        rest, self.buf = self.buf, b""
+        rest = bytes(self.buf)
+        self.buf.clear()
         return [rest] if rest else []

@@ -132,10 +132,12 @@ def parse(line: bytes) -> Any:
         raise _beyond_limits(text, "a number is out of range (beyond a double, or an integer of more than 4300 digits)") from None
 
 
-def _depth(text: str) -> int:
-    """How deep ``text`` nests (strings skipped), in C-speed steps and without recursion."""
+def _depths(text: str) -> tuple[int, int]:
+    """How deep ``text`` nests and how deep it still is at its end (strings skipped), in
+    C-speed steps and without recursion."""
     brackets = _NOT_BRACKET.get().sub("", _STRING.get().sub("", text))
-    return max(accumulate(map(_DELTA.__getitem__, brackets)), default=0)
+    deepest = max(accumulate(map(_DELTA.__getitem__, brackets)), default=0)
+    return deepest, brackets.count("[") + brackets.count("{") - brackets.count("]") - brackets.count("}")
 
 
 def _cut_below(text: str, limit: int) -> str | None:
@@ -144,8 +146,11 @@ def _cut_below(text: str, limit: int) -> str | None:
     Linear and never recursive: strings are skipped whole, so brackets inside
     them do not count.
     """
-    if _depth(text) <= limit:
+    deepest, end = _depths(text)
+    if deepest <= limit:
         return None
+    if end > limit:  # known without the walk below, a Python step per bracket
+        raise errors.ParseError(f"Parse error: a value nested deeper than {limit} levels is never closed")
     depth, cut_at, pieces, pos = 0, 0, [], 0
     for m in _NEXT_BRACKET.get().finditer(text):
         if m.group(1) in "[{":

@@ -204,6 +204,24 @@ def test_depth_is_measured_in_linear_time() -> None:
     assert time.process_time() - start < 5
 
 
+def test_a_deep_value_never_closed_is_known_without_walking_its_brackets() -> None:
+    """A line that opens more than ``MAX_DEPTH`` values it never closes is a parse error, told by
+    counting its brackets: it costs a fraction of walking as many brackets that do close."""
+    n = 1_000_000
+
+    def cost(raw: bytes) -> tuple[float, dict[str, Any]]:
+        start = time.process_time()
+        msg = one(conn, raw + b"\n")
+        return time.process_time() - start, msg
+
+    conn = connection()
+    walked, closed = cost(b"[" * n + b"]" * n)
+    counted, unclosed = cost(b"[" * (2 * n))
+    assert closed["error"]["code"] == -32600  # valid JSON past the limit; not a request
+    assert unclosed["error"]["code"] == -32700 and "never closed" in unclosed["error"]["message"]
+    assert counted < walked / 2, (counted, walked)
+
+
 # ---------------------------------------------------------------- 8. templates in check: literals, nesting, scan time
 
 
