@@ -37,7 +37,7 @@ def spawn(package_root: Path, cache: Path) -> set[str]:
 
 def test_editing_a_module_that_makes_a_scenario_is_a_cache_miss_and_no_other(tmp_path):
     copy = tmp_path / "checkout"
-    shutil.copytree(ROOT / "mockmcp", copy / "mockmcp", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "mockmcp", copy / "mockmcp")  # with its bytecode (conftest writes it), as a checkout has
     shutil.copytree(ROOT / "scenarios", copy / "scenarios")
     cache = tmp_path / "cache"
     # the loader is imported only on a miss (a hit is read by loadcache alone)
@@ -142,7 +142,7 @@ def test_an_edit_that_keeps_size_and_mtime_is_still_a_miss(tmp_path):
     import time
 
     copy = tmp_path / "checkout"
-    shutil.copytree(ROOT / "mockmcp", copy / "mockmcp", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "mockmcp", copy / "mockmcp")  # with its bytecode (conftest writes it), as a checkout has
     module = copy / "mockmcp" / "scenario" / "expectations.py"  # (in a layer folder: the key walks them all)
     code = [sys.executable, "-c", "from mockmcp.scenario import loadcache; print(loadcache.code_fingerprint().hex())"]
 
