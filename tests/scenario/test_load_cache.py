@@ -142,7 +142,7 @@ def test_an_edit_that_keeps_size_and_mtime_is_still_a_miss(tmp_path):
     import time
 
     copy = tmp_path / "checkout"
-    shutil.copytree(ROOT / "mockmcp", copy / "mockmcp")  # with its bytecode (conftest writes it), as a checkout has
+    shutil.copytree(ROOT / "mockmcp", copy / "mockmcp", ignore=shutil.ignore_patterns("__pycache__"))
     module = copy / "mockmcp" / "scenario" / "expectations.py"  # (in a layer folder: the key walks them all)
     code = [sys.executable, "-c", "from mockmcp.scenario import loadcache; print(loadcache.code_fingerprint().hex())"]
 

@@ -23,15 +23,17 @@ def split(data: bytes, cuts: list[int], max_line: int) -> list[bytes]:
     return out + splitter.close()
 
 
-@given(data=st.binary(max_size=300).map(lambda b: b.replace(b"\x00", b"\n")),
-       cuts=st.lists(st.integers(min_value=0, max_value=300), max_size=12))
+lines_of_bytes = st.binary(max_size=300).map(lambda b: b.replace(b"\x00", b"\n"))  # newlines are common
+cut_points = st.lists(st.integers(min_value=0, max_value=300), max_size=12)
+
+
+@given(data=lines_of_bytes, cuts=cut_points)
 def test_any_chunking_gives_the_lines_of_the_whole(data: bytes, cuts: list[int]) -> None:
     *lines, tail = data.split(b"\n")
     assert split(data, cuts, 1 << 20) == [x + b"\n" for x in lines] + ([tail] if tail else [])
 
 
-@given(data=st.binary(max_size=300).map(lambda b: b.replace(b"\x00", b"\n")),
-       cuts=st.lists(st.integers(min_value=0, max_value=300), max_size=12), max_line=st.integers(1, 40))
+@given(data=lines_of_bytes, cuts=cut_points, max_line=st.integers(1, 40))
 def test_a_line_over_the_limit_passes_in_pieces_and_nothing_is_lost(data: bytes, cuts: list[int],
                                                                      max_line: int) -> None:
     out = split(data, cuts, max_line)
