@@ -27,6 +27,7 @@ from mockmcp.scenario.model import base as model
 from mockmcp.scenario import quickload
 from mockmcp.scenario import scalars
 from mockmcp.scenario.loadcache import bundled_dir, bundled_names, resolve  # noqa: F401 (re-exported)
+from mockmcp.scenario.filekinds import file_kind
 from mockmcp.scenario.problems import LoadError, Problem
 from mockmcp.scenario.scalars import MAX_DEPTH, MAX_INT_DIGITS, parse_duration  # noqa: F401 (re-exported)
 
@@ -146,22 +147,6 @@ def _read_file(base_dir: Path | None, ref: str, allow_absolute: bool) -> bytes |
         return f"cannot read {ref!r}: {exc.strerror or exc}"
     finally:
         os.close(fd)
-
-
-def file_kind(mode: int) -> str:
-    """What a file that is not a regular one is, in the words ``ls`` users know (the loader's
-    resource files and the session directory's files say it the same way)."""
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "another kind of file"
 
 
 def load(

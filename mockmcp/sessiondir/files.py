@@ -17,7 +17,7 @@ import errno
 import os
 import stat
 
-from mockmcp.scenario.loader import file_kind
+from mockmcp.scenario.filekinds import file_kind
 
 _FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 

@@ -65,7 +65,7 @@ import json
 import os
 import stat
 
-from mockmcp.scenario.loader import file_kind
+from mockmcp.scenario.filekinds import file_kind
 from mockmcp.sessiondir.files import open_file, read_file, write_aside
 from mockmcp.sessiondir.lock import SessionLock
 

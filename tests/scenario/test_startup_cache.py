@@ -50,3 +50,16 @@ def test_warm_spawn_skips_yaml_and_cattrs(tmp_path, schema):
     schema.check(json.loads(second.stdout), "server/discover")
     third = spawn(env, "--no-cache")
     assert "mockmcp.scenario.loader" in imported(third.stderr)
+
+
+def test_warm_spawn_with_a_session_skips_the_loader_too(tmp_path):
+    """The session directory needs only the words for a file's kind from the scenario layer; a
+    spawn with ``--session`` and a warm cache must not import the loader and its model for them."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    session = ["--session", str(tmp_path / "session")]
+    assert spawn(env, *session).returncode == 0
+    second = spawn(env, *session)
+    assert second.returncode == 0, second.stderr[-2000:]
+    modules = imported(second.stderr)
+    assert "mockmcp.sessiondir.layout" in modules
+    assert not {"mockmcp.scenario.loader", "mockmcp.scenario.quickload", "yaml", "cattrs"} & modules
