@@ -8,6 +8,7 @@ miss; an entry damaged on disk is a miss; and the cache hides no other exception
 from __future__ import annotations
 
 import ast
+import io
 import hashlib
 import importlib.metadata
 import os
@@ -16,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 from support.paths import ROOT
 from support.messages import line, request
@@ -126,6 +128,30 @@ def test_the_reader_unpickles_with_the_function_pickle_exports():
     import pickle
 
     assert _pickle.loads is pickle.loads and loadcache._pickle is _pickle
+
+
+@pytest.mark.parametrize("name", loadcache.bundled_names())
+def test_an_entry_unpickles_to_the_scenario_it_was_written_from(name):
+    """The writer's reduced form (``cls(*values)``, trailing defaults left out) read back by the
+    reader's unpickler is the scenario the loader built, field for field."""
+    import _pickle
+    import pickle
+
+    loaded = load(name, use_cache=False)
+    buffer = io.BytesIO()
+    cachewrite.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(loaded)
+    back = _pickle.loads(buffer.getvalue())
+    assert back == loaded
+    assert repr(back) == repr(loaded)  # (every field, and classes whose eq leaves one out)
+
+
+def test_trailing_defaults_are_left_out_of_an_entry():
+    from mockmcp.scenario.model.base import Rule, TextStep
+
+    rule = Rule(steps=[TextStep("hi")])
+    reduced = cachewrite.Pickler(io.BytesIO()).reducer_override(rule)
+    assert reduced[0] is Rule and len(reduced[1]) < len(attrs.fields(Rule))
+    assert Rule(*reduced[1]) == rule
 
 
 def test_an_unreadable_cache_is_a_miss(tmp_path, monkeypatch):
