@@ -80,7 +80,11 @@ def test_signals_end_it_as_they_end_a_direct_spawn(warm: WarmServer, how: str) -
     sig = signal.Signals[f"{name}"]
     statuses = {}
     for kind, argv in both(warm):
-        proc = spawn(argv, warm, "run", "default", start_new_session=(verb == "killpg"))
+        # The signal's disposition is the test's, not the launching shell's: under nohup SIGHUP
+        # comes in ignored, in a background job without job control SIGINT does, and a mock that
+        # inherits "ignored" rightly ignores the signal, warm or direct.
+        proc = spawn(argv, warm, "run", "default", start_new_session=(verb == "killpg"),
+                     preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL))
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(DISCOVER)
         proc.stdin.flush()
@@ -96,6 +100,29 @@ def test_signals_end_it_as_they_end_a_direct_spawn(warm: WarmServer, how: str) -
         proc.stderr.close()  # type: ignore[union-attr]
         statuses[kind] = proc.returncode
     assert statuses["warm"] == statuses["direct"], statuses
+
+
+@pytest.mark.parametrize("name", ["SIGHUP", "SIGINT"])
+def test_a_signal_inherited_ignored_is_ignored_as_by_a_direct_spawn(warm: WarmServer, name: str) -> None:
+    """nohup starts a suite with SIGHUP ignored, a shell's background job with SIGINT ignored: the
+    launcher catches the signal to forward it, and the child, which inherited "ignored" through the
+    hand-off, ignores it as a direct spawn does; it answers on and ends at end of file."""
+    sig = signal.Signals[name]
+    for kind, argv in both(warm):
+        proc = spawn(argv, warm, "run", "default", preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN))
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(DISCOVER)
+        proc.stdin.flush()
+        assert proc.stdout.readline().startswith(b'{"jsonrpc"')
+        proc.send_signal(sig)
+        proc.stdin.write(DISCOVER)
+        proc.stdin.flush()
+        assert proc.stdout.readline().startswith(b'{"jsonrpc"'), kind  # still serving
+        check_path(kind, warm, proc)
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0, (kind, proc.stderr.read())  # type: ignore[union-attr]
+        proc.stdout.close()
+        proc.stderr.close()  # type: ignore[union-attr]
 
 
 def test_sigkill_of_the_launcher_takes_its_child_within_a_second(warm: WarmServer) -> None:
