@@ -5,8 +5,14 @@ path. Generated scenarios (timers, timelines that sleep, emit, log and end the
 stream, a tool that emits to every stream) and generated clients (listen
 requests asking for different events, cancels, tool calls, at chosen virtual
 times) run through both on trio's mock clock; every line and the virtual time it
-was written at must be the same. Client actions fall on odd milliseconds and
-scripted times on multiples of ten, so no two events of different sources tie.
+was written at must be the same.
+
+No two events of different sources may tie, or the two paths may order them either
+way (a timeline that ends at once and a tool's emit in the same instant; two tool
+calls whose emits interleave). Scripted times are multiples of ten after a stream's
+listen, and listens fall on times that end in 1: a stream's timeline and timers fire
+at times that end in 1. Tool calls and cancels fall on odd times that end in 3, 5, 7
+or 9, no two at the same time.
 """
 
 from __future__ import annotations
@@ -73,17 +79,26 @@ def _listen(rid: int, wants: list[str], uris: bool) -> dict[str, Any]:
 
 @st.composite
 def clients(draw: Any) -> list[tuple[int, dict[str, Any]]]:
-    """(virtual milliseconds, message) in time order; every time odd."""
+    """(virtual milliseconds, message) in time order, at times that never tie a scripted event."""
     script: list[tuple[int, dict[str, Any]]] = []
+    taken: set[int] = set()
+
+    def free(at: int) -> int:
+        """``at``, or the next odd time after it that ends in 3, 5, 7 or 9 and no action holds."""
+        while at in taken or at % 10 == 1:
+            at += 2
+        taken.add(at)
+        return at
+
     streams = draw(st.integers(1, 6))
     for rid in range(1, streams + 1):
-        at = draw(st.integers(0, 300)) * 2 + 1
+        at = draw(st.integers(0, 60)) * 10 + 1
         script.append((at, _listen(rid, draw(st.lists(st.sampled_from(WANTS), unique=True)), draw(st.booleans()))))
         if draw(st.booleans()):
-            later = at + draw(st.integers(1, 300)) * 2
+            later = free(at + draw(st.integers(1, 300)) * 2)
             script.append((later, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}))
     for n in range(draw(st.integers(0, 3))):
-        at = draw(st.integers(0, 400)) * 2 + 1
+        at = free(draw(st.integers(0, 400)) * 2 + 1)
         script.append((at, {"jsonrpc": "2.0", "id": f"poke-{n}", "method": "tools/call",
                             "params": {"name": "poke", "arguments": {}, "_meta": META}}))
     script.sort(key=lambda e: e[0])
