@@ -8,9 +8,9 @@ miss; an entry damaged on disk is a miss; and the cache hides no other exception
 from __future__ import annotations
 
 import ast
-import io
 import hashlib
 import importlib.metadata
+import io
 import os
 import shutil
 import subprocess
