@@ -129,14 +129,14 @@ class AuthFront:
             return as_reject(refused)
         return self.checks.head(request, headers)
 
-    async def answer(self, h: h11.Connection, stream: trio.abc.Stream, request: h11.Request, body: bytes) -> None:
+    async def answer(self, h: h11.Connection, stream: trio.abc.Stream, request: h11.Request,
+                     headers: dict[bytes, bytes], body: bytes) -> None:
         if (request.target == httprules.ENDPOINT or not self.site.owns(request.target, self.listener)) \
                 and not self.site.resource.body_scopes(body):
             # the common case, cheaply: the gate let it through by its head, and its body needs no
             # more scopes (most bodies are not even parsed: resource.body_scopes)
-            await self.exchange.answer(h, stream, request, body)
+            await self.exchange.answer(h, stream, request, headers, body)
             return
-        headers = httprules.header_map(request.headers)
         origin = self._origin(headers)
         if origin is not None:
             if self.site.owns(request.target, self.listener):
@@ -150,7 +150,7 @@ class AuthFront:
                 self._told(request, refused, headers, body, origin)
                 await write_answer(h, stream, refused)
                 return
-        await self.exchange.answer(h, stream, request, body)
+        await self.exchange.answer(h, stream, request, headers, body)
 
     async def _decided(self, pending: Pending) -> HttpAnswer:
         """Wait for the control channel's approve or deny of a parked authorization request (at

@@ -93,8 +93,8 @@ class ConnectionLoop:
                 got = await self._read_request(h, stream)
                 if got is None:
                     break
-                request, body = got
-                await self.answers.answer(h, stream, request, body)
+                request, headers, body = got
+                await self.answers.answer(h, stream, request, headers, body)
                 if h.our_state is not h11.DONE or h.their_state is not h11.DONE:
                     break
                 h.start_next_cycle()
@@ -107,13 +107,15 @@ class ConnectionLoop:
             self._connections.release()
             await trio.aclose_forcefully(stream)
 
-    async def _read_request(self, h: h11.Connection, stream: trio.abc.Stream) -> tuple[h11.Request, bytes] | None:
-        """The next request's head and body, or ``None`` when the connection is to close.
+    async def _read_request(self, h: h11.Connection,
+                            stream: trio.abc.Stream) -> tuple[h11.Request, dict[bytes, bytes], bytes] | None:
+        """The next request's head, its header map and its body, or ``None`` when the connection is to close.
 
         A refusal by the rules, an oversized or malformed request, or a timeout
         is answered here (then the connection closes: its body was not read).
         """
         request: h11.Request | None = None
+        headers: dict[bytes, bytes] = {}
         body = bytearray()
         # A request's time runs from its first byte (a head dribbled a byte at a time is cut too); bytes
         # already buffered (pipelined behind the last answer) start it now. Until then: the idle limit.
@@ -149,7 +151,8 @@ class ConnectionLoop:
                 continue
             if isinstance(event, h11.Request):
                 request = event
-                reject = self.checks.head(event, httprules.header_map(event.headers))
+                headers = httprules.header_map(event.headers)
+                reject = self.checks.head(event, headers)
                 if reject is not None:
                     await write_reject(h, stream, reject, event.method == b"HEAD")
                     return None
@@ -160,6 +163,6 @@ class ConnectionLoop:
                     return None
             elif isinstance(event, h11.EndOfMessage):
                 assert request is not None
-                return request, bytes(body)
+                return request, headers, bytes(body)
             elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
                 return None

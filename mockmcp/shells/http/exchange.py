@@ -52,8 +52,8 @@ class Exchange:
         self.log = log
         self.resumes = resumes  # the streams closed for the client to resume with GET (resume.py)
 
-    async def answer(self, h: h11.Connection, stream: trio.abc.Stream, request: h11.Request, body: bytes) -> None:
-        headers = httprules.header_map(request.headers)
+    async def answer(self, h: h11.Connection, stream: trio.abc.Stream, request: h11.Request,
+                     headers: dict[bytes, bytes], body: bytes) -> None:
         if request.method == b"GET":  # (let through only while a closed stream waits: checks.head)
             await self._resume(h, stream, headers)
             return

@@ -18,9 +18,11 @@ from mockmcp.shells.http.channel import Item, Run, Sink, Source
 
 
 class Answers(Protocol):
-    """One request read whole, answered (``exchange.Exchange``), for the connection loop."""
+    """One request read whole, answered (``exchange.Exchange``), for the connection loop. ``headers``:
+    the request's header map (``httprules.header_map``), built once when its head was read."""
 
-    async def answer(self, h: h11.Connection, stream: trio.abc.Stream, request: h11.Request, body: bytes) -> None: ...
+    async def answer(self, h: h11.Connection, stream: trio.abc.Stream, request: h11.Request,
+                     headers: dict[bytes, bytes], body: bytes) -> None: ...
 
 
 class HeadCheck(Protocol):
