@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from interop import tsclient
+from support.process import client_world
 from support.tsdocs import PACKAGE, write_examples
 
 from mockmcp.cli.outputschemas import SCHEMAS
@@ -48,7 +49,8 @@ def package() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def vitest(package: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("vitest") / "results.json"
-    env = {**os.environ, "MOCKMCP": _mockmcp()}
+    # (the package's warm test forks the client's spawns: its server must share their world)
+    env = {**client_world(os.environ), "MOCKMCP": _mockmcp()}
     proc = subprocess.run([str(BIN / "vitest"), "run", "--reporter=json", f"--outputFile={out}"], cwd=PACKAGE,
                           env=env, capture_output=True, text=True, timeout=900)
     assert out.is_file(), f"vitest wrote no results (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

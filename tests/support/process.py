@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mockmcp.warm.paths import WARM_ARGV, prefix_from_env
+from mockmcp.warm.refusals import APPLIED
 
 # The pytest runs a test starts itself (pytester, the documentation's test snippets) test the
 # mockmcp fixture; none uses pytest-trio, hypothesis or anyio's plugin, and pytest-trio imports all
@@ -46,6 +47,15 @@ def run_mock(*args: str, input: bytes = b"", timeout: float = 30) -> subprocess.
     return subprocess.run(mockmcp_cmd(*args), input=input, capture_output=True, timeout=timeout)
 
 
+def client_world(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """``env`` without the ``PYTHON*`` variables a warm server refuses a difference in (all but
+    ``APPLIED``). The official clients spawn the mock with a whitelisted environment that has
+    none, so a warm server meant to fork their spawns must have none either: started from the
+    environment of a shell that sets ``PYTHONPATH`` or ``PYTHONWARNINGS``, it would rightly
+    refuse every one of them, and a test that expects forks would depend on that shell."""
+    return {k: v for k, v in env.items() if not k.startswith("PYTHON") or k in APPLIED}
+
+
 def runtime_folder() -> Path:
     """A fresh 0700 folder for a warm server's socket, with a short path: a Unix socket's path is
     limited to 107 bytes, and pytest's temporary folders (``/tmp/pytest-of-USER/pytest-N/popen-gwK/
@@ -70,12 +80,13 @@ def running_warm_server() -> Iterator[WarmServer]:
 class WarmServer:
     """A warm server of this checkout in its own runtime folder (``mockmcp warm start``), for tests
     that compare its spawns with direct ones: ``argv`` is the launcher's prefix, ``env`` the
-    environment a spawn needs to find it, ``forked_for(pid)`` the child its log says it forked."""
+    environment a spawn needs to find it (the suite's, in the clients' world: ``client_world``),
+    ``forked_for(pid)`` the child its log says it forked."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.env = {**os.environ, "MOCKMCP_WARM_DIR": str(folder)}
+        self.env = {**client_world(os.environ), "MOCKMCP_WARM_DIR": str(folder)}
         self.env.pop(WARM_ARGV, None)
         self.direct = [sys.executable, "-m", "mockmcp"]
         self.argv: list[str] = json.loads(self.cli("argv").stdout)
