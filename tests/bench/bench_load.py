@@ -4,15 +4,24 @@
 is spawn to the ``tools/list`` response, cold (``--no-cache``: YAML, structuring and
 the semantic checks; median of 3) and warm (load cache hit), and the time of one more
 ``tools/list`` on the running process.
+
+The targets were first written as times: 3 s cold and 500 ms warm, on the machine of
+the performance page, whose floor spawns in 106 ms. A time alone says more about the
+machine than about mockmcp (the same tree read 2.0 s there and 3.2 s on a VM whose floor
+spawns in 221 ms), so they are held as those times' ratios to the floor's spawn,
+measured interleaved in this run: 28x and 4.7x. On that machine they are the same targets.
 """
 
 from __future__ import annotations
 
 import time
 
-from _common import Server, median, mock_cmd, request, scenario_file
+from _common import Server, floor_cmd, median, mock_cmd, request, scenario_file
+from bench_spawn import spawn_once
 
 TOOLS, RULES, RESOURCES = 1000, 100, 1000
+REFERENCE_FLOOR = 0.106  # s: the floor's spawn on the performance page's machine
+COLD, WARM = 3.0 / REFERENCE_FLOOR, 0.5 / REFERENCE_FLOOR  # 3 s and 500 ms there
 
 
 def scenario() -> str:
@@ -43,20 +52,31 @@ def first_list(cmd: list[str]) -> tuple[float, float]:
 
 def bench() -> list[dict]:
     path = scenario_file("large.yaml", scenario())
+    floor_ = floor_cmd()
+    spawn_once(floor_)  # the OS page cache
+    floors: list[float] = []
     # cold: the median of 3, as the machine's load moves a single 3 s run by a second
-    cold_runs = [first_list(mock_cmd(path, "--no-cache"))[0] for _ in range(3)]
+    cold_runs = []
+    for _ in range(3):
+        floors.append(spawn_once(floor_))
+        cold_runs.append(first_list(mock_cmd(path, "--no-cache"))[0])
     cold = median(cold_runs)
     first_list(mock_cmd(path))  # fill the cache
-    warm_runs = [first_list(mock_cmd(path)) for _ in range(5)]
+    warm_runs = []
+    for _ in range(5):
+        floors.append(spawn_once(floor_))
+        warm_runs.append(first_list(mock_cmd(path)))
     warm = median([w[0] for w in warm_runs])
     best = min(w[0] for w in warm_runs)
     again = median([w[1] for w in warm_runs])
+    f = median(floors)
     return [
+        dict(name="spawn to first response (floor, interleaved)", value=f * 1000, unit="ms"),
         dict(name="1,000 tools x 100 rules: spawn to tools/list, --no-cache", value=cold * 1000, unit="ms",
-             target="<= 3 s", ok=cold <= 3.0),
+             ratio=cold / f, target=f"<= {COLD:.0f}x floor (3 s at 106 ms)", ok=cold / f <= COLD),
         dict(name="1,000 tools x 100 rules: same, best of 3", value=min(cold_runs) * 1000, unit="ms"),
         dict(name="1,000 tools x 100 rules: spawn to tools/list, cache warm", value=warm * 1000, unit="ms",
-             target="< 500 ms", ok=warm < 0.5),
+             ratio=warm / f, target=f"< {WARM:.1f}x floor (500 ms at 106 ms)", ok=warm / f < WARM),
         dict(name="1,000 tools x 100 rules: same, best of 5", value=best * 1000, unit="ms"),
         dict(name="1,000 tools: one more tools/list", value=again * 1000, unit="ms"),
     ]
