@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable
 import trio
 
 from mockmcp.core import httprules
+from mockmcp.shells.http.connections import MAX_CONNECTIONS
 from mockmcp.shells.http.responses import READ_SIZE
 from mockmcp.shells.http.shell import HttpShell
 
@@ -35,6 +36,30 @@ if TYPE_CHECKING:
     from mockmcp.shells.log import StderrLog
     from mockmcp.shells.signals import ShutdownUnderWay
     from mockmcp.verify.verifier import Hooks
+
+
+# Descriptors a server holds besides its client connections: listeners, stdio, the control
+# socket and its clients, the journal, a session's files, trio's wake-up pipe.
+FILES_BESIDE_CONNECTIONS = 256
+
+
+def allow_open_files(wanted: int) -> None:
+    """Raise this process's soft limit on open files to ``wanted``, within its hard limit.
+
+    The shell serves ``MAX_CONNECTIONS`` at once and answers ``503`` past it, but a desktop
+    login starts processes with a soft limit of 1,024: past that, ``accept`` fails, and a
+    client's connection waits unanswered in the backlog instead. The soft limit is the
+    process's to raise (servers written in Go do so at start); the hard one is the
+    administrator's, and past it the 503 rule cannot hold."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            pass  # a platform that refuses: the accept loop's retry still holds
 
 
 def url_for(host: str, port: int) -> str:
@@ -58,6 +83,7 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
     (the server ends them); a signal stops at once."""
     from mockmcp.shells.signals import shutdown_signals
 
+    allow_open_files(MAX_CONNECTIONS + FILES_BESIDE_CONNECTIONS)
     # The signal receiver is open before the URL is printed: a suite that stops the mock as
     # soon as it has read the URL must find SIGTERM handled, not the default action.
     with shutdown_signals(ignore_sigterm) as received:

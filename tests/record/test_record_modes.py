@@ -127,10 +127,12 @@ GARBAGE_SERVER = r"""
 import json, sys
 for raw in sys.stdin:
     msg = json.loads(raw)
-    sys.stdout.write("garbage \x01 not json\n")
+    # (all through the binary buffer: text written to sys.stdout waits in its own buffer unless
+    # PYTHONUNBUFFERED is set, and would come out after the bytes)
+    sys.stdout.buffer.write(b"garbage \x01 not json\n")
     sys.stdout.buffer.write(b"\xff\xfe\n")
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"resultType": "complete", "content": []}}) + "\n")
-    sys.stdout.flush()
+    sys.stdout.buffer.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"resultType": "complete", "content": []}}).encode() + b"\n")
+    sys.stdout.buffer.flush()
 """
 
 

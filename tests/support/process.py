@@ -66,9 +66,10 @@ def runtime_folder() -> Path:
 
 
 @contextlib.contextmanager
-def running_warm_server() -> Iterator[WarmServer]:
-    """A started warm server in a fresh short runtime folder; stopped and removed afterwards."""
-    server = WarmServer(runtime_folder())
+def running_warm_server(extra: dict[str, str] | None = None) -> Iterator[WarmServer]:
+    """A started warm server in a fresh short runtime folder (``extra``: variables set in its
+    environment); stopped and removed afterwards."""
+    server = WarmServer(runtime_folder(), extra)
     server.start()
     try:
         yield server
@@ -83,10 +84,10 @@ class WarmServer:
     environment a spawn needs to find it (the suite's, in the clients' world: ``client_world``),
     ``forked_for(pid)`` the child its log says it forked."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, extra: dict[str, str] | None = None) -> None:
         self.folder = folder
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.env = {**client_world(os.environ), "MOCKMCP_WARM_DIR": str(folder)}
+        self.env = {**client_world(os.environ), **(extra or {}), "MOCKMCP_WARM_DIR": str(folder)}
         self.env.pop(WARM_ARGV, None)
         self.direct = [sys.executable, "-m", "mockmcp"]
         self.argv: list[str] = json.loads(self.cli("argv").stdout)
