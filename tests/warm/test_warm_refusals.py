@@ -88,21 +88,18 @@ def test_the_whitelisted_environment_of_an_sdk_client_is_handed_off(tmp_path: Pa
     machines and containers set, and the clients drop) are applied by the child, not refused.
     The server here has them set whatever the suite's own environment holds."""
     with running_warm_server({"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}) as warm:
-        _handed_off_bare(warm, tmp_path)
-
-
-def _handed_off_bare(warm: WarmServer, tmp_path: Path) -> None:
-    assert warm.argv[-1] == f"--warm-dir={warm.folder}"
-    bare = {k: v for k, v in os.environ.items() if k in ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")}
-    proc = spawn([*warm.argv, "run", "default", "--journal", str(tmp_path / "j.jsonl")], bare)
-    out, err = proc.communicate(DISCOVER, timeout=30)
-    assert proc.returncode == 0 and json.loads(out)["id"] == 1, err
-    assert warm.forked_for(proc.pid) is not None, warm.log()
-    # and MOCKMCP_WARM_DIR, when set, still wins over the prefix's folder (here: no server there)
-    (tmp_path / "empty").mkdir(mode=0o700)
-    proc = spawn([*warm.argv, "run", "default"], {**bare, "MOCKMCP_WARM_DIR": str(tmp_path / "empty")})
-    out, err = proc.communicate(DISCOVER, timeout=30)
-    answered_directly(warm, proc, out, err)
+        assert warm.argv[-1] == f"--warm-dir={warm.folder}"
+        assert {"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"} <= set(warm.env), "the comparison below needs them set"
+        bare = {k: v for k, v in os.environ.items() if k in ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")}
+        proc = spawn([*warm.argv, "run", "default", "--journal", str(tmp_path / "j.jsonl")], bare)
+        out, err = proc.communicate(DISCOVER, timeout=30)
+        assert proc.returncode == 0 and json.loads(out)["id"] == 1, err
+        assert warm.forked_for(proc.pid) is not None, warm.log()
+        # and MOCKMCP_WARM_DIR, when set, still wins over the prefix's folder (here: no server there)
+        (tmp_path / "empty").mkdir(mode=0o700)
+        proc = spawn([*warm.argv, "run", "default"], {**bare, "MOCKMCP_WARM_DIR": str(tmp_path / "empty")})
+        out, err = proc.communicate(DISCOVER, timeout=30)
+        answered_directly(warm, proc, out, err)
 
 
 def test_another_user_runs_directly(warm: WarmServer, tmp_path: Path) -> None:
