@@ -14,7 +14,7 @@ import sys
 from typing import Callable, Sequence
 
 from mockmcp.warm.control import NotStarted, launcher_argv, running, serve, start, stop
-from mockmcp.warm.paths import UnsafeFolder, warm_paths
+from mockmcp.warm.paths import UnsafeFolder, refuse_relative, warm_paths
 
 HELP = "keep a warm process that forks a mock per spawn in about 20 ms (opt-in; see docs/warm.md)"
 EXAMPLES = (
@@ -42,6 +42,7 @@ def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int], prime: C
     try:
         match args.warm_action:
             case "argv":
+                refuse_relative(paths.folder)
                 print(json.dumps(launcher_argv()))
                 return 0
             case "start":

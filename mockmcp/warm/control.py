@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import pkgutil
 import random
+import signal
 import socket
-import subprocess
 import sys
 import time
 
@@ -75,32 +75,58 @@ def minimal_environment() -> dict[str, str]:
 
 
 def start(paths: WarmPaths, timeout: float = 30.0) -> int:
-    """Start a detached server unless one runs; its pid."""
+    """Start a detached server unless one runs; its pid.
+
+    The server is this process's child until this process ends, and is left running: with no
+    ``subprocess.Popen`` for it, nothing warns that it is still running or reaps it behind the
+    caller's back (the pytest plugin waits for it itself, to count its CPU time in the run's)."""
     ensure_folder(paths.folder)
     refuse_long_socket_path(paths)
     pid = running(paths)
     if pid is not None:
         return pid
-    with open(os.devnull, "rb") as null_in, open(paths.log, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "mockmcp", "warm", "serve"], stdin=null_in,
-                                stdout=subprocess.DEVNULL, stderr=log, env=minimal_environment(),
-                                start_new_session=True, cwd="/", close_fds=True)
+    pid = spawn_detached([sys.executable, "-P", "-m", "mockmcp", "warm", "serve"], paths.log, minimal_environment())
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise NotStarted(f"the warm server exited with status {proc.returncode} (see {paths.log})")
-        pid = running(paths)
-        if pid is not None:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            raise NotStarted(f"the warm server exited with status {os.waitstatus_to_exitcode(status)} (see {paths.log})")
+        if running(paths) is not None:
             return pid
         time.sleep(0.02)
-    proc.kill()
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
     raise NotStarted(f"the warm server did not listen within {timeout:g} s (see {paths.log})")
+
+
+def spawn_detached(argv: list[str], log: str, env: dict[str, str]) -> int:
+    """Start ``argv`` in a session of its own, stdin and stdout on /dev/null, stderr appended to
+    ``log``, holding none of this process's other descriptors (a pipe a caller waits on for its end
+    of file, say); its pid. It starts in this process's folder: ``serve`` moves to ``/``."""
+    actions: list[tuple[int, int] | tuple[int, int, str, int, int]] = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 2, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
+    ]
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in inheritable_descriptors()]
+    return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+
+
+def inheritable_descriptors() -> list[int]:
+    """This process's descriptors above stderr that a program it starts would inherit."""
+    fds = []
+    for name in os.listdir("/dev/fd"):
+        fd = int(name)
+        try:
+            if fd > 2 and os.get_inheritable(fd):
+                fds.append(fd)
+        except OSError:  # the listing's own descriptor, closed once listed
+            pass
+    return fds
 
 
 def stop(paths: WarmPaths, timeout: float = 10.0) -> bool:
     """Stop the running server; False if none ran."""
-    import signal
-
     pid = read_pid(paths)
     if pid is None:
         return False
@@ -186,7 +212,11 @@ def listen(paths: WarmPaths) -> socket.socket:
 
 
 def serve(paths: WarmPaths, run: childmod.Run) -> int:
-    """Serve hand-offs in this process until SIGTERM (``mockmcp warm serve``: what ``start`` detaches)."""
+    """Serve hand-offs in this process until SIGTERM (``mockmcp warm serve``: what ``start`` detaches).
+
+    From ``/``: a server that runs for days must not hold the folder it was started from (each
+    child moves to its client's folder)."""
+    os.chdir("/")
     failed = preload()
     base = baseline(PACKAGE, encodings())
     server = WarmServer(paths, base, generators(), run, listen(paths))

@@ -37,7 +37,7 @@ def prefix_from_env() -> list[str] | None:
 
 
 class UnsafeFolder(Exception):
-    """The runtime folder is another user's, or open to group or others."""
+    """The runtime folder is another user's, open to group or others, or not an absolute path."""
 
 
 @dataclass(frozen=True)
@@ -63,12 +63,21 @@ def warm_paths() -> WarmPaths:
 
 
 def ensure_folder(folder: str) -> None:
-    """Create ``folder`` 0700 if missing; refuse one that is not the user's own or not private."""
+    """Create ``folder`` 0700 if missing; refuse one that is not the user's own or not private, and
+    a relative one (``refuse_relative``)."""
+    refuse_relative(folder)
     try:
         os.mkdir(folder, 0o700)
     except FileExistsError:
         pass
     check_folder(folder)
+
+
+def refuse_relative(folder: str) -> None:
+    """Clients spawn launchers from folders of their own, and the server runs from ``/``: a relative
+    runtime folder would name a different place for each of them."""
+    if not folder.startswith("/"):
+        raise UnsafeFolder(f"{folder} is not an absolute path; the warm server's folder must be one (MOCKMCP_WARM_DIR)")
 
 
 def check_folder(folder: str) -> None:

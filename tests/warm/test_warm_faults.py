@@ -8,6 +8,8 @@ from __future__ import annotations
 import shutil
 import json
 import os
+import re
+import select
 import signal
 import socket
 import struct
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.process import WarmServer, alive, gone_within, runtime_folder
+from support.process import WarmServer, alive, client_world, gone_within, runtime_folder
 
 from mockmcp.warm import handoff, launcher
 from mockmcp.warm.refusals import Baseline, python_variables, refusal
@@ -234,3 +236,41 @@ def test_a_socket_path_past_the_limit_is_refused_clearly(tmp_path: Path) -> None
     assert proc.returncode != 0
     assert "a Unix socket path may have at most" in proc.stderr and "MOCKMCP_WARM_DIR" in proc.stderr, proc.stderr
     assert not list(deep.glob("*.pid"))
+
+
+def test_start_leaves_a_server_that_holds_nothing_of_its_caller(tmp_path: Path) -> None:
+    """``warm start`` run with warnings as errors (``-X dev -W error``) says only that the server
+    runs: no warning that a subprocess is still running. The server it leaves runs from ``/`` (it
+    must not hold the folder it was started from) and holds none of the caller's descriptors: a
+    pipe handed to ``warm start`` reaches its end of file once ``warm start`` has exited."""
+    folder = runtime_folder()
+    env = {**client_world(os.environ), "MOCKMCP_WARM_DIR": str(folder)}
+    env.pop("MOCKMCP_WARM_ARGV", None)
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.run([sys.executable, "-X", "dev", "-W", "error", "-m", "mockmcp", "warm", "start"], env=env,
+                              cwd=tmp_path, pass_fds=(write_end,), capture_output=True, text=True, timeout=60)
+        os.close(write_end)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        pid = int(re.search(r"pid (\d+)", proc.stdout).group(1))  # type: ignore[union-attr]
+        assert alive(pid) and os.readlink(f"/proc/{pid}/cwd") == "/"
+        readable, _, _ = select.select([read_end], [], [], 10)
+        assert readable and os.read(read_end, 1) == b"", "the server holds the caller's pipe"
+    finally:
+        os.close(read_end)
+        subprocess.run([sys.executable, "-m", "mockmcp", "warm", "stop"], env=env, capture_output=True, timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("action", ["start", "argv"])
+def test_a_relative_runtime_folder_is_refused(tmp_path: Path, action: str) -> None:
+    """Clients spawn launchers from folders of their own and the server runs from ``/``: a relative
+    ``MOCKMCP_WARM_DIR`` would name a different folder for each, so ``warm start`` and ``warm argv``
+    refuse it and say why, and nothing is created."""
+    env = {**os.environ, "MOCKMCP_WARM_DIR": "warm"}
+    env.pop("MOCKMCP_WARM_ARGV", None)
+    proc = subprocess.run([sys.executable, "-m", "mockmcp", "warm", action], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "warm is not an absolute path" in proc.stderr and "MOCKMCP_WARM_DIR" in proc.stderr, proc.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -47,9 +47,13 @@ def test_one_warm_server_for_the_run_shared_by_the_workers_and_gone_after(tmp_pa
     env = {**os.environ, "PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS, "WARM_PLUGIN_OUT": str(out)}
     env.pop("MOCKMCP_WARM_ARGV", None)
     env.pop("MOCKMCP_WARM_DIR", None)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--mockmcp-warm",
-                           "test_inner.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    # warnings as errors in the controller, which starts the server: it leaves no ``Popen`` behind
+    # to warn that its process is still running
+    proc = subprocess.run([sys.executable, "-W", "error", "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2",
+                           "--mockmcp-warm", "test_inner.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Warning" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     seen = {p.read_text() for p in out.iterdir()}
     assert len(list(out.iterdir())) == 4 and len(seen) == 1, seen  # one server, whichever worker ran a test
     folder, pid = seen.pop().split()
