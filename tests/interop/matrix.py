@@ -211,9 +211,10 @@ class Driver:
     def _read(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
         """The driver's result lines (what else it prints on stdout is not one), then None at its end."""
         assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("{"):
-                lines.put(line)
+        with proc.stdout:  # closed at the driver's end: nothing else reads it
+            for line in proc.stdout:
+                if line.startswith("{"):
+                    lines.put(line)
         lines.put(None)
 
     def close(self, kill: bool = False) -> None:

@@ -7,6 +7,7 @@ schema-checked; lies are compared with what the scenario asked for.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -44,22 +45,24 @@ class Mock:
         self._err_thread.start()
 
     def _pump(self) -> None:
-        fd = self.proc.stdout.fileno()
-        while True:
-            data = os.read(fd, 65536)
-            self.chunks.put((time.monotonic(), data))
-            if not data:
-                return
+        with self.proc.stdout:  # closed at its end of file: nothing else reads it
+            fd = self.proc.stdout.fileno()
+            while True:
+                data = os.read(fd, 65536)
+                self.chunks.put((time.monotonic(), data))
+                if not data:
+                    return
 
     def _pump_err(self) -> None:
-        fd = self.proc.stderr.fileno()
-        while True:
-            data = os.read(fd, 65536)
-            with self._stderr_grew:
-                self.stderr += data
-                self._stderr_grew.notify_all()
-            if not data:
-                return
+        with self.proc.stderr:
+            fd = self.proc.stderr.fileno()
+            while True:
+                data = os.read(fd, 65536)
+                with self._stderr_grew:
+                    self.stderr += data
+                    self._stderr_grew.notify_all()
+                if not data:
+                    return
 
     def stderr_after_exit(self) -> bytes:
         self._err_thread.join(10)
@@ -110,6 +113,8 @@ class Mock:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        with contextlib.suppress(OSError):  # a broken pipe: the mock ended before reading it all
+            self.proc.stdin.close()
 
 
 @pytest.fixture
