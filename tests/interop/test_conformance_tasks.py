@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from support.taskclient import TaskClient
+from support.taskclient import TaskClient, walk_the_task_faults
 
 SCALE = 0.25  # pollIntervalMs 200 -> 50 ms
 
@@ -88,28 +88,7 @@ def test_a_client_that_polls_too_fast_is_told(tmp_path: Path) -> None:
 def test_tasks_faults_through_the_real_process() -> None:
     client = TaskClient("tasks-faults", time_scale=0.5)
     try:
-        tid = client.call("vanish")["result"]["taskId"]
-        assert client.get(tid)["result"]["status"] == "working"
-        assert client.get(tid)["error"]["code"] == -32602
-
-        tid = client.call("backwards")["result"]["taskId"]
-        assert [client.get(tid)["result"]["status"] for _ in range(3)] == ["working", "working", "completed"]
-
-        tid = client.call("terminal_changes")["result"]["taskId"]
-        assert [client.get(tid)["result"]["status"] for _ in range(3)] == ["working", "completed", "failed"]
-
-        tid = client.call("expires")["result"]["taskId"]
-        time.sleep(0.2)
-        assert "expired" in client.get(tid)["error"]["message"]
-
-        tid = client.call("reused_key")["result"]["taskId"]
-        assert list(client.get(tid)["result"]["inputRequests"]) == ["confirm"]
-        client.ask("tasks/update", {"taskId": tid, "inputResponses": {"confirm": {"action": "accept"}}})
-        again = client.get(tid)["result"]
-        assert list(again["inputRequests"]) == ["confirm"] and "Second question" in again["inputRequests"]["confirm"]["params"]["message"]
-
-        assert client.call("no_capability", caps={})["result"]["resultType"] == "task"
-        assert client.ask("prompts/get", {"name": "report"})["result"]["resultType"] == "task"
+        walk_the_task_faults(client)
 
         tid = client.call("hang_get")["result"]["taskId"]
         assert client.get(tid)["result"]["status"] == "working"

@@ -23,6 +23,7 @@ from support.messages import line, request
 from interop.matrix import run_batch
 from support import zygote
 from support.process import mockmcp_prefix
+from support.rawservers import GARBAGE_SERVER
 
 pytestmark = pytest.mark.usefixtures("zygote")
 
@@ -200,19 +201,6 @@ def test_dropped_answers_do_not_hold_up_the_exit(tmp_path: Path, text: str) -> N
     # take many seconds, but only a proxy waiting for an answer still owed takes ten minutes.
     _, status, _ = converse(proxy_cmd("--faults", str(faults), "--grace", "600"), [echo(1, text), echo(2, "x")], {2})
     assert status == 0 and time.monotonic() - t0 < 120  # the server did answer: nothing was still owed
-
-
-GARBAGE_SERVER = r"""
-import json, sys
-for raw in sys.stdin:
-    msg = json.loads(raw)
-    # (all through the binary buffer: text written to sys.stdout waits in its own buffer unless
-    # PYTHONUNBUFFERED is set, and would come out after the bytes)
-    sys.stdout.buffer.write(b"garbage \x01 not json\n")
-    sys.stdout.buffer.write(b"\xff\xfe\n")
-    sys.stdout.buffer.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"resultType": "complete", "content": []}}).encode() + b"\n")
-    sys.stdout.buffer.flush()
-"""
 
 
 def test_garbage_from_the_server_is_passed_through_unchanged(tmp_path: Path) -> None:

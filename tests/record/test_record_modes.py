@@ -20,6 +20,7 @@ import pytest
 from support.messages import line, request
 from support import zygote
 from support.process import mockmcp_prefix
+from support.rawservers import GARBAGE_SERVER
 
 pytestmark = pytest.mark.usefixtures("zygote")
 
@@ -121,19 +122,6 @@ def test_a_server_that_exits_at_once_fails_before_reading_stdin(tmp_path: Path, 
     assert proc.returncode == 2 and not out
     assert b"exited at once with status 3" in err, err
     assert not cassette.exists() or cassette.read_text() == "mockmcp: 1\n"
-
-
-GARBAGE_SERVER = r"""
-import json, sys
-for raw in sys.stdin:
-    msg = json.loads(raw)
-    # (all through the binary buffer: text written to sys.stdout waits in its own buffer unless
-    # PYTHONUNBUFFERED is set, and would come out after the bytes)
-    sys.stdout.buffer.write(b"garbage \x01 not json\n")
-    sys.stdout.buffer.write(b"\xff\xfe\n")
-    sys.stdout.buffer.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"resultType": "complete", "content": []}}).encode() + b"\n")
-    sys.stdout.buffer.flush()
-"""
 
 
 def test_garbage_from_the_server_passes_through_and_is_recorded_as_raw_steps(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from typing import Any, Iterator
 
 from support.httpmock import HttpClient, HttpMock, read_events, sse_data
 from support.schema import check_journal
+from support.taskclient import walk_the_task_faults
 
 SCALE = 0.05  # pollIntervalMs 100 -> 5 ms; deploy's 2 s -> 100 ms
 
@@ -143,28 +144,7 @@ def test_every_path_of_the_tasks_scenario_over_http(tmp_path: Path) -> None:
 def test_tasks_faults_over_http() -> None:
     with HttpMock("tasks-faults", "--time-scale", "0.5") as mock:
         client = HttpClient(mock)
-        tid = client.call("vanish")["result"]["taskId"]
-        assert client.get(tid)["result"]["status"] == "working"
-        assert client.get(tid)["error"]["code"] == -32602
-
-        tid = client.call("backwards")["result"]["taskId"]
-        assert [client.get(tid)["result"]["status"] for _ in range(3)] == ["working", "working", "completed"]
-
-        tid = client.call("terminal_changes")["result"]["taskId"]
-        assert [client.get(tid)["result"]["status"] for _ in range(3)] == ["working", "completed", "failed"]
-
-        tid = client.call("expires")["result"]["taskId"]
-        time.sleep(0.2)
-        assert "expired" in client.get(tid)["error"]["message"]
-
-        tid = client.call("reused_key")["result"]["taskId"]
-        assert list(client.get(tid)["result"]["inputRequests"]) == ["confirm"]
-        client.ask("tasks/update", {"taskId": tid, "inputResponses": {"confirm": {"action": "accept"}}})
-        again = client.get(tid)["result"]
-        assert list(again["inputRequests"]) == ["confirm"] and "Second question" in again["inputRequests"]["confirm"]["params"]["message"]
-
-        assert client.call("no_capability", caps={})["result"]["resultType"] == "task"
-        assert client.ask("prompts/get", {"name": "report"})["result"]["resultType"] == "task"
+        walk_the_task_faults(client)
 
         # hang_get: the second tasks/get never answers (an open stream); closing it cancels it
         tid = client.call("hang_get")["result"]["taskId"]

@@ -15,7 +15,7 @@ import json
 import select
 import subprocess
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from support.messages import META
 
@@ -130,3 +130,40 @@ class TaskClient:
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+class TasksPeer(Protocol):
+    """What ``walk_the_task_faults`` needs of a client: ``TaskClient`` over stdio, ``HttpClient`` over HTTP."""
+
+    def ask(self, method: str, params: dict[str, Any] | None = None, caps: Any = ...) -> dict[str, Any]: ...
+
+    def call(self, tool: str, caps: Any = ..., **arguments: Any) -> dict[str, Any]: ...
+
+    def get(self, task_id: str) -> dict[str, Any]: ...
+
+
+def walk_the_task_faults(client: TasksPeer) -> None:
+    """The ``tasks-faults`` scenario's tools, but ``hang_get`` (each transport shows a hung answer
+    its own way): each fault as the scenario promises it, whatever the transport."""
+    tid = client.call("vanish")["result"]["taskId"]
+    assert client.get(tid)["result"]["status"] == "working"
+    assert client.get(tid)["error"]["code"] == -32602
+
+    tid = client.call("backwards")["result"]["taskId"]
+    assert [client.get(tid)["result"]["status"] for _ in range(3)] == ["working", "working", "completed"]
+
+    tid = client.call("terminal_changes")["result"]["taskId"]
+    assert [client.get(tid)["result"]["status"] for _ in range(3)] == ["working", "completed", "failed"]
+
+    tid = client.call("expires")["result"]["taskId"]
+    time.sleep(0.2)
+    assert "expired" in client.get(tid)["error"]["message"]
+
+    tid = client.call("reused_key")["result"]["taskId"]
+    assert list(client.get(tid)["result"]["inputRequests"]) == ["confirm"]
+    client.ask("tasks/update", {"taskId": tid, "inputResponses": {"confirm": {"action": "accept"}}})
+    again = client.get(tid)["result"]
+    assert list(again["inputRequests"]) == ["confirm"] and "Second question" in again["inputRequests"]["confirm"]["params"]["message"]
+
+    assert client.call("no_capability", caps={})["result"]["resultType"] == "task"
+    assert client.ask("prompts/get", {"name": "report"})["result"]["resultType"] == "task"
