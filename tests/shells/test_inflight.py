@@ -15,6 +15,7 @@ reference path) on trio's mock clock and compares every line and its time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import subprocess
@@ -50,8 +51,9 @@ class Mock:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            self.lines.put(raw)
+        with self.proc.stdout:  # closed at its end of file: nothing else reads it
+            for raw in self.proc.stdout:
+                self.lines.put(raw)
         self.lines.put(b"")
 
     def write(self, data: bytes) -> threading.Thread:
@@ -103,6 +105,9 @@ class Mock:
         self.proc.kill()
         self.proc.wait()
         self.err.close()
+        with contextlib.suppress(OSError):  # a broken pipe: the mock ended before reading it all
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
 
 
 def test_past_a_thousand_slow_requests_cancels_a_probe_and_eof_are_read_at_once() -> None:

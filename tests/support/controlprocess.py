@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -73,7 +74,14 @@ class Mock:
         return msg
 
     def close(self) -> int:
+        """Close stdin; the exit status. Stdin and stdout are closed once the mock is gone; stderr
+        stays open for a caller to read what the mock said."""
         if self.proc.poll() is None:
             assert self.proc.stdin is not None
             self.proc.stdin.close()
-        return self.proc.wait(10)
+        status = self.proc.wait(10)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):  # stdin's unwritten bytes: the mock is gone
+                assert pipe is not None
+                pipe.close()
+        return status
