@@ -91,8 +91,9 @@ def start(paths: WarmPaths, timeout: float = 30.0) -> int:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             raise NotStarted(f"the warm server exited with status {os.waitstatus_to_exitcode(status)} (see {paths.log})")
-        if running(paths) is not None:
-            return pid
+        found = running(paths)
+        if found is not None:  # ours, or one a concurrent start began first (ours then exits)
+            return found
         time.sleep(0.02)
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)

@@ -274,3 +274,20 @@ def test_a_relative_runtime_folder_is_refused(tmp_path: Path, action: str) -> No
     assert proc.returncode == 1 and proc.stdout == ""
     assert "warm is not an absolute path" in proc.stderr and "MOCKMCP_WARM_DIR" in proc.stderr, proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_starts_at_once_all_name_the_one_server() -> None:
+    """Three ``warm start`` at once: one server listens, and each start prints its pid (a start
+    whose own server lost the race to listen says the winner's, and its own exits)."""
+    folder = runtime_folder()
+    env = {**client_world(os.environ), "MOCKMCP_WARM_DIR": str(folder)}
+    env.pop("MOCKMCP_WARM_ARGV", None)
+    try:
+        starts = [subprocess.Popen([sys.executable, "-m", "mockmcp", "warm", "start"], env=env, stdout=subprocess.PIPE,
+                                   text=True) for _ in range(3)]
+        pids = {int(re.search(r"pid (\d+)", s.communicate(timeout=60)[0]).group(1)) for s in starts}  # type: ignore[union-attr]
+        [served] = folder.glob("*.pid")
+        assert pids == {int(served.read_text())}, pids
+    finally:
+        subprocess.run([sys.executable, "-m", "mockmcp", "warm", "stop"], env=env, capture_output=True, timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
