@@ -143,7 +143,7 @@ class MockServer(ControlOperations):
     # ------------------------------------------------------------ results
 
     def journal(self) -> list[dict[str, Any]]:
-        """Every journal record so far (a torn last line is skipped); empty if none yet."""
+        """Every journal record so far (a line that is not one, a torn last line, is skipped); empty if none yet."""
         from mockmcp.verify.journal import read_journal
 
         older = self.journal_path.with_name("journal.1.jsonl")  # a session's journal, rotated past its bound

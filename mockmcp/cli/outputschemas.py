@@ -97,7 +97,7 @@ _JOURNAL_RECORD = _obj({
     "t": {"type": "number", "description": "monotonic clock, seconds"},
     "pid": _int("the mock's process id"),
     "dir": {"enum": ["start", "in", "out", "event", "finding", "verdict"]},
-    "message": {**_JSON, "description": "the parsed JSON-RPC message"},
+    "message": {**_OBJ, "description": "the parsed JSON-RPC message"},
     "raw": _str("the line as latin-1 text when it did not parse, or the bytes a fault wrote"),
     "fault": {"type": "boolean"},
     "error": {"type": ["string", "null"], "description": "why an inbound line was rejected"},

@@ -14,16 +14,23 @@ bytes as latin-1 text, when a line did not parse or a fault wrote raw
 bytes), ``rule`` (which scenario rule answered), ``id``, ``kind``,
 ``finding``, ``verdict``.
 
+Every reader takes records through ``record_of``: a line is a record only when it has the shape
+``mockmcp schema journal`` publishes (``well_formed``, held to that schema by a differential test).
+A journal is a file anyone may edit, truncate or mistake for another, so what is not a record is
+skipped and counted, and the transcript, the timeline, a session's verdict and
+``MockServer.journal`` rely on each field's type instead of each guarding its own.
+
 ``print_transcript`` renders a journal for humans (``mockmcp journal FILE``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
-from typing import Any, Iterator, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 _encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False, default=repr)
 _claimed_pid: int | None = None
@@ -93,8 +100,86 @@ def raw_text(data: bytes) -> str:
     return data.decode("latin-1")
 
 
+DIRECTIONS = ("start", "in", "out", "event", "finding", "verdict")
+LEVELS = ("error", "warning", "note")
+VERDICTS = ("passed", "failed")
+
+
+def _integer(v: Any) -> bool:
+    """JSON Schema's integer: 3 and 3.0, never true."""
+    return type(v) is int or (type(v) is float and v.is_integer())
+
+
+def _string(v: Any) -> bool:
+    return type(v) is str
+
+
+def _strings(v: Any) -> bool:
+    return type(v) is list and all(type(x) is str for x in v)
+
+
+def _rpc_id(v: Any) -> bool:
+    return type(v) is str or _integer(v)
+
+
+def _anything(v: Any) -> bool:
+    return True
+
+
+def _object(fields: dict[str, Callable[[Any], bool]], required: tuple[str, ...], more: bool) -> Callable[[Any], bool]:
+    """A check of one JSON object: its ``required`` keys there, each known key's value passing its
+    check, and other keys allowed only when ``more`` (the schema's ``additionalProperties``)."""
+    def check(v: Any) -> bool:
+        if type(v) is not dict or any(key not in v for key in required):
+            return False
+        for key, value in v.items():
+            field = fields.get(key)
+            if field is None:
+                if not more:
+                    return False
+            elif not field(value):
+                return False
+        return True
+    return check
+
+
+_finding = _object({
+    "check": _string, "level": lambda v: type(v) is str and v in LEVELS, "spec": _string, "text": _string,
+    "id": _rpc_id, "message": _anything, "nearMiss": _anything, "pid": _integer,
+}, ("check", "level", "text"), more=True)
+_verdict = _object({
+    "expectation": _string, "request": _string, "wanted": _string, "count": _integer,
+    "ids": lambda v: type(v) is list and all(_rpc_id(x) for x in v),
+    "verdict": lambda v: type(v) is str and v in VERDICTS,
+    "why": _string, "retriesNotCounted": _integer, "before": _string, "after": _string,
+}, ("expectation", "request", "wanted", "count", "ids", "verdict"), more=False)
+well_formed = _object({
+    # (a number the clock gave: JSON has no infinity, though Python's parser reads 1e400 as one)
+    "t": lambda v: type(v) in (int, float) and math.isfinite(v),
+    "pid": _integer,
+    "dir": lambda v: type(v) is str and v in DIRECTIONS,
+    "message": lambda v: type(v) is dict,
+    "raw": _string, "fault": lambda v: type(v) is bool, "error": lambda v: v is None or type(v) is str,
+    "oversized": _integer, "headers": lambda v: type(v) is dict and all(type(x) is str for x in v.values()),
+    "rule": _string, "kind": _string, "finding": _finding, "verdict": _verdict, "scenario": _string,
+    "argv": _strings, "versions": _strings,
+}, ("t", "pid", "dir"), more=True)
+"""Whether a parsed line is a journal record: what ``mockmcp schema journal`` admits (an event
+carries fields of its own; a verdict carries no field the schema does not name)."""
+
+
+def record_of(line: bytes | str) -> dict[str, Any] | None:
+    """The record on one journal line, or None when the line is not one (torn by a killed
+    writer, nested past the parser's depth, of another shape, from another file)."""
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return rec if well_formed(rec) else None
+
+
 def read_journal(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Parse a journal; a torn last line (a killed writer) is skipped."""
+    """Parse a journal; lines that are not records (a torn last line: a killed writer) are skipped."""
     return list(_records(path)[0])
 
 
@@ -103,7 +188,7 @@ class NotAJournal(ValueError):
 
 
 def load_journal(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]:
-    """The records of a journal and how many lines were unreadable (torn by a killed writer).
+    """The records of a journal and how many lines were not records (torn by a killed writer, or edited).
 
     Raises ``NotAJournal`` when no line is a record: counting a whole YAML file
     as "torn lines" would hide the real mistake (the wrong file).
@@ -119,20 +204,17 @@ def _records(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]:
     records, torn = [], 0
     with open(path, "rb") as fh:
         for line in fh:
-            try:
-                rec = json.loads(line)
-            except ValueError:
+            rec = record_of(line)
+            if rec is None:
                 torn += 1
-                continue
-            if type(rec) is dict and type(rec.get("dir")) is str:
-                records.append(rec)
             else:
-                torn += 1
+                records.append(rec)
     return records, torn
 
 
 def torn_note(torn: int) -> str:
-    return f"({torn} unreadable line{'s' if torn != 1 else ''} skipped: a writer was killed mid-record)"
+    return (f"({torn} unreadable line{'s' if torn != 1 else ''} skipped: not journal records, "
+            "as a writer killed mid-record or an edit leaves)")
 
 
 def load_for_command(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int] | int:

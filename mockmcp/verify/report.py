@@ -30,7 +30,7 @@ import stat
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from mockmcp.scenario.expectations import ExpectationTracker
-from mockmcp.verify.journal import read_journal
+from mockmcp.verify.journal import read_journal, record_of
 from mockmcp.sessiondir.files import open_file, read_file, write_aside
 from mockmcp.sessiondir.layout import JOURNAL, JUDGED, OLDER_JOURNAL  # (JUDGED: where the last verdict stopped)
 from mockmcp.verify.reportshape import report_of
@@ -60,8 +60,8 @@ class Aggregate:
         self.pids: dict[int, None] = {}
 
     def feed(self, rec: dict[str, Any]) -> None:
-        """One journal record (a line any process, or anyone, may have written: what is not of
-        the shape the journal writes is left out)."""
+        """One journal record (``record_of``: of the journal's shape; the message in it is the
+        client's, of any shape: what is not a request or notification is not counted)."""
         pid = rec.get("pid", 0)
         if type(pid) is int:
             self.pids[pid] = None
@@ -149,11 +149,8 @@ def _read_from(path: str, offsets: dict[str, int], agg: Aggregate) -> tuple[str,
         os.close(fd)
     end = data.rfind(b"\n") + 1  # (a line still being written is read by the next verdict)
     for line in data[:end].splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue  # torn by a killed writer
-        if type(rec) is dict and type(rec.get("dir")) is str:
+        rec = record_of(line)
+        if rec is not None:  # (None: torn by a killed writer, or not a record at all)
             agg.feed(rec)
     return ident, start + end
 

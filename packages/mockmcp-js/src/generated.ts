@@ -329,7 +329,9 @@ export interface JournalRecord {
   pid: number;
   dir: "start" | "in" | "out" | "event" | "finding" | "verdict";
   /** the parsed JSON-RPC message */
-  message?: unknown;
+  message?: {
+    [key: string]: unknown;
+  };
   /** the line as latin-1 text when it did not parse, or the bytes a fault wrote */
   raw?: string;
   fault?: boolean;
