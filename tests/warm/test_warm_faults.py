@@ -16,10 +16,14 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.fuzz import VALUES, mutated
 from support.process import WarmServer, alive, client_world, gone_within, runtime_folder
 
 from mockmcp.warm import handoff, launcher
@@ -291,3 +295,120 @@ def test_starts_at_once_all_name_the_one_server() -> None:
     finally:
         subprocess.run([sys.executable, "-m", "mockmcp", "warm", "stop"], env=env, capture_output=True, timeout=60)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ the socket, fuzzed
+
+NEAR_MISSES = [None, True, 0, -1, 2**31 + 1, 2.5, "", "/", "relative", [], ["run"], {}, {"A": "b"}, {"RLIMIT_X": [1, 2]}]
+PLAUSIBLE = {  # values of the right type a launcher did not send: a fork or a refusal, not a close
+    "argv": [["--version"], ["run"]], "cwd": ["/", "/no/such/folder"], "umask": [0, 0o777],
+    "env": [{}, {"PYTHONHASHSEED": "1"}, {"PATH": "/nowhere"}], "pid": [1, 2**31],
+    "limits": [{}, {"RLIMIT_NOFILE": [64, 64]}, {"RLIMIT_NOFILE": [-1, -1]}, {"RLIMIT_NOPE": [1, 1]}],
+    "ignored": [[], [15], [2]], "blocked": [[], [10, 15]], "encodings": [{}, {"fs": "latin-1"}],
+}
+OUTCOMES = ([], ["refused"], ["child", "status"])  # closed unanswered; refused; forked, then its status
+
+
+@pytest.fixture(scope="module")
+def spawn_encodings(warm: WarmServer) -> dict[str, str]:
+    """The text encodings a launcher spawned by a test reports (this process's streams are pytest's)."""
+    code = "import json; from mockmcp.warm import launcher; print(json.dumps(launcher.encodings()))"
+    proc = subprocess.run([sys.executable, "-c", code], env=warm.env, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.PIPE)
+    encodings: dict[str, str] = json.loads(proc.stdout)
+    return encodings
+
+
+def as_launched(warm: WarmServer, encodings: dict[str, str], argv: list[str]) -> dict[str, Any]:
+    """The hand-off a launcher spawned by a test would send, from this process (so the socket's
+    peer is the pid it names)."""
+    return {**json.loads(launcher.handoff_body(argv, os.getpid(), warm.env)), "encodings": encodings}
+
+
+def hand_off(warm: WarmServer, payload: bytes, *, cuts: Sequence[int] = (), count: int = 3, fds_with: int = 0) -> list[str]:
+    """Send ``payload`` cut at ``cuts``, ``count`` descriptors (the mock's stdin, then its stdout and
+    stderr) riding on chunk ``fds_with``; the keys of the answers until the server closes the
+    connection. A fork's child reads its end of file and ends: its status is the last answer."""
+    chunks = [payload[a:b] for a, b in zip([0, *cuts], [*cuts, len(payload)]) if payload[a:b]]
+    stdin_r, stdin_w = os.pipe()
+    out_r, out_w = os.pipe()
+    fds = [stdin_r, out_w, out_w, stdin_r][:count]
+    data = b""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(socket_of(warm))
+        try:
+            for i, chunk in enumerate(chunks):
+                socket.send_fds(sock, [chunk], fds if i == fds_with else [])
+        except OSError:
+            pass  # (the server closed a bad one early)
+        for fd in (stdin_r, out_w, stdin_w):
+            os.close(fd)
+        if count < 3 or len(payload) != HEADER_SIZE + struct.unpack_from(launcher.HEADER_FORMAT, payload)[1]:
+            sock.shutdown(socket.SHUT_WR)  # incomplete: the server waits for the rest, so say there is none
+        sock.settimeout(30)
+        try:
+            while chunk := sock.recv(4096):
+                data += chunk
+        except ConnectionResetError:
+            pass  # (closed with bytes of ours unread: a bad hand-off)
+    with os.fdopen(out_r, "rb") as out:
+        out.read()
+    return [next(iter(json.loads(x))) for x in data.splitlines()]
+
+
+HEADER_SIZE = struct.calcsize(launcher.HEADER_FORMAT)
+
+
+def serving(warm: WarmServer) -> None:
+    assert alive(warm.pid) and "Traceback" not in warm.log(), warm.log()[-2000:]
+    assert warm.children() == []
+
+
+@pytest.mark.slow
+def test_each_field_of_a_hand_off_broken_gets_a_fork_a_refusal_or_a_close(warm: WarmServer, spawn_encodings: dict[str, str]) -> None:
+    """Every field of a launcher's hand-off in turn dropped, or replaced by each near miss (another
+    JSON type, a value out of bounds) and by values of its type no launcher sent, plus a field
+    added: each whole, with three descriptors. The server forks, refuses or closes; never more."""
+    value = as_launched(warm, spawn_encodings, ["run", "default"])
+    variants = [{**value, "extra": 1}]
+    for name in value:
+        variants.append({k: v for k, v in value.items() if k != name})
+        variants += [{**value, name: other} for other in NEAR_MISSES + PLAUSIBLE[name]]
+    seen = []
+    for variant in variants:
+        keys = hand_off(warm, launcher.frame(json.dumps(variant).encode()))
+        assert keys in OUTCOMES, (variant, keys)
+        seen.append(len(keys))
+    assert set(seen) == {0, 1, 2}  # (each outcome was reached)
+    serving(warm)
+    assert answered(warm)
+
+
+@pytest.mark.slow
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_fuzzed_hand_offs_never_end_the_server(warm: WarmServer, spawn_encodings: dict[str, str], data: st.DataObject) -> None:
+    """A hand-off with any JSON in a field or a field of any name added, or a body of garbage, a
+    header that lies about the length, 0 to 4 descriptors, cut into chunks anywhere: a fork, a
+    refusal or a close, and the server serves on with no child left."""
+    draw = data.draw
+    argv = draw(st.sampled_from([["run", "default"], ["run", "no-such-scenario"], ["list"]]) | st.lists(st.text(max_size=6), max_size=3))
+    value = as_launched(warm, spawn_encodings, argv)
+    how = draw(st.sampled_from(["as sent", "field", "add", "garbage", "header", "descriptors"]))
+    if how == "field":
+        value[draw(st.sampled_from(sorted(value)))] = draw(VALUES)
+    elif how == "add":
+        value[draw(st.text(max_size=5))] = draw(VALUES)
+    body = draw(mutated()) if how == "garbage" else json.dumps(value).encode()
+    length = len(body)
+    if how == "header":
+        length = draw(st.sampled_from([0, max(0, len(body) - 3), len(body) + 3, launcher.MAX_BODY + 1, 2**32 - 1]))
+    payload = struct.pack(launcher.HEADER_FORMAT, launcher.MAGIC, length) + body
+    cuts = sorted(draw(st.lists(st.integers(1, max(1, len(payload) - 1)), max_size=3, unique=True)))
+    count = draw(st.sampled_from([0, 1, 2, 4])) if how == "descriptors" else 3
+    keys = hand_off(warm, payload, cuts=cuts, count=count, fds_with=draw(st.integers(0, len(cuts))))
+    assert keys in OUTCOMES, (how, keys)
+    assert not keys or (length == len(body) and count >= 3), (how, keys)  # (a fourth descriptor is cut off)
+    serving(warm)
+    if draw(st.integers(0, 4)) == 0:
+        assert answered(warm)
