@@ -60,9 +60,11 @@ def write(file: Path, result: Any) -> None:
     Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(result)
     payload = buffer.getvalue()
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
+        file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = file.with_suffix(f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
+        # 0600 whatever the umask: the reader unpickles only an entry no one else may write
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600), "wb") as fh:
+            os.fchmod(fh.fileno(), 0o600)  # (a file left by an earlier run keeps its mode through O_CREAT)
             fh.write(MAGIC + hashlib.sha256(payload).digest() + payload)
         os.replace(tmp, file)
     except OSError:

@@ -13,7 +13,7 @@ bytes changed without its change time moving (the file system offers no way to)
 or a SHA-256 collides.
 
 Each entry carries the SHA-256 of its pickle, checked before unpickling: a file
-that was damaged on disk is a miss. Reading it is therefore allowed to fail in
+that was damaged on disk is a miss; so is one another user could have written (``read``). Reading it is therefore allowed to fail in
 one way only, ``OSError`` (no entry, or one we may not read); any exception from
 ``pickle.loads`` of verified bytes is a bug in mockmcp and is not hidden.
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 import _pickle
 import hashlib
 import os
+import stat
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -167,11 +168,28 @@ def cache_file(path: Path, raw: bytes, allow_absolute: bool) -> Path:
 
 
 def read(file: Path) -> Any:
-    """The cached (scenario, warnings), or None: no entry, an unreadable one, or a damaged one."""
+    """The cached (scenario, warnings), or None: no entry, an unreadable one, a damaged one, or
+    one that anyone but this user could have written.
+
+    Unpickling runs code the pickle names, so only an entry this user wrote is unpickled: a
+    regular file (never through a link), owned by this user and writable by no one else,
+    checked on the descriptor it is read from. The folder is the user's own cache, but
+    ``HOME`` or ``XDG_CACHE_HOME`` may point into a shared folder (``/tmp`` in some
+    containers), where another user can put a file in our place before we make one."""
     try:
-        blob = file.read_bytes()
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None  # no entry yet (or a cache folder we may not read): load from YAML
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            return None  # not ours alone: load from YAML (the writer replaces it with one that is)
+        with open(fd, "rb", closefd=False) as fh:
+            blob = fh.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     head = len(MAGIC) + DIGEST
     payload = blob[head:]
     if blob[: len(MAGIC)] != MAGIC or blob[len(MAGIC) : head] != hashlib.sha256(payload).digest():

@@ -21,6 +21,7 @@ import attrs
 import pytest
 from support.paths import ROOT
 from support.messages import line, request
+from support.process import mockmcp_cmd
 
 from mockmcp.scenario import cachewrite, loadcache
 from mockmcp.scenario.loader import load
@@ -216,3 +217,68 @@ def test_past_its_bytes_the_cache_removes_the_oldest_too(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["2.pickle", "3.pickle"]
     cachewrite.prune(tmp_path, max_entries=100, max_bytes=350)  # within bounds: nothing goes
     assert len(list(tmp_path.iterdir())) == 2
+
+
+class _Planted:
+    """What another user might put in our cache: unpickling it writes a file (it runs code)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[Path, str]]:
+        return (Path.write_text, (self.marker, "ran"))
+
+
+def plant(entry: Path, marker: Path) -> bytes:
+    """Replace ``entry`` with a well-formed one (magic, digest) whose pickle runs code."""
+    import pickle
+
+    payload = pickle.dumps(_Planted(marker))
+    data = loadcache.MAGIC + hashlib.sha256(payload).digest() + payload
+    entry.unlink()
+    entry.write_bytes(data)
+    return data
+
+
+@pytest.mark.parametrize("how", ["group-writable", "world-writable", "another owner", "a link"])
+def test_an_entry_anyone_else_could_have_written_is_never_unpickled(tmp_path, monkeypatch, how):
+    entry = cached_default(tmp_path, monkeypatch)
+    assert entry.stat().st_mode & 0o777 == 0o600 and entry.parent.stat().st_mode & 0o777 == 0o700
+    marker = tmp_path / "ran"
+    plant(entry, marker)
+    entry.chmod(0o600)
+    assert loadcache.read(entry) is not None and marker.exists()  # (the plant runs when it passes for ours)
+    marker.unlink()
+    if how == "group-writable":
+        entry.chmod(0o620)
+    elif how == "world-writable":
+        entry.chmod(0o602)
+    elif how == "another owner":
+        monkeypatch.setattr(os, "geteuid", lambda: entry.stat().st_uid + 1)
+    else:
+        elsewhere = tmp_path / "elsewhere.pickle"
+        entry.rename(elsewhere)
+        entry.symlink_to(elsewhere)
+    assert loadcache.read(entry) is None and not marker.exists()
+    assert load("default")[0] == load("default", use_cache=False)[0]  # loaded from YAML, and written anew
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert load("default")[0] == load("default", use_cache=False)[0]  # (the entry written in its place: ours)
+    assert not marker.exists() and entry.stat(follow_symlinks=False).st_mode & 0o777 == 0o600
+
+
+def test_a_mock_spawned_with_a_planted_cache_entry_does_not_run_it(tmp_path):
+    """Through the real process: a world-writable entry at the very key the spawn computes."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    first = subprocess.run(mockmcp_cmd("run", "default"), input=line(request(1, "server/discover")), env=env,
+                           capture_output=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    (entry,) = (tmp_path / "mockmcp").glob("*.pickle")
+    marker = tmp_path / "ran"
+    plant(entry, marker)
+    entry.chmod(0o666)
+    proc = subprocess.run(mockmcp_cmd("run", "default"), input=line(request(1, "server/discover")), env=env,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0 and b'"result"' in proc.stdout, proc.stderr
+    assert not marker.exists()
+    assert entry.stat().st_mode & 0o777 == 0o600  # the spawn wrote its own entry in its place
