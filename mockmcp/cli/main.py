@@ -486,13 +486,13 @@ def _warnings(name: str, scenario: Any) -> list[Any]:
     if not found:
         return []
     from mockmcp.scenario import plainload
-    from mockmcp.scenario.loadcache import resolve
+    from mockmcp.scenario.loadcache import read_scenario, resolve
     from mockmcp.scenario.problems import Problem
 
     path = resolve(name)
     try:
-        _, positions = plainload.parse_yaml(path.read_text(encoding="utf-8"), str(path))
-    except OSError:  # (gone since it loaded: the warnings are still told, at the file's start)
+        _, positions = plainload.parse_yaml(read_scenario(path).decode("utf-8"), str(path))
+    except (OSError, UnicodeDecodeError):  # (gone since it loaded: the warnings are still told, at the file's start)
         positions = {}
     return [Problem(str(path), *plainload.position(positions, f.path), f.message, f.path, f.level) for f in found]
 

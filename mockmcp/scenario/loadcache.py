@@ -26,6 +26,7 @@ spawn (docs/performance.md). Writing an entry (a miss) is ``cachewrite``'s.
 from __future__ import annotations
 
 import _pickle
+import errno
 import hashlib
 import os
 import stat
@@ -59,6 +60,22 @@ def _locate(name_or_path: str) -> Path | None:
         return p
     candidate = bundled_dir() / f"{name_or_path}.yaml"
     return candidate if candidate.exists() else None
+
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""The most a scenario file, or a file it references, may hold. Past it the file is a mistake
+(a device, a log, a file still being written) that would otherwise be read into memory whole."""
+
+
+def read_scenario(path: Path) -> bytes:
+    """A scenario file's bytes; ``OSError`` when it cannot be read or holds more than
+    ``MAX_FILE_BYTES`` (``mockmcp run /dev/zero`` ends with an error instead of taking memory
+    for ever). A FIFO or a pipe (``<(...)``) is read as ``cat`` would read it."""
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise OSError(errno.EFBIG, f"more than {MAX_FILE_BYTES} bytes, the most a scenario file may hold")
+    return data
 
 
 def resolve(name_or_path: str) -> Path:
@@ -203,7 +220,7 @@ def load_cached(name_or_path: str, *, allow_absolute: bool = False) -> Any:
     if path is None:
         return None  # ``loader.load`` reports it properly
     try:
-        raw = path.read_bytes()
+        raw = read_scenario(path)
     except OSError:
         return None
     return read(cache_file(path, raw, allow_absolute))

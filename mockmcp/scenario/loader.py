@@ -26,13 +26,12 @@ from mockmcp.scenario import cachewrite, loadcache
 from mockmcp.scenario.model import base as model
 from mockmcp.scenario import quickload
 from mockmcp.scenario import scalars
-from mockmcp.scenario.loadcache import bundled_dir, bundled_names, resolve  # noqa: F401 (re-exported)
+from mockmcp.scenario.loadcache import MAX_FILE_BYTES, bundled_dir, bundled_names, resolve  # noqa: F401 (re-exported)
 from mockmcp.scenario.filekinds import file_kind
 from mockmcp.scenario.problems import LoadError, Problem
 from mockmcp.scenario.scalars import MAX_DEPTH, MAX_INT_DIGITS, parse_duration  # noqa: F401 (re-exported)
 
 # The largest resource ``file:`` the loader reads (the same bound as ``huge``).
-MAX_FILE_BYTES = 64 * 1024 * 1024
 
 def load_text(
     text: str, filename: str, *, base_dir: Path | None = None, allow_absolute: bool = False
@@ -162,7 +161,7 @@ def load(
     path = resolve(name_or_path)
     filename = str(path)
     try:
-        raw = path.read_bytes()
+        raw = loadcache.read_scenario(path)
     except OSError as exc:
         raise LoadError([Problem(filename, 0, 0, f"cannot read: {exc.strerror or exc}", ())]) from None
     cache_file = loadcache.cache_file(path, raw, allow_absolute)

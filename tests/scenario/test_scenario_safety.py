@@ -156,3 +156,33 @@ def test_client_text_that_looks_like_a_template_is_echoed_verbatim(schema):
     out = link.send(call(1, "echo", text=sneaky))
     schema.check(out[0], "tools/call")
     assert out[0]["result"]["content"] == [{"type": "text", "text": sneaky}]
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_a_scenario_argument_that_never_ends_is_an_error_not_a_memory_leak(tmp_path, command):
+    """``/dev/zero`` has no end and a sparse file can claim any size: the scenario file is read up
+    to its bound (64 MiB) and then refused with one line naming it, in bounded time and memory."""
+    sparse = tmp_path / "big.yaml"
+    with open(sparse, "wb") as fh:
+        fh.truncate(64 * 1024 * 1024 + 1)
+    for target in ("/dev/zero", str(sparse)):
+        proc = run_mock(command, target, timeout=60)
+        err = proc.stderr.decode()
+        assert proc.returncode == (2 if command == "run" else 1), err
+        assert f"{target}: cannot read: more than 67108864 bytes, the most a scenario file may hold" in err and "Traceback" not in err
+
+
+def test_a_scenario_read_from_a_pipe_still_loads(tmp_path, monkeypatch):
+    """The bound counts what is read: a pipe (``<(...)``, ``/dev/stdin``) has no size to look at first."""
+    from mockmcp.scenario import loadcache
+
+    text = (Path(__file__).resolve().parents[2] / "scenarios" / "default.yaml").read_bytes()
+    proc = run_mock("check", "/dev/stdin", input=text)
+    assert proc.returncode == 0 and b"ok" in proc.stdout, proc.stderr
+    exact = tmp_path / "exact.yaml"
+    exact.write_bytes(b"x" * 10)
+    monkeypatch.setattr(loadcache, "MAX_FILE_BYTES", 10)
+    assert loadcache.read_scenario(exact) == b"x" * 10
+    exact.write_bytes(b"x" * 11)
+    with pytest.raises(OSError, match="more than 10 bytes"):
+        loadcache.read_scenario(exact)
