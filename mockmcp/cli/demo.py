@@ -182,15 +182,16 @@ class Session:
         self.mock = Mock(argv)
 
     def close(self) -> None:
-        self.stderr_tails.append(self.mock.close())
+        if self.mock.closed is None:  # (else a restart closed it, and kept or told its stderr)
+            self.stderr_tails.append(self.mock.close())
 
     def restart(self, why: str) -> None:
         """The mock died: keep its stderr, spawn a fresh one (state starts over, as for any client)."""
         answered = self.mock.lines_read
         status, err = self.mock.close()
-        self.stderr_tails.append((status, err))
         if answered == 0 and self.restarts == 0 and status == 2:
-            raise DemoError(f"the mock could not start (status 2):\n{err}")
+            raise DemoError(f"the mock could not start (status 2):\n{err}")  # (its stderr, told once)
+        self.stderr_tails.append((status, err))
         if self.restarts >= MAX_RESTARTS:
             raise DemoError(f"the mock died {self.restarts + 1} times; giving up")
         self.restarts += 1
@@ -512,7 +513,7 @@ def demo(scenario: str, out: IO[str] | None = None, *, journal: str | None = Non
     if summary:
         width = max(len(what) for what, _ in summary)
         out.write("\nsummary:\n" + "".join(f"  {what:<{width}}  {verdict}\n" for what, verdict in summary))
-    if journal:
+    if journal and os.path.isfile(journal):  # (not when the mock could not open it)
         out.write(f"\njournal: {journal} (see it as a timeline: mockmcp journal {journal} --html timeline.html)\n")
     out.write(f"\n{'done' if status == 0 else 'failed'}.\n")
     out.flush()

@@ -106,15 +106,25 @@ def verifying(args: argparse.Namespace | SimpleNamespace) -> bool:
 def attach_observers(
     args: argparse.Namespace | SimpleNamespace, engine: Engine, conn: ShellConnection | LineConnection, log: StderrLog,
     *, journal: str | None = None,
-) -> Hooks:
+) -> Hooks | None:
     """Hook the journal and the verifier in only when asked for (they cost start-up time): a mock's
     connection or the proxy's. ``journal``: where to write it, when not ``--journal`` (a session
-    directory's). The observers by name (``output``, ``event``, ``finish``, ...)."""
+    directory's). The observers by name (``output``, ``event``, ``finish``, ...), or ``None``
+    once said why the journal cannot be written (exit 2: a folder, a path that does not exist)."""
     if not verifying(args):
         return {}
+    from mockmcp.verify.journal import JournalWriter
     from mockmcp.verify.verifier import attach
 
-    return attach(engine, conn, log, journal=journal or args.journal, report=args.report, strict=args.strict,
+    path = journal or args.journal
+    writer = None
+    if path:
+        try:
+            writer = JournalWriter(path)
+        except OSError as exc:
+            log("error", f"--journal: cannot write {path}: {exc.strerror or exc}")
+            return None
+    return attach(engine, conn, log, journal=writer, report=args.report, strict=args.strict,
                   session=getattr(args, "session", None))
 
 

@@ -41,6 +41,8 @@ def proxy(args: argparse.Namespace) -> int:
     engine = new_engine(scenario, seed=args.seed, time_scale=args.time_scale, track_unknown=verifying(args))
     conn = ProxyConnection(engine)
     observers = attach_observers(args, engine, conn, log)
+    if observers is None:
+        return 2
     serve = partial(serve_proxy, cmd, conn, startup_wait=args.startup_wait, grace=args.grace, log=log,
                     on_output=observers.get("output"), on_event=observers.get("event"))
     try:

@@ -88,6 +88,8 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     gc.set_threshold(10_000, 10, 10)
     gc.enable()
     observers = attach_observers(args, engine, conn, log, journal=journal)
+    if observers is None:
+        return 2
     auth = new_auth(args, engine)  # (an HTTP run with auth only)
     control = new_control(args, engine, conn, auth)
     if getattr(args, "http", None) is not None:

@@ -85,13 +85,14 @@ class Hooks(TypedDict, total=False):
 
 
 class Verifier:
-    def __init__(self, engine: Engine, log: Log, *, journal: str | None, report: str | None, strict: bool, session: str | None = None) -> None:
+    def __init__(self, engine: Engine, log: Log, *, journal: JournalWriter | None, report: str | None, strict: bool,
+                 session: str | None = None) -> None:
         self.engine = engine
         self.session = session  # a session directory: the report judges all its processes
         self.log = log
         self.strict = strict
         self.report_path = report.replace("{pid}", str(process_pid())) if report else None
-        self.journal = JournalWriter(journal) if journal else None
+        self.journal = journal
         self.checker = ClientChecker(modern_only=engine.protocol.era == "modern")
         self.tracker = ExpectationTracker(engine.scenario.expectations)
         self.tasks = None
@@ -311,9 +312,10 @@ class Verifier:
         self.log.raw("\n".join(lines) + "\n")
 
 
-def attach(engine: Engine, conn: ShellConnection | LineConnection, log: Log, *, journal: str | None = None,
+def attach(engine: Engine, conn: ShellConnection | LineConnection, log: Log, *, journal: JournalWriter | None = None,
            report: str | None = None, strict: bool = False, session: str | None = None) -> Hooks:
-    """A verifier watching ``conn`` (its inbound lines and its plans); its callbacks by name."""
+    """A verifier watching ``conn`` (its inbound lines and its plans); its callbacks by name.
+    ``journal``: opened by the caller, which says why when it cannot be (``launch.boot``)."""
     v = Verifier(engine, log, journal=journal, report=report, strict=strict, session=session)
     conn.observers.append(v.inbound)
     if isinstance(conn, BoundsJournal) and v.journal is not None:

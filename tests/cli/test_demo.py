@@ -201,6 +201,14 @@ def test_demo_of_a_broken_scenario_fails_with_its_problems() -> None:
     assert proc.returncode == 1
     assert "the mock could not start" in proc.stdout and "unknown key 'colour'" in proc.stdout
     assert "restart" not in proc.stdout
+    assert proc.stdout.count("unknown key 'colour'") == 1  # (told once, not again as the mock's stderr)
+
+
+def test_demo_with_a_journal_the_mock_cannot_write_says_so_once(tmp_path: Path) -> None:
+    proc, _ = demo("default", "--journal", str(tmp_path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    assert proc.stdout.count(f"--journal: cannot write {tmp_path}: ") == 1, proc.stdout
+    assert "as a timeline" not in proc.stdout  # (no journal to draw)
 
 
 # A stand-in mock that takes a while to start (a loaded machine), then reads a request and answers it.

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from support.messages import line, request
 
 from support.process import mockmcp_cmd, run_mock
@@ -215,3 +217,23 @@ def test_failed_expectations_are_journalled_at_exit(tmp_path: Path) -> None:
     out = io.StringIO()
     print_transcript(journal, color="never", out=out)
     assert "EXPECTATION FAILED called" in out.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["run", "run --http", "proxy", "record's replay"])
+def test_a_journal_that_cannot_be_written_stops_the_start_with_one_line(tmp_path: Path, kind: str) -> None:
+    """A folder, or a file in a folder that does not exist: status 2 and the reason, at start-up,
+    for every process kind that journals (before: a traceback from the journal's open)."""
+    cassette = tmp_path / "c.yaml"
+    cassette.write_text("mockmcp: 1\ntools: [{name: hi}]\n")
+    server = [sys.executable, "-m", "mockmcp", "run", "default"]
+    for target in (tmp_path, tmp_path / "missing" / "j.jsonl"):
+        args = {
+            "run": ["run", "default", "--journal", str(target)],
+            "run --http": ["run", "default", "--http", "127.0.0.1:0", "--journal", str(target)],
+            "proxy": ["proxy", "--journal", str(target), "--", *server],
+            "record's replay": ["record", "-o", str(cassette), "--journal", str(target), "--", *server],
+        }[kind]
+        proc = run_mock(*args, timeout=60)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2 and "Traceback" not in err, err
+        assert err.splitlines()[-1].startswith(f"mockmcp: error: --journal: cannot write {target}: "), err

@@ -102,6 +102,7 @@ def _processes(tmp_path: Path, text: str, n: int) -> list[Any]:
     from mockmcp.sessiondir.connection import SessionConnection
     from mockmcp.sessiondir.store import SessionStore
     from mockmcp.shells.log import StderrLog
+    from mockmcp.verify.journal import JournalWriter
     from mockmcp.verify.verifier import attach
 
     procs = []
@@ -110,7 +111,7 @@ def _processes(tmp_path: Path, text: str, n: int) -> list[Any]:
         store = SessionStore(str(tmp_path), "x", sessionreport.SavedVerdict())
         store.check(engine)
         conn = SessionConnection(Connection(engine), store)
-        hooks = attach(engine, conn, StderrLog("quiet"), journal=store.journal, session=str(tmp_path))
+        hooks = attach(engine, conn, StderrLog("quiet"), journal=JournalWriter(store.journal), session=str(tmp_path))
         procs.append((conn, hooks))
     return procs
 
