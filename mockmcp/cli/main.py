@@ -42,7 +42,6 @@ def _typed(convert: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 _non_negative_float = _typed(runargs.non_negative_float)
-_non_negative_int = _typed(runargs.non_negative_int)
 
 
 def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, examples: str) -> argparse.ArgumentParser:
@@ -130,7 +129,7 @@ def _schema_command(sub: _Sub) -> None:
                       "  mockmcp schema report    # also: journal, control (the TypeScript package's types come from these)\n")
     schema.add_argument("what", nargs="?", default="scenario", choices=["scenario", "report", "journal", "control"],
                         help="which schema (default: scenario)")
-    schema.add_argument("--indent", type=_non_negative_int, default=2, metavar="N",
+    schema.add_argument("--indent", type=_typed(runargs.indent_width), default=2, metavar="N",
                         help="indentation of the printed JSON (default: 2)")
 
 

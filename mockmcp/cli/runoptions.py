@@ -53,8 +53,15 @@ def positive_int(text: str) -> int:
     return _whole_number(text, 1)
 
 
-def non_negative_int(text: str) -> int:
-    return _whole_number(text, 0)
+MAX_INDENT = 16
+
+
+def indent_width(text: str) -> int:
+    """``schema --indent N``: 0 to ``MAX_INDENT`` (a width of billions was a MemoryError)."""
+    value = _whole_number(text, 0)
+    if value > MAX_INDENT:
+        raise BadValue(f"expected a whole number from 0 to {MAX_INDENT}, got {text!r}")
+    return value
 
 
 def whole_number(text: str) -> int:

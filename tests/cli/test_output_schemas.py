@@ -112,3 +112,12 @@ def test_every_journal_record_and_both_reports_fit(run: dict[str, Any]) -> None:
     session = json.loads(run["session"].stdout)
     assert session["perProcess"]
     _check(report, session, "mockmcp report DIR --json --per-process")
+
+
+def test_an_indent_past_the_bound_is_an_argument_error() -> None:
+    """(A width of billions was a MemoryError's traceback.)"""
+    for width, status in (("16", 0), ("17", 2), ("99999999999", 2)):
+        proc = subprocess.run(mockmcp_cmd("schema", "journal", "--indent", width), capture_output=True, text=True, timeout=60)
+        assert proc.returncode == status and "Traceback" not in proc.stderr, proc.stderr
+        if status:
+            assert f"expected a whole number from 0 to 16, got '{width}'" in proc.stderr

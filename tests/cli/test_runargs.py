@@ -71,7 +71,7 @@ def _value(option: Option) -> st.SearchStrategy[str]:
             return _number
         case "positive_float":
             return _positive_number
-        case "int" | "non_negative_int":
+        case "int":
             return _count.map(str)
         case "positive_int":
             return _count.filter(bool).map(str)
