@@ -408,8 +408,14 @@ def _ctl(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         try:
             params[key] = json.loads(value)
         except ValueError:
-            params[key] = value
-    data = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": args.operation, "params": params}) + "\n").encode()
+            params[key] = value  # not JSON: the text itself
+        except RecursionError:
+            parser.error(f"{key}=...: nested too deeply to be sent")
+    try:
+        data = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": args.operation, "params": params}, allow_nan=False)
+                + "\n").encode()
+    except ValueError:  # (NaN, Infinity or 1e400, which Python's parser reads as infinity)
+        parser.error("a value is not a finite number: JSON has no NaN or infinity")
     try:
         line = exchange(args.path, data, args.connect_timeout)
     except OSError as exc:
@@ -418,8 +424,16 @@ def _ctl(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not line:
         print(f"mockmcp ctl: {args.path} closed the connection without answering", file=sys.stderr)
         return 2
+    try:
+        answer = json.loads(line)
+    except (ValueError, RecursionError):
+        answer = None
+    if type(answer) is not dict or ("result" not in answer and "error" not in answer):
+        print(f"mockmcp ctl: {args.path} answered with something that is not a JSON-RPC response: {line[:200]!r}",
+              file=sys.stderr)
+        return 2
     sys.stdout.write(line.decode("utf-8", "replace"))
-    return 1 if "error" in json.loads(line) else 0
+    return 1 if "error" in answer else 0
 
 
 def _journal(args: argparse.Namespace) -> int:

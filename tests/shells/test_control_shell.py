@@ -293,6 +293,36 @@ def test_the_ctl_command_prints_the_response_and_exits_non_zero_on_an_error(mock
     assert done.returncode == 0 and json.loads(done.stdout)["result"]["state"] == "ready"
     done = ctl(str(tmp_path / "nowhere.sock"), "ping")
     assert done.returncode == 2 and b"cannot reach" in done.stderr
+    # values JSON cannot carry, said before anything is sent (before: Infinity went out, or a traceback)
+    for value, why in (("1e400", b"not a finite number"), ("NaN", b"not a finite number"), ("[" * 100_000, b"nested too deeply")):
+        done = ctl(mock.path, "waitFor", f"timeout={value}")
+        assert done.returncode == 2 and why in done.stderr and b"Traceback" not in done.stderr, done.stderr
+
+
+def test_the_ctl_command_says_so_when_what_answers_is_not_a_mock(tmp_path):
+    path = str(tmp_path / "other.sock")
+    answers = [b"hello\n", b"[1, 2]\n", b'{"jsonrpc": "2.0"}\n']
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(path)
+        server.listen()
+
+        def serve() -> None:
+            for answer in answers:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return  # (the test ended early and closed the socket)
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(answer)
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        for _ in answers:
+            done = subprocess.run(mockmcp_cmd("ctl", path, "ping"), capture_output=True, timeout=30)
+            assert done.returncode == 2 and b"Traceback" not in done.stderr, done.stderr
+            assert b"answered with something that is not a JSON-RPC response" in done.stderr
+        thread.join(10)
 
 
 def test_a_wait_is_answered_for_a_request_read_before_its_task_runs(mock):
