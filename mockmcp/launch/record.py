@@ -50,7 +50,12 @@ def record(args: argparse.Namespace) -> int:
     import trio
 
     from mockmcp.record import cassette, relay
-    from mockmcp.record.recording import finisher, serve_recording
+    from mockmcp.record.recording import cannot_write, finisher, serve_recording
+
+    why = cannot_write(path)
+    if why is not None:  # (said now, not after the session it would have recorded)
+        print(f"mockmcp record: cannot write the cassette {path}: {why}", file=sys.stderr)
+        return 2
 
     opts = cassette.Options(redactor, keep_timing=args.keep_timing, as_modern=args.as_version is not None,
                             source=os.path.basename(cmd[0]))

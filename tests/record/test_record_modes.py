@@ -204,10 +204,12 @@ def test_a_write_that_fails_half_way_leaves_the_old_cassette_whole(tmp_path: Pat
 
 
 def test_a_cassette_that_cannot_be_written_is_a_clear_error_not_a_crash(tmp_path: Path) -> None:
+    """Writable when the recording starts, a folder by its end (the server makes it, mid-session):
+    the rename over it fails at the very end, said plainly, the session itself unharmed."""
     target = tmp_path / "taken"
-    target.mkdir()  # the path is a folder: the rename over it fails at the very end
+    server = f"import os; os.mkdir({str(target)!r})\n" + SLOW_SERVER
     proc = record(target, "--mode", "all", input=line(request(1, "tools/call", {"name": "t", "arguments": {}})),
-                  server=[sys.executable, "-c", SLOW_SERVER])
+                  server=[sys.executable, "-c", server])
     assert proc.returncode == 1, proc.stderr
     assert f"cannot write {target}".encode() in proc.stderr and b"Traceback" not in proc.stderr, proc.stderr
     assert answers(proc)[1]["result"] == {"resultType": "complete", "content": []}  # the session itself went through
@@ -271,3 +273,20 @@ def test_a_probe_only_session_writes_no_cassette(tmp_path: Path) -> None:
     proc = record(cassette, input=line(probe) + line(request(1, "tools/call", {"name": "t", "arguments": {}})),
                   server=[sys.executable, "-c", GARBAGE_SERVER])
     assert cassette.exists()
+
+
+@pytest.mark.parametrize("mode", ["once", "all"])
+def test_a_cassette_that_cannot_be_written_is_said_before_recording(tmp_path: Path, mode: str) -> None:
+    """``-o`` under a file (or wherever the cassette cannot go): status 2 at once, the real server
+    never started (before: the whole session was recorded, then lost with "nothing was written")."""
+    marker = tmp_path / "server-started"
+    started = [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = record(blocker / "c.yaml", "--mode", mode, input=line(ECHO_HI), server=started)
+    assert proc.returncode == 2 and proc.stdout == b"", proc.stderr
+    assert proc.stderr.decode().strip() == f"mockmcp record: cannot write the cassette {blocker / 'c.yaml'}: {blocker} is not a folder"
+    assert not marker.exists()
+    fresh = tmp_path / "new" / "sub" / "c.yaml"  # a folder that is not there yet is made, as before
+    assert "cannot write" not in record(fresh, "--mode", mode, input=line(ECHO_HI)).stderr.decode()
+    assert fresh.exists() and [p.name for p in fresh.parent.iterdir()] == ["c.yaml"]  # (no probe left)
