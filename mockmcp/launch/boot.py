@@ -110,12 +110,21 @@ def attach_observers(
     """Hook the journal and the verifier in only when asked for (they cost start-up time): a mock's
     connection or the proxy's. ``journal``: where to write it, when not ``--journal`` (a session
     directory's). The observers by name (``output``, ``event``, ``finish``, ...), or ``None``
-    once said why the journal cannot be written (exit 2: a folder, a path that does not exist)."""
+    once said why the journal or the report cannot be written (exit 2: a folder, a path that does
+    not exist: said at start-up, not when the report is due)."""
     if not verifying(args):
         return {}
     from mockmcp.verify.journal import JournalWriter
     from mockmcp.verify.verifier import attach
 
+    if args.report:
+        from mockmcp.verify.journal import process_pid
+
+        report = args.report.replace("{pid}", str(process_pid()))
+        why = cannot_write(report)
+        if why is not None:
+            log("error", f"--report: cannot write {report}: {why}")
+            return None
     path = journal or args.journal
     writer = None
     if path:
@@ -126,6 +135,33 @@ def attach_observers(
             return None
     return attach(engine, conn, log, journal=writer, report=args.report, strict=args.strict,
                   session=getattr(args, "session", None))
+
+
+def cannot_write(path: str, *, make_folder: bool = False) -> str | None:
+    """Why a file could not be written at ``path`` at the end of the run, or None: asked at
+    start-up, so an output the run exists to produce (a cassette, a report) is not lost at its
+    end to a typo. With ``make_folder`` a missing folder is made (as that writer would make it).
+    A file is created in the folder and removed: the one answer permissions, read-only mounts
+    and full inode tables all give alike."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return "it is a folder"
+    if make_folder:
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except FileExistsError:
+            return f"{folder} is not a folder"
+        except OSError as exc:
+            return f"cannot make its folder {folder}: {exc.strerror or exc}"
+    elif not os.path.isdir(folder):
+        return f"its folder {folder} does not exist" if not os.path.exists(folder) else f"{folder} is not a folder"
+    probe = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.probe")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except OSError as exc:
+        return f"cannot write in {folder}: {exc.strerror or exc}"
+    os.unlink(probe)
+    return None
 
 
 def finished(observers: Hooks, status: int) -> int:
@@ -179,4 +215,4 @@ def server_command(words: Sequence[str], prog: str) -> list[str] | None:
     return cmd
 
 
-__all__ = ["attach_observers", "verifying", "finished", "load_scenario", "new_auth", "new_control", "new_engine", "open_log", "server_command"]
+__all__ = ["attach_observers", "cannot_write", "verifying", "finished", "load_scenario", "new_auth", "new_control", "new_engine", "open_log", "server_command"]

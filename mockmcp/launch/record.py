@@ -15,7 +15,7 @@ import sys
 from functools import partial
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from mockmcp.launch.boot import load_scenario, new_engine, open_log, server_command
+from mockmcp.launch.boot import cannot_write, load_scenario, new_engine, open_log, server_command
 
 if TYPE_CHECKING:
     from mockmcp.scenario.model.base import Scenario
@@ -50,9 +50,9 @@ def record(args: argparse.Namespace) -> int:
     import trio
 
     from mockmcp.record import cassette, relay
-    from mockmcp.record.recording import cannot_write, finisher, serve_recording
+    from mockmcp.record.recording import finisher, serve_recording
 
-    why = cannot_write(path)
+    why = cannot_write(path, make_folder=True)
     if why is not None:  # (said now, not after the session it would have recorded)
         print(f"mockmcp record: cannot write the cassette {path}: {why}", file=sys.stderr)
         return 2

@@ -74,28 +74,6 @@ _PROBE_ONLY = frozenset({"server/discover", "initialize", "ping"})
 HEADER = "A cassette written by `mockmcp record`: an ordinary scenario (mockmcp check / mockmcp run)."
 
 
-def cannot_write(path: str) -> str | None:
-    """Why a cassette could not be written at ``path``, or None: asked before recording, so a
-    session's worth of traffic is not lost at its end to a typo in ``-o``. The folder is made if
-    missing (as the write would make it) and a file is created in it and removed."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        return "it is a folder"
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except FileExistsError:
-        return f"{folder} is not a folder"
-    except OSError as exc:
-        return f"cannot make its folder {folder}: {exc.strerror or exc}"
-    probe = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.probe")
-    try:
-        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
-    except OSError as exc:
-        return f"cannot write in {folder}: {exc.strerror or exc}"
-    os.unlink(probe)
-    return None
-
-
 def write_atomic(path: str, text: str) -> None:
     """Write ``text`` to a temporary file in the same folder, flush it to disk, rename it over ``path``."""
     folder = os.path.dirname(os.path.abspath(path))

@@ -14,6 +14,7 @@ report is written then (docs/verification.md says so).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -279,8 +280,10 @@ class Verifier:
                     json.dump(report, fh, indent=2, ensure_ascii=False, default=repr)
                     fh.write("\n")
                 os.replace(tmp, self.report_path)
-            except OSError as exc:
+            except OSError as exc:  # (checked at start-up: a disk that filled, a folder removed since)
                 self.log("error", f"cannot write the report {self.report_path}: {exc}")
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)  # (a half-written or unrenamed temporary file is not left beside it)
         self._summary(report)
         if self.journal is not None:
             for verdict in report["expectations"]:  # the journal alone then tells why a test failed (the timeline shows it)

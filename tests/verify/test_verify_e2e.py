@@ -321,3 +321,38 @@ def test_typescript_sdk_two_processes_one_journal_a_report_each(scenario: Path, 
     assert verdicts["greet"] == "passed" and verdicts["expectations[2]"] == "passed"
     recs = read_journal(tmp_path / "j.jsonl")
     assert {r["pid"] for r in recs} == {r["pid"] for r in reports.values()}
+
+
+@pytest.mark.parametrize("kind", ["run", "run --http", "proxy"])
+def test_a_report_that_cannot_be_written_stops_the_start_with_one_line(tmp_path: Path, kind: str) -> None:
+    """A folder, a folder that does not exist, a file where the folder should be: status 2 and the
+    reason at start-up (before: the run went on, and said so at exit, with status 0)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    server = [sys.executable, "-m", "mockmcp", "run", "default"]
+    for target, why in ((tmp_path, "it is a folder"), (tmp_path / "missing" / "r.json", f"its folder {tmp_path / 'missing'} does not exist"),
+                        (blocker / "r.json", f"{blocker} is not a folder")):
+        args = {
+            "run": ["run", "default", "--report", str(target)],
+            "run --http": ["run", "default", "--http", "127.0.0.1:0", "--report", str(target)],
+            "proxy": ["proxy", "--report", str(target), "--", *server],
+        }[kind]
+        proc = run_mock(*args, timeout=60)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2 and err == f"mockmcp: error: --report: cannot write {target}: {why}\n", err
+        assert not (tmp_path / "missing").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_a_report_that_cannot_be_written_at_exit_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """Writable at start-up, a folder in its place by the end: said, and nothing left beside it."""
+    report = tmp_path / "r.json"
+    proc = subprocess.Popen(mockmcp_cmd("run", "default", "--report", str(report)), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(line(request(1, "server/discover")))
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1  # (started: the report's path was checked)
+    report.mkdir()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and f"cannot write the report {report}".encode() in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
