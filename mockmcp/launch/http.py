@@ -87,7 +87,15 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
     # The signal receiver is open before the URL is printed: a suite that stops the mock as
     # soon as it has read the URL must find SIGTERM handled, not the default action.
     with shutdown_signals(ignore_sigterm) as received:
-        listeners = (await trio.open_tcp_listeners(port, host=host))[:1]  # one socket: one port, one URL
+        try:
+            listeners = (await trio.open_tcp_listeners(port, host=host))[:1]  # one socket: one port, one URL
+        except OSError as exc:  # the port taken, an address not this machine's: the user's to fix
+            shell.log("error", f"--http: cannot listen on {origin_for(host, port).removeprefix('http://')}: "
+                               f"{exc.strerror or exc}")
+            if control is not None:
+                control[1].close()
+                control[0].unlink()  # (bound, never served: its socket file goes with it)
+            return 2
         bound = listeners[0].socket.getsockname()
         url = url_for(host, bound[1])
         async with trio.open_nursery() as nursery:

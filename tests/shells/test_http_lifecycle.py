@@ -97,3 +97,23 @@ def test_hangs_and_listen_streams_hold_up_no_exit(tmp_path: Path) -> None:
         assert time.monotonic() - started < 5  # far less than the 20 s grace
         hang[0].close()
         conn.close()
+
+
+def test_a_port_that_cannot_be_listened_on_is_one_line_and_status_2(tmp_path: Path) -> None:
+    """The port taken by another process (before: a traceback from the listener's bind); with
+    --control, the control socket bound a moment before goes too."""
+    import subprocess
+
+    from support.process import mockmcp_cmd
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        control = tmp_path / "c.sock"
+        for extra in ([], ["--control", str(control)]):
+            proc = subprocess.run(mockmcp_cmd("run", "default", "--http", str(port), *extra), stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=60)
+            assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+            assert proc.stderr == f"mockmcp: error: --http: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+            assert not control.exists()
