@@ -287,6 +287,10 @@ def prime_run_parser() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a closed pipe and Ctrl-C end it quietly with the shell's usual status."""
+    if not _standard_streams_open():
+        print("mockmcp: stdout is closed, so nothing could be answered or printed "
+              "(to drop the output, send it to /dev/null instead)", file=sys.stderr)
+        return 2
     _heed_sigint()
     try:
         status = _dispatch(argv)
@@ -298,6 +302,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return EXIT_SIGINT
     return status
+
+
+def _standard_streams_open() -> bool:
+    """Put /dev/null on each of fds 0, 1 and 2 the process was started with closed (``2>&-``);
+    False when fd 1 was one of them.
+
+    A file opened later takes the lowest free descriptor: with stderr closed, the journal
+    became fd 2 and every log line was written into it; with stdout closed, the answers would
+    have been. And ``print(file=sys.stderr)`` with ``sys.stderr`` None prints to stdout, the
+    protocol's channel. Closed stdin reads as at once at its end, closed stderr as a log no one
+    reads, as they did; closed stdout leaves nowhere to answer: the caller stops with status 2."""
+    closed = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.append(fd)
+    for fd in closed:  # (ascending: each open takes the lowest free descriptor, the one closed)
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+    if sys.stdin is None:
+        sys.stdin = open(0, encoding="utf-8", closefd=False)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+    return 1 not in closed
 
 
 def _heed_sigint() -> None:

@@ -278,6 +278,8 @@ def hand_off(argv: list[str], given: str = "") -> int | None:
     if environ.get("MOCKMCP_WARM") == "0":
         return None
     try:
+        for fd in (0, 1, 2):  # one closed: the socket opened next would take its number and be sent as it
+            posix.fstat(fd)  # (run directly: ``cli.main`` says what a closed stream means)
         if posix.isatty(0):
             return None  # refused anyway: job control of a terminal is the direct process's
         data = frame(handoff_body(argv, posix.getpid(), environ))  # (with the mask before the block below)

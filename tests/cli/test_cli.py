@@ -523,3 +523,30 @@ def test_a_refusal_after_parsing_shows_the_subcommands_usage(argv, said, capsys)
     err = capsys.readouterr().err
     assert exited.value.code == 2
     assert err.startswith(f"usage: mockmcp {argv[0]} ") and err.endswith(said + "\n"), err
+
+
+def _started_with(closing: str, cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[bytes]:
+    """``cmd`` started with one standard stream closed (``>&-``, ``2>&-``, ``<&-``), as a shell does."""
+    return subprocess.run(["sh", "-c", f'exec "$@" {closing}', "sh", *cmd], capture_output=True, timeout=60, **kw)
+
+
+@pytest.mark.parametrize("spawn", ["launcher", "direct"])
+def test_closed_standard_streams_are_never_taken_by_a_file(tmp_path: Path, spawn: str) -> None:
+    """With stderr closed, the journal opened next took fd 2 and the log was written into it; with
+    stdout closed, commands died with a traceback (and a run's answers could have gone into a
+    file). Now: stdout closed is one line and status 2; stderr and stdin closed read as /dev/null."""
+    from support.process import direct_cmd
+
+    cmd = mockmcp_cmd if spawn == "launcher" else direct_cmd
+    for command in (["run", "default"], ["list"], ["schema"]):
+        proc = _started_with(">&-", cmd(*command), input=line(request(1, "server/discover")))
+        assert proc.returncode == 2 and b"Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.startswith(b"mockmcp: stdout is closed"), proc.stderr
+    journal = tmp_path / "j.jsonl"
+    proc = _started_with("2>&-", cmd("run", "default", "--journal", str(journal), "--log-level", "debug"),
+                         input=b"not json\n" + line(request(1, "server/discover")))
+    assert proc.returncode == 0 and json.loads(proc.stdout.splitlines()[-1])["id"] == 1
+    lines = journal.read_bytes().splitlines()
+    assert lines and all(json.loads(x)["dir"] for x in lines), lines  # records only: no log line in it
+    proc = _started_with("<&-", cmd("run", "default"))
+    assert proc.returncode == 0 and proc.stdout == b"" and b"Traceback" not in proc.stderr
