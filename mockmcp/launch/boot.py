@@ -117,6 +117,7 @@ def attach_observers(
     from mockmcp.verify.journal import JournalWriter
     from mockmcp.verify.verifier import attach
 
+    report = None
     if args.report:
         from mockmcp.verify.journal import process_pid
 
@@ -133,7 +134,7 @@ def attach_observers(
         except OSError as exc:
             log("error", f"--journal: cannot write {path}: {exc.strerror or exc}")
             return None
-    return attach(engine, conn, log, journal=writer, report=args.report, strict=args.strict,
+    return attach(engine, conn, log, journal=writer, report=report, strict=args.strict,
                   session=getattr(args, "session", None))
 
 

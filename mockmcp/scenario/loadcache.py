@@ -13,9 +13,10 @@ bytes changed without its change time moving (the file system offers no way to)
 or a SHA-256 collides.
 
 Each entry carries the SHA-256 of its pickle, checked before unpickling: a file
-that was damaged on disk is a miss; so is one another user could have written (``read``). Reading it is therefore allowed to fail in
-one way only, ``OSError`` (no entry, or one we may not read); any exception from
-``pickle.loads`` of verified bytes is a bug in mockmcp and is not hidden.
+that was damaged on disk is a miss; so is one another user could have written
+(``read``). Reading it is therefore allowed to fail in one way only, ``OSError``
+(no entry, or one we may not read); any exception from ``pickle.loads`` of
+verified bytes is a bug in mockmcp and is not hidden.
 
 Entries are read with CPython's C unpickler, ``_pickle.loads``, which is the very function
 ``pickle`` exports (tests/scenario/test_load_cache.py holds them to be one): importing
