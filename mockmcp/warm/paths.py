@@ -29,10 +29,10 @@ def prefix_from_env() -> list[str] | None:
         return None
     try:
         prefix = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    if isinstance(prefix, list) and prefix and all(isinstance(p, str) for p in prefix):
-        return prefix
+    if isinstance(prefix, list) and prefix and all(isinstance(p, str) and "\0" not in p for p in prefix) and prefix[0]:
+        return prefix  # (a NUL, or an empty program name: no exec could take it)
     return None
 
 

@@ -412,3 +412,15 @@ def test_fuzzed_hand_offs_never_end_the_server(warm: WarmServer, spawn_encodings
     serving(warm)
     if draw(st.integers(0, 4)) == 0:
         assert answered(warm)
+
+
+def test_a_prefix_variable_no_exec_could_take_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``MOCKMCP_WARM_ARGV`` is read by every spawner (the fixture, the demo, the helpers): what is
+    not a list of strings an exec can take means "spawn directly", never a crash of the spawner."""
+    from mockmcp.warm.paths import WARM_ARGV, prefix_from_env
+
+    for text in ("garbage", "[" * 100_000, '"python"', "[]", '[1]', '[""]', '["py\\u0000thon"]', '["python", "a\\u0000"]'):
+        monkeypatch.setenv(WARM_ARGV, text)
+        assert prefix_from_env() is None, text
+    monkeypatch.setenv(WARM_ARGV, '["/usr/bin/python3", "", "-c", "x"]')
+    assert prefix_from_env() == ["/usr/bin/python3", "", "-c", "x"]
