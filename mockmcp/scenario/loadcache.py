@@ -91,7 +91,12 @@ def resolve(name_or_path: str) -> Path:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    """``$XDG_CACHE_HOME/mockmcp``, else ``~/.cache/mockmcp``. A relative ``XDG_CACHE_HOME`` is
+    ignored, as the XDG specification asks: it would put a cache folder in whatever folder each
+    spawn's client ran in."""
+    root = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(root):
+        root = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(root) / "mockmcp"
 
 

@@ -282,3 +282,14 @@ def test_a_mock_spawned_with_a_planted_cache_entry_does_not_run_it(tmp_path):
     assert proc.returncode == 0 and b'"result"' in proc.stdout, proc.stderr
     assert not marker.exists()
     assert entry.stat().st_mode & 0o777 == 0o600  # the spawn wrote its own entry in its place
+
+
+def test_a_relative_cache_home_is_ignored(tmp_path, monkeypatch):
+    """(The XDG specification: a relative path in these variables is invalid.) Before, each spawn
+    made a cache folder under whatever folder its client ran in."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for value in ("relative/cache", "", "."):
+        monkeypatch.setenv("XDG_CACHE_HOME", value)
+        assert loadcache.cache_dir() == tmp_path / "home" / ".cache" / "mockmcp"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert loadcache.cache_dir() == tmp_path / "xdg" / "mockmcp"
