@@ -37,7 +37,15 @@ FIRST_LANE = 4  # grid column of the first mock lane (1: time, 2: client, 3: lab
 
 
 def write_timeline(journal: str | os.PathLike[str], out: str | os.PathLike[str]) -> int:
-    """The CLI entry: 0 when the page is written, 1 for a file that is not a journal, 2 if unreadable."""
+    """The CLI entry: 0 when the page is written, 1 for a file that is not a journal, 2 if unreadable
+    (or if ``out`` is the journal itself: the page would have taken the journal's place)."""
+    try:
+        same = os.path.samefile(journal, out)
+    except OSError:  # (no page there yet, or no journal: said below)
+        same = False
+    if same:
+        print(f"mockmcp journal: --html {os.fspath(out)} is the journal itself; name another file", file=sys.stderr)
+        return 2
     loaded = load_for_command(journal)
     if isinstance(loaded, int):
         return loaded

@@ -14,6 +14,7 @@ from support.messages import line, request
 
 from support.process import run_mock
 
+from mockmcp.verify.journal import JournalWriter
 from mockmcp.verify.timeline import render
 from mockmcp.verify.timeline_layout import lanes_of, lifelines_at
 
@@ -191,3 +192,15 @@ def test_progress_and_log_rows_show_their_values() -> None:
     assert "<summary>notifications/progress 1/2 fetching forecast</summary>" in text
     assert "<summary>notifications/progress 0.5</summary>" in text
     assert "<summary>notifications/message info weather: {&quot;city&quot;: &quot;Oslo&quot;}</summary>" in text
+
+
+def test_a_page_named_as_the_journal_itself_is_refused(tmp_path: Path) -> None:
+    """(Before: the page was written over the journal it was drawn from.)"""
+    journal = tmp_path / "j.jsonl"
+    JournalWriter(journal).write("in", message={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    before = journal.read_bytes()
+    (tmp_path / "link.jsonl").symlink_to(journal)
+    for out in (journal, tmp_path / "link.jsonl", tmp_path / "." / "j.jsonl"):
+        proc = run_mock("journal", str(journal), "--html", str(out))
+        assert proc.returncode == 2 and b"is the journal itself" in proc.stderr, proc.stderr
+        assert journal.read_bytes() == before
