@@ -26,7 +26,6 @@ skipped and counted, and the transcript, the timeline, a session's verdict and
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -153,19 +152,41 @@ _verdict = _object({
     "verdict": lambda v: type(v) is str and v in VERDICTS,
     "why": _string, "retriesNotCounted": _integer, "before": _string, "after": _string,
 }, ("expectation", "request", "wanted", "count", "ids", "verdict"), more=False)
-well_formed = _object({
-    # (a number the clock gave: JSON has no infinity, though Python's parser reads 1e400 as one)
-    "t": lambda v: type(v) in (int, float) and math.isfinite(v),
-    "pid": _integer,
-    "dir": lambda v: type(v) is str and v in DIRECTIONS,
+_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "message": lambda v: type(v) is dict,
     "raw": _string, "fault": lambda v: type(v) is bool, "error": lambda v: v is None or type(v) is str,
     "oversized": _integer, "headers": lambda v: type(v) is dict and all(type(x) is str for x in v.values()),
     "rule": _string, "kind": _string, "finding": _finding, "verdict": _verdict, "scenario": _string,
     "argv": _strings, "versions": _strings,
-}, ("t", "pid", "dir"), more=True)
-"""Whether a parsed line is a journal record: what ``mockmcp schema journal`` admits (an event
-carries fields of its own; a verdict carries no field the schema does not name)."""
+}
+_BIGGEST_CLOCK = 2**1023  # (past it an integer has no double: the transcript's arithmetic would overflow)
+
+
+def well_formed(rec: Any) -> bool:
+    """Whether a parsed line is a journal record: what ``mockmcp schema journal`` admits (an event
+    carries fields of its own; a verdict carries no field the schema does not name), with a clock
+    ``t`` a double can hold (JSON has no infinity, though Python's parser reads 1e400 as one).
+
+    The three fields every record has are checked inline and the others only when present: a
+    session's verdict runs this on every line journalled since the last one."""
+    if type(rec) is not dict:
+        return False
+    t, pid, d = rec.get("t"), rec.get("pid"), rec.get("dir")
+    if type(t) is float:
+        if t - t != 0:  # (inf and NaN)
+            return False
+    elif type(t) is not int or not -_BIGGEST_CLOCK < t < _BIGGEST_CLOCK:
+        return False
+    if type(pid) is not int and not (type(pid) is float and pid.is_integer()):
+        return False
+    if type(d) is not str or d not in DIRECTIONS:
+        return False
+    if len(rec) > 3:
+        for key, value in rec.items():
+            check = _OPTIONAL.get(key)
+            if check is not None and not check(value):
+                return False
+    return True
 
 
 def record_of(line: bytes | str) -> dict[str, Any] | None:
