@@ -80,7 +80,7 @@ def variants(rec: dict[str, Any], another: Any) -> list[dict[str, Any]]:
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(rec=valid_records(), another=VALUES)
 def test_the_reader_admits_what_the_published_schema_does(rec: dict[str, Any], another: Any) -> None:
     for variant in variants(rec, another):
@@ -100,7 +100,7 @@ def test_the_reader_refuses_what_json_has_no_word_for_and_what_nests_too_deep() 
     assert record_of(b'{"t": 1, "pid": 1, "dir": "in", "message": {"a": [[[]]]}}') is not None
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(records=st.lists(valid_records(), min_size=1, max_size=5), another=VALUES)
 def test_every_admitted_record_is_rendered(records: list[dict[str, Any]], another: Any) -> None:
     admitted = [v for r in records for v in variants(r, another)[::7] if well_formed(v)]
