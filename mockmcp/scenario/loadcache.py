@@ -57,10 +57,19 @@ def bundled_names() -> list[str]:
 def _locate(name_or_path: str) -> Path | None:
     """The file a scenario argument names (a path, or a bundled scenario's name), or ``None``."""
     p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or os.sep in name_or_path or p.exists():
+    if p.suffix in (".yaml", ".yml") or os.sep in name_or_path or _exists(p):
         return p
     candidate = bundled_dir() / f"{name_or_path}.yaml"
-    return candidate if candidate.exists() else None
+    return candidate if _exists(candidate) else None
+
+
+def _exists(path: Path) -> bool:
+    """``Path.exists``, but a name the system refuses to look up (too long: ``ENAMETOOLONG``) is
+    one that is not there, as it is for a missing file, never an exception."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 MAX_FILE_BYTES = 64 * 1024 * 1024

@@ -550,3 +550,18 @@ def test_closed_standard_streams_are_never_taken_by_a_file(tmp_path: Path, spawn
     assert lines and all(json.loads(x)["dir"] for x in lines), lines  # records only: no log line in it
     proc = _started_with("<&-", cmd("run", "default"))
     assert proc.returncode == 0 and proc.stdout == b"" and b"Traceback" not in proc.stderr
+
+
+ODD_SCENARIO_ARGUMENTS = ["x" * 5000, "x" * 5000 + ".yaml", "/tmp/" + "x" * 300 + "/a.yaml", "a\udcffb", "..", ".", "",
+                          "default/", "nothing.yml", "/dev/null", "/", "~", "default\n"]
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_an_odd_scenario_argument_is_an_error_naming_it(command: str) -> None:
+    """Whatever a scenario argument is (a name too long for the file system: before, a
+    traceback from looking it up), run and check end with status 2 (check: 1) and no traceback."""
+    for arg in ODD_SCENARIO_ARGUMENTS:
+        proc = subprocess.run(mockmcp_cmd(command, arg),
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        assert proc.returncode == (2 if command == "run" else 1), (arg[:40], proc.stderr[-500:])
+        assert b"Traceback" not in proc.stderr and proc.stdout.strip(b"\n").count(b"\n") <= 1, (arg[:40], proc.stderr[-500:])
