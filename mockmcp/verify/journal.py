@@ -272,7 +272,14 @@ def print_transcript(path: str | os.PathLike[str], color: str = "auto", out: Tex
 
 
 def transcript_lines(records: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
-    """(text, style) per record; times are relative to the first record."""
+    """(text, style) per record; times are relative to the first record. A lone surrogate (JSON
+    lets a client send ``\\ud800``, in a cancel's reason say, and the journal keeps it) is shown
+    as its escape: no UTF-8 stream could print it."""
+    for text, style in _lines(records):
+        yield text.encode("utf-8", "backslashreplace").decode("utf-8"), style
+
+
+def _lines(records: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
     if not records:
         return
     t0 = min(r.get("t", 0) for r in records)

@@ -33,7 +33,7 @@ from mockmcp.scenario.expectations import ExpectationTracker
 from mockmcp.verify.journal import read_journal, record_of
 from mockmcp.sessiondir.files import open_file, read_file, write_aside
 from mockmcp.sessiondir.layout import JOURNAL, JUDGED, OLDER_JOURNAL  # (JUDGED: where the last verdict stopped)
-from mockmcp.verify.reportshape import report_of
+from mockmcp.verify.reportshape import report_of, report_text
 
 if TYPE_CHECKING:
     from mockmcp.scenario.model.options import Expectation
@@ -312,7 +312,7 @@ def report_command(directory: str, *, per_process: bool, as_json: bool) -> int:
     scenario, _ = hit
     report = session_report(directory, scenario.expectations, per_process=per_process)
     if as_json:
-        print(json.dumps(report, indent=2, ensure_ascii=False, default=repr))
+        print(report_text(report))
     else:
         c = report["counts"]
         f, e = c["findings"], c["expectations"]

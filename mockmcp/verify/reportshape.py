@@ -6,6 +6,7 @@ so neither imports the other for it.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mockmcp.verify.checks import CHECKS
@@ -35,3 +36,12 @@ def report_of(who: dict[str, Any], counts: dict[str, Any], by_check: dict[str, i
 
 
 __all__ = ["report_of"]
+
+
+def report_text(report: dict[str, Any]) -> str:
+    """The report as the JSON text both writers write: indented, other scripts kept as they are,
+    and a lone surrogate (a client may send ``\\ud800`` in a tool's name, and a finding quotes
+    it) written as its JSON escape, the one form UTF-8 can carry: before, writing it failed
+    with UnicodeEncodeError and the mock died at exit without its report."""
+    text = json.dumps(report, indent=2, ensure_ascii=False, default=repr)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")  # (only inside strings: the escape)

@@ -270,4 +270,6 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def _e(text: str) -> str:
-    return html.escape(text, quote=True)
+    """HTML-escaped, a lone surrogate shown as its escape (``\\ud800``): JSON lets a client send
+    one, the journal keeps it, and UTF-8 has no encoding for it (the page could not be written)."""
+    return html.escape(text.encode("utf-8", "backslashreplace").decode("utf-8"), quote=True)

@@ -28,7 +28,7 @@ from mockmcp.scenario.expectations import ExpectationTracker, failure_message
 from mockmcp.wire.framing import Oversized
 from mockmcp.wire.redaction import redact_headers
 from mockmcp.verify.journal import JournalWriter, process_pid, raw_text
-from mockmcp.verify.reportshape import report_of
+from mockmcp.verify.reportshape import report_of, report_text
 
 if TYPE_CHECKING:
     from mockmcp.core.actions import Plan
@@ -277,8 +277,7 @@ class Verifier:
             tmp = f"{self.report_path}.{os.getpid()}.tmp"
             try:
                 with open(tmp, "w", encoding="utf-8") as fh:
-                    json.dump(report, fh, indent=2, ensure_ascii=False, default=repr)
-                    fh.write("\n")
+                    fh.write(report_text(report) + "\n")
                 os.replace(tmp, self.report_path)
             except OSError as exc:  # (checked at start-up: a disk that filled, a folder removed since)
                 self.log("error", f"cannot write the report {self.report_path}: {exc}")

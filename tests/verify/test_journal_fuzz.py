@@ -72,7 +72,9 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @given(hostile=st.lists(st.tuples(st.integers(0, 99), HOSTILE), min_size=1, max_size=4))
 @example(hostile=[(0, b'{"t": "x", "pid": 1, "dir": "in"}'), (3, b'{"t": 1, "pid": [1], "dir": "in"}'),
                   (5, b'{"t": 1, "pid": 1, "dir": "finding", "finding": "oops"}'),
-                  (9, b'{"t": 1, "pid": 1, "dir": "out", "message": [1]}'), (2, b'{"t": 1' + b"0" * 400 + b', "pid": 1, "dir": "in"}')])
+                  (9, b'{"t": 1, "pid": 1, "dir": "out", "message": [1]}'), (2, b'{"t": 1' + b"0" * 400 + b', "pid": 1, "dir": "in"}'),
+                  (4, b'{"t": 1, "pid": 1, "dir": "event", "kind": "cancelled", "reason": "\\ud800 bye"}'),
+                  (6, b'{"t": 1, "pid": 1, "dir": "in", "message": {"id": 9, "method": "x", "params": {"name": "\\udfff"}}}')])
 def test_journal_and_report_commands_answer_whatever_lines_the_journal_holds(
         session: Path, tmp_path_factory: pytest.TempPathFactory, hostile: list[tuple[int, bytes]]) -> None:
     work = tmp_path_factory.mktemp("fuzzed")

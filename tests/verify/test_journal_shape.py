@@ -24,7 +24,7 @@ from mockmcp.verify.journal import DIRECTIONS, LEVELS, load_journal, record_of, 
 from mockmcp.verify.timeline import render
 
 SCHEMA = jsonschema.Draft202012Validator(journal_schema())
-TEXT = st.text(max_size=8)
+TEXT = st.text(max_size=8) | st.sampled_from(["\ud800", "a\udfffb", "\x1b[31m", "é"])  # (JSON lets a client send a lone surrogate)
 IDS = st.integers(-(2**40), 2**40) | TEXT
 MESSAGES = st.dictionaries(
     st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error"]) | TEXT, VALUES, max_size=5)
@@ -39,7 +39,7 @@ FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "message": MESSAGES, "raw": TEXT, "fault": st.booleans(), "error": TEXT | st.none(),
     "oversized": st.integers(0, 2**30), "headers": st.dictionaries(TEXT, TEXT, max_size=3), "rule": TEXT,
     "kind": TEXT, "finding": FINDINGS, "verdict": VERDICTS, "scenario": TEXT, "argv": st.lists(TEXT, max_size=3),
-    "versions": st.lists(TEXT, max_size=2), "status": VALUES, "id": VALUES,
+    "versions": st.lists(TEXT, max_size=2), "status": VALUES, "id": VALUES, "reason": TEXT,
 }
 
 
@@ -108,8 +108,10 @@ def test_every_admitted_record_is_rendered(records: list[dict[str, Any]], anothe
         return
     lines = list(transcript_lines(admitted))
     assert len(lines) == len(admitted)
+    "\n".join(text for text, _ in lines).encode("utf-8")  # (printable: what `mockmcp journal` writes out)
     page = render(admitted, title="fuzzed")
     assert f"<p class=summary>{len(admitted)} records, " in page
+    page.encode("utf-8")  # (writable: what `--html` writes out)
 
 
 def test_a_file_of_mixed_lines_counts_what_is_not_a_record(tmp_path: Path) -> None:

@@ -356,3 +356,30 @@ def test_a_report_that_cannot_be_written_at_exit_leaves_no_temporary_file(tmp_pa
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and f"cannot write the report {report}".encode() in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
+def test_a_lone_surrogate_from_the_client_reaches_every_report_as_its_escape(tmp_path: Path) -> None:
+    """JSON lets a client send ``\\ud800``; a finding quotes the request. Before, writing the report
+    raised UnicodeEncodeError at exit (no report, a traceback), and so did ``mockmcp report --json``,
+    ``mockmcp journal`` (a cancel's reason) and ``--html``."""
+    name = "\ud800é"
+    from support.messages import META
+
+    bare = {k: v for k, v in META.items() if not k.endswith("/clientInfo")}  # (its finding quotes the whole request)
+    calls = (line({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": {}, "_meta": bare}})
+             + line(request(2, "tools/call", {"name": "slow", "arguments": {}}))
+             + line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": name}}))
+    report, session = tmp_path / "r.json", tmp_path / "s"
+    proc = run_mock("run", "faults", "--report", str(report), input=calls)
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+    found = json.loads(report.read_text(encoding="utf-8"))["findings"]
+    assert any((f.get("message") or {}).get("params", {}).get("name") == name for f in found), found
+    assert run_mock("run", "faults", "--session", str(session), input=calls).returncode == 0
+    judged = run_mock("report", str(session), "--json")
+    assert judged.returncode == 1 and b"Traceback" not in judged.stderr, judged.stderr  # (not ok: an unknown tool)
+    assert any("\\ud800é" in f["text"] for f in json.loads(judged.stdout.decode("utf-8"))["findings"])
+    journal = session / "journal.jsonl"
+    shown = run_mock("journal", str(journal))
+    assert shown.returncode == 0 and "\\ud800é" in shown.stdout.decode("utf-8"), shown.stderr
+    drawn = run_mock("journal", str(journal), "--html", str(tmp_path / "t.html"))
+    assert drawn.returncode == 0 and "\\ud800é" in (tmp_path / "t.html").read_text(encoding="utf-8"), drawn.stderr
