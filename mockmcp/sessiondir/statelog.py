@@ -32,7 +32,10 @@ if TYPE_CHECKING:
     from mockmcp.core.engine import Engine
     from mockmcp.core.tasks import TaskTable
 
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+# ASCII: a task's input and result, and the named state, may hold what a client sent, a lone
+# surrogate included (JSON lets it send ``\ud800``), which UTF-8 cannot encode; escaped, it
+# reads back as the same value.
+_encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode
 
 
 class StateLog:

@@ -268,3 +268,19 @@ def test_a_half_made_session_is_finished_and_a_foreign_one_refused(tmp_path: Pat
     with pytest.raises(SessionError, match="not a mockmcp session directory"):
         SessionStore(str(foreign), "tasks", SavedVerdict())
     assert (foreign / "session.json").read_text() == '{"mine": true}' and not (foreign / "VERSION").exists()
+
+
+def test_a_lone_surrogate_a_client_sent_is_kept_by_the_session_and_read_back(tmp_path: Path) -> None:
+    """JSON lets a client send ``\\ud800``; a task's arguments (and so its result) keep it in the
+    session's state log. Before, writing that log raised UnicodeEncodeError: the mock died."""
+    session = str(tmp_path / "s")
+    first = TaskClient("tasks", "--session", session, time_scale=0.5)
+    build = first.call("build", target="\ud800é")["result"]["taskId"]
+    assert first.close() == 0
+    second = TaskClient("tasks", "--session", session, time_scale=0.5, start_id=10)
+    try:
+        statuses = [second.get(build)["result"] for _ in range(4)]  # (completed at its fourth poll)
+        assert statuses[-1]["status"] == "completed", statuses
+        assert statuses[-1]["result"]["content"][0]["text"] == "built \ud800é"  # (read back as it was sent)
+    finally:
+        assert second.close() == 0
