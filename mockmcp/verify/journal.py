@@ -271,12 +271,20 @@ def print_transcript(path: str | os.PathLike[str], color: str = "auto", out: Tex
     return 0
 
 
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate as its escape (``\\ud800``), all else as it is.
+
+    JSON lets a client send one (``"\\ud800"``) and mockmcp keeps what a client sent: in the
+    journal, in findings that quote a request, in a task's arguments. No UTF-8 stream or file
+    can hold it, so every text mockmcp writes out for people or as JSON passes through here
+    (inside a JSON string the escape reads back as the same value)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def transcript_lines(records: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
-    """(text, style) per record; times are relative to the first record. A lone surrogate (JSON
-    lets a client send ``\\ud800``, in a cancel's reason say, and the journal keeps it) is shown
-    as its escape: no UTF-8 stream could print it."""
+    """(text, style) per record, each ``printable``; times are relative to the first record."""
     for text, style in _lines(records):
-        yield text.encode("utf-8", "backslashreplace").decode("utf-8"), style
+        yield printable(text), style
 
 
 def _lines(records: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:

@@ -30,7 +30,7 @@ import stat
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from mockmcp.scenario.expectations import ExpectationTracker
-from mockmcp.verify.journal import read_journal, record_of
+from mockmcp.verify.journal import printable, read_journal, record_of
 from mockmcp.sessiondir.files import open_file, read_file, write_aside
 from mockmcp.sessiondir.layout import JOURNAL, JUDGED, OLDER_JOURNAL  # (JUDGED: where the last verdict stopped)
 from mockmcp.verify.reportshape import report_of, report_text
@@ -316,15 +316,15 @@ def report_command(directory: str, *, per_process: bool, as_json: bool) -> int:
     else:
         c = report["counts"]
         f, e = c["findings"], c["expectations"]
-        print(f"session {report['session']}: {len(report['processes'])} process(es), {c['requests']} requests; "
-              f"findings: {f['error']} errors, {f['warning']} warnings, {f['note']} notes; "
-              f"expectations: {e['passed']} passed, {e['failed']} failed -> {'ok' if report['ok'] else 'NOT ok'}")
+        print(printable(f"session {report['session']}: {len(report['processes'])} process(es), {c['requests']} requests; "
+                        f"findings: {f['error']} errors, {f['warning']} warnings, {f['note']} notes; "
+                        f"expectations: {e['passed']} passed, {e['failed']} failed -> {'ok' if report['ok'] else 'NOT ok'}"))
         for v in report["expectations"]:
             if v["verdict"] == "failed":
-                print(f"  failed: {v['expectation']} ({v['request']}): {v.get('why', '')}")
+                print(printable(f"  failed: {v['expectation']} ({v['request']}): {v.get('why', '')}"))
         for x in report["findings"][:20]:
             if x.get("level") != "note":
-                print(f"  {x.get('level')} {x.get('check')} (pid {x.get('pid')}): {x.get('text')}")
+                print(printable(f"  {x.get('level')} {x.get('check')} (pid {x.get('pid')}): {x.get('text')}"))
         for pid, sub in (report.get("perProcess") or {}).items():
             se = sub["counts"]["expectations"]
             print(f"  process {pid}: {sub['counts']['requests']} requests; expectations {se['passed']} passed, {se['failed']} failed -> {'ok' if sub['ok'] else 'NOT ok'}")

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from mockmcp.verify.checks import CHECKS
+from mockmcp.verify.journal import printable
 
 
 def report_of(who: dict[str, Any], counts: dict[str, Any], by_check: dict[str, int],
@@ -40,8 +41,6 @@ __all__ = ["report_of"]
 
 def report_text(report: dict[str, Any]) -> str:
     """The report as the JSON text both writers write: indented, other scripts kept as they are,
-    and a lone surrogate (a client may send ``\\ud800`` in a tool's name, and a finding quotes
-    it) written as its JSON escape, the one form UTF-8 can carry: before, writing it failed
-    with UnicodeEncodeError and the mock died at exit without its report."""
-    text = json.dumps(report, indent=2, ensure_ascii=False, default=repr)
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")  # (only inside strings: the escape)
+    ``printable`` (a finding quotes the client's request, a lone surrogate and all: before,
+    writing it failed with UnicodeEncodeError and the mock died at exit without its report)."""
+    return printable(json.dumps(report, indent=2, ensure_ascii=False, default=repr))

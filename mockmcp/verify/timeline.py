@@ -28,7 +28,7 @@ import os
 import sys
 from typing import Any
 
-from mockmcp.verify.journal import describe_message, load_for_command, torn_note
+from mockmcp.verify.journal import describe_message, load_for_command, printable, torn_note
 from mockmcp.verify.timeline_layout import Fault, Lane, fault_summary, faults_of, lanes_of, lifelines_at, links_of, time_of
 from mockmcp.verify.timeline_style import CSS, JS, lifeline_css
 
@@ -270,6 +270,5 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def _e(text: str) -> str:
-    """HTML-escaped, a lone surrogate shown as its escape (``\\ud800``): JSON lets a client send
-    one, the journal keeps it, and UTF-8 has no encoding for it (the page could not be written)."""
-    return html.escape(text.encode("utf-8", "backslashreplace").decode("utf-8"), quote=True)
+    """HTML-escaped and ``printable`` (a lone surrogate a client sent: the page could not be written)."""
+    return html.escape(printable(text), quote=True)

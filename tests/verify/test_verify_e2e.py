@@ -360,15 +360,16 @@ def test_a_report_that_cannot_be_written_at_exit_leaves_no_temporary_file(tmp_pa
 
 def test_a_lone_surrogate_from_the_client_reaches_every_report_as_its_escape(tmp_path: Path) -> None:
     """JSON lets a client send ``\\ud800``; a finding quotes the request. Before, writing the report
-    raised UnicodeEncodeError at exit (no report, a traceback), and so did ``mockmcp report --json``,
-    ``mockmcp journal`` (a cancel's reason) and ``--html``."""
+    raised UnicodeEncodeError at exit (no report, a traceback), and so did ``mockmcp report`` (a
+    method's name) and its ``--json``, ``mockmcp journal`` (a cancel's reason) and ``--html``."""
     name = "\ud800é"
     from support.messages import META
 
     bare = {k: v for k, v in META.items() if not k.endswith("/clientInfo")}  # (its finding quotes the whole request)
     calls = (line({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": {}, "_meta": bare}})
              + line(request(2, "tools/call", {"name": "slow", "arguments": {}}))
-             + line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": name}}))
+             + line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": name}})
+             + line(request(3, name + "/x")))  # (a method name is quoted as it is, not as repr)
     report, session = tmp_path / "r.json", tmp_path / "s"
     proc = run_mock("run", "faults", "--report", str(report), input=calls)
     assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
@@ -378,6 +379,9 @@ def test_a_lone_surrogate_from_the_client_reaches_every_report_as_its_escape(tmp
     judged = run_mock("report", str(session), "--json")
     assert judged.returncode == 1 and b"Traceback" not in judged.stderr, judged.stderr  # (not ok: an unknown tool)
     assert any("\\ud800é" in f["text"] for f in json.loads(judged.stdout.decode("utf-8"))["findings"])
+    told = run_mock("report", str(session))
+    assert told.returncode == 1 and b"Traceback" not in told.stderr, told.stderr
+    assert "asks for method '\\ud800é/x'" in told.stdout.decode("utf-8")
     journal = session / "journal.jsonl"
     shown = run_mock("journal", str(journal))
     assert shown.returncode == 0 and "\\ud800é" in shown.stdout.decode("utf-8"), shown.stderr
