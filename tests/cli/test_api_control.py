@@ -80,3 +80,20 @@ def test_without_a_control_channel_the_call_itself_says_so(tmp_path: Path) -> No
         mock.emit_tools_changed()  # raised at the call, before anything is awaited
     with pytest.raises(AttributeError):
         mock.no_such_operation  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_a_value_holding_a_lone_surrogate_goes_through_the_control_channel(tmp_path: Path) -> None:
+    """A client under test may send ``\\ud800`` (JSON allows it): the test must be able to wait for
+    that very request, and to set such a value. Before, the control client raised UnicodeEncodeError."""
+    odd = "a\ud800é"
+    mock = prepare(SCENARIO, tmp_path, control=True)
+    proc = subprocess.Popen(mock.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert mock.sync.set_state(odd) is not None and mock.sync.get_state() == odd
+        since = mock.sync.position()
+        _line(proc, request(1, "tools/call", {"name": "greet", "arguments": {"who": odd}}))
+        seen = mock.sync.wait_for("tools/call", arguments={"who": odd}, since=since, timeout=10)
+        assert seen["params"]["arguments"]["who"] == odd
+    finally:
+        proc.kill()
+        proc.wait()
