@@ -81,11 +81,21 @@ def read_scenario(path: Path) -> bytes:
     """A scenario file's bytes; ``OSError`` when it cannot be read or holds more than
     ``MAX_FILE_BYTES`` (``mockmcp run /dev/zero`` ends with an error instead of taking memory
     for ever). A FIFO or a pipe (``<(...)``) is read as ``cat`` would read it."""
-    with open(path, "rb") as fh:
-        data = fh.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
+    chunks: list[bytes] = []
+    total = 0
+    with open(path, "rb", buffering=0) as fh:
+        # A regular file in one read of its size (and one more byte, to see its end): asking for
+        # the whole bound at once made every spawn allocate 64 MiB. A pipe's size is 0: chunks.
+        want = os.fstat(fh.fileno()).st_size + 1
+        while total <= MAX_FILE_BYTES:
+            chunk = fh.read(min(max(want, 1 << 16), MAX_FILE_BYTES + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    if total > MAX_FILE_BYTES:
         raise OSError(errno.EFBIG, f"more than {MAX_FILE_BYTES} bytes, the most a scenario file may hold")
-    return data
+    return b"".join(chunks)
 
 
 def resolve(name_or_path: str) -> Path:

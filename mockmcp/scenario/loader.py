@@ -26,12 +26,11 @@ from mockmcp.scenario import cachewrite, loadcache
 from mockmcp.scenario.model import base as model
 from mockmcp.scenario import quickload
 from mockmcp.scenario import scalars
-from mockmcp.scenario.loadcache import MAX_FILE_BYTES, bundled_dir, bundled_names, resolve  # noqa: F401 (re-exported)
+from mockmcp.scenario.loadcache import MAX_FILE_BYTES  # (the bound of a scenario file and of the files it references)
+from mockmcp.scenario.loadcache import bundled_dir, bundled_names, resolve  # noqa: F401 (re-exported)
 from mockmcp.scenario.filekinds import file_kind
 from mockmcp.scenario.problems import LoadError, Problem
 from mockmcp.scenario.scalars import MAX_DEPTH, MAX_INT_DIGITS, parse_duration  # noqa: F401 (re-exported)
-
-# The largest resource ``file:`` the loader reads (the same bound as ``huge``).
 
 def load_text(
     text: str, filename: str, *, base_dir: Path | None = None, allow_absolute: bool = False

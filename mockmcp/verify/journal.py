@@ -177,7 +177,7 @@ def well_formed(rec: Any) -> bool:
             return False
     elif type(t) is not int or not -_BIGGEST_CLOCK < t < _BIGGEST_CLOCK:
         return False
-    if type(pid) is not int and not (type(pid) is float and pid.is_integer()):
+    if not _integer(pid):
         return False
     if type(d) is not str or d not in DIRECTIONS:
         return False

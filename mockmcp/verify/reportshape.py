@@ -36,11 +36,12 @@ def report_of(who: dict[str, Any], counts: dict[str, Any], by_check: dict[str, i
     }
 
 
-__all__ = ["report_of"]
-
-
 def report_text(report: dict[str, Any]) -> str:
     """The report as the JSON text both writers write: indented, other scripts kept as they are,
     ``printable`` (a finding quotes the client's request, a lone surrogate and all: before,
     writing it failed with UnicodeEncodeError and the mock died at exit without its report)."""
     return printable(json.dumps(report, indent=2, ensure_ascii=False, default=repr))
+
+
+__all__ = ["report_of", "report_text"]
+

@@ -15,7 +15,6 @@ report is written then (docs/verification.md says so).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import time
