@@ -412,6 +412,28 @@ def test_a_reader_that_leaves_early_gets_no_traceback(command, tmp_path):
     assert b"Traceback" not in err and b"BrokenPipe" not in err
 
 
+@pytest.mark.parametrize("command", ["schema", "demo", "journal", "list", "check", "report"])
+def test_an_output_that_refuses_writes_is_one_line_and_status_1(command, tmp_path):
+    """`mockmcp COMMAND > /dev/full`: every write fails with ENOSPC, as on a disk that filled up.
+    The command says so in one line on stderr and exits 1; no traceback, no line about an
+    exception ignored at exit."""
+    args = {"journal": ["journal", str(_journal_file(tmp_path))], "check": ["check", "default"],
+            "report": ["report", str(_session_dir(tmp_path))]}.get(command, [command])
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(mockmcp_cmd(*args), stdout=full, stderr=subprocess.PIPE, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.decode().splitlines()[-1:] == [
+        "mockmcp: cannot write to stdout: No space left on device (the output is lost)"], proc.stderr
+    assert b"Traceback" not in proc.stderr and b"Exception ignored" not in proc.stderr
+
+
+def _session_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "session"
+    proc = run_mock("run", "default", "--session", str(folder), input=b"".join(line(m) for m in ALL_DEFAULT))
+    assert proc.returncode == 0
+    return folder
+
+
 @pytest.mark.parametrize("inherited", ["SIG_DFL", "SIG_IGN"], ids=["default", "started-ignored"])
 def test_sigint_during_start_up_exits_130_without_traceback(tmp_path, inherited, reaped):
     """The scenario is a FIFO nobody writes: the mock is certainly still loading when the signal lands.
