@@ -274,7 +274,12 @@ def prepare(
     d.mkdir(parents=True, exist_ok=True)
     if isinstance(scenario, dict):
         path = d / "scenario.yaml"
-        path.write_text(json.dumps(scenario, ensure_ascii=False, indent=1), encoding="utf-8")  # JSON is YAML 1.2
+        text = json.dumps(scenario, ensure_ascii=False, indent=1)  # JSON is YAML 1.2
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(_lone_surrogate(scenario, "scenario")) from None
+        path.write_bytes(data)
         name = str(path)
     else:
         name = os.fspath(scenario)
@@ -282,3 +287,25 @@ def prepare(
             name = os.path.abspath(name)  # the client may spawn from another working directory
     return MockServer(name, d, strict=strict, extra=tuple(extra), control=control,
                       launcher=tuple(launcher) if launcher else None)
+
+
+def _lone_surrogate(value: Any, where: str) -> str:
+    """Why a scenario dict could not be written: the path to its first string holding a lone
+    surrogate (``"\\ud800"``, which a JSON string can hold and UTF-8 cannot), as ``check`` names one."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _lone_surrogate(key, f"{where} (the key {key!r})") if isinstance(key, str) else ""
+            found = found or _lone_surrogate(item, f"{where}.{key}")
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = _lone_surrogate(item, f"{where}[{index}]")
+            if found:
+                return found
+    elif isinstance(value, str):
+        for index, char in enumerate(value):
+            if "\ud800" <= char <= "\udfff":
+                return (f"{where}: a lone surrogate (U+{ord(char):04X}) at character {index}: a scenario is UTF-8 "
+                        "text, which cannot hold one; use the pair it belongs to, or another character")
+    return ""

@@ -97,3 +97,18 @@ def test_a_value_holding_a_lone_surrogate_goes_through_the_control_channel(tmp_p
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_an_inline_scenario_with_a_lone_surrogate_is_refused_where_it_is_given(tmp_path: Path) -> None:
+    """A Python string can hold ``"\\ud800"`` and UTF-8 cannot: ``prepare`` said UnicodeEncodeError
+    from deep in ``write_text``. Now a ValueError names the string's path, and no file is left."""
+    scenario = {"mockmcp": 1, "tools": [{"name": "greet", "description": "a\ud800b",
+                                         "replies": [{"steps": [{"text": "hello"}]}]}]}
+    with pytest.raises(ValueError, match=r"^scenario\.tools\[0\]\.description: a lone surrogate \(U\+D800\) at character 1"):
+        prepare(scenario, tmp_path)
+    assert not (tmp_path / "scenario.yaml").exists()
+    with pytest.raises(ValueError, match=r"^scenario \(the key 'x\\udc01'\): a lone surrogate \(U\+DC01\)"):
+        prepare({**SCENARIO, "x\udc01": 1}, tmp_path)
+    # a character outside the BMP, written as one code point, is text like any other
+    mock = prepare({**SCENARIO, "tools": [{**SCENARIO["tools"][0], "description": "\U0001f600"}]}, tmp_path)
+    assert "\U0001f600" in Path(mock.scenario).read_text(encoding="utf-8")
