@@ -354,22 +354,23 @@ def _silence_stdout() -> None:
     os.close(null)
 
 
-# The commands whose stdout is for people and pipes; the others speak the protocol there.
-_PRINTING = frozenset({"check", "list", "demo", "schema", "journal", "report", "ctl"})
+# The commands that speak the protocol on stdout, whose shells own its writes; every other
+# command's stdout (help and version included) is for people and pipes (cli/output.py).
+_SPEAKING = frozenset({"run", "proxy", "record"})
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else argv
+    if (words and words[0] in _SPEAKING) or list(words[:2]) == ["warm", "serve"]:
+        return _perform(words, argv)
+    from mockmcp.cli.output import printed
+
+    return printed(lambda: _perform(words, argv))
+
+
+def _perform(words: Sequence[str], argv: Sequence[str] | None) -> int:
     parser = _parser(words[0] if words and words[0] in _COMMANDS else None)
     args, command = parse(parser, argv)
-    if args.command in _PRINTING or (args.command == "warm" and args.warm_action != "serve"):
-        from mockmcp.cli.output import printed
-
-        return printed(lambda: _perform(args, command, parser))
-    return _perform(args, command, parser)
-
-
-def _perform(args: argparse.Namespace, command: argparse.ArgumentParser, parser: argparse.ArgumentParser) -> int:
     match args.command:
         case "run":
             refused = runargs.refusal(args)

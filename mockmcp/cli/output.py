@@ -11,7 +11,9 @@ spawn does not pay for it.
 
 A closed pipe stays ``BrokenPipeError``: a reader that left is not an error (status 141, quietly).
 ``run``, ``proxy``, ``record`` and ``warm serve`` speak the protocol on stdout through their shells,
-which own those writes; this is only for the commands that print.
+which own those writes; this is for every other command line, ``--help`` and ``--version`` too
+(argparse drops an ``OSError`` from its own writes: ``mockmcp --help > /dev/full`` said nothing
+and exited 0).
 """
 
 from __future__ import annotations
@@ -62,8 +64,10 @@ def printed(command: Callable[[], int]) -> int:
         line_buffering=bool(real.line_buffering),
     )
     try:
-        status = command()
-        sys.stdout.flush()
+        try:
+            status = command()
+        finally:
+            sys.stdout.flush()  # also when argparse ends the process (--help, --version)
     except StdoutRefused as exc:
         null = os.open(os.devnull, os.O_WRONLY)  # so that the interpreter's last flush cannot fail again
         os.dup2(null, 1)

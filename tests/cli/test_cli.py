@@ -412,11 +412,12 @@ def test_a_reader_that_leaves_early_gets_no_traceback(command, tmp_path):
     assert b"Traceback" not in err and b"BrokenPipe" not in err
 
 
-@pytest.mark.parametrize("command", ["schema", "demo", "journal", "list", "check", "report"])
+@pytest.mark.parametrize("command", ["schema", "demo", "journal", "list", "check", "report", "--help", "--version"])
 def test_an_output_that_refuses_writes_is_one_line_and_status_1(command, tmp_path):
     """`mockmcp COMMAND > /dev/full`: every write fails with ENOSPC, as on a disk that filled up.
     The command says so in one line on stderr and exits 1; no traceback, no line about an
-    exception ignored at exit."""
+    exception ignored at exit. ``--help`` and ``--version`` said nothing and exited 0: argparse
+    drops an OSError from its own writes."""
     args = {"journal": ["journal", str(_journal_file(tmp_path))], "check": ["check", "default"],
             "report": ["report", str(_session_dir(tmp_path))]}.get(command, [command])
     with open("/dev/full", "wb") as full:
