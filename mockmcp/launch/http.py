@@ -98,23 +98,31 @@ async def serve_process(shell: HttpShell, host: str, port: int, ignore_eof: bool
             return 2
         bound = listeners[0].socket.getsockname()
         url = url_for(host, bound[1])
+        announced = False
         async with trio.open_nursery() as nursery:
             await nursery.start(shell.serve, listeners)
             if shell.auth is not None:
                 await _serve_second(shell, shell.auth, host, bound[1], nursery)
             if control is not None:
                 await nursery.start(control[0].serve, control[1])
-            (print_url or _print_url)(url)
-            shell.log("info", f"serving Streamable HTTP at {url}")
-            nursery.start_soon(received.cancel_on_first, nursery.cancel_scope, shell.log, under_way)
-            nursery.start_soon(_until_eof, shell, ignore_eof)
-            await shell.lifecycle.stopping.wait()
-            await shell.lifecycle.drain()
-            await shell.end_listen_streams()
-            nursery.cancel_scope.cancel()
+            try:
+                (print_url or _print_url)(url)
+                announced = True
+            except OSError as exc:  # a spawner that left, a stdout on a full disk: no client can find us
+                shell.log("error", f"--http: cannot write the URL {url} to stdout ({exc.strerror or exc}), "
+                                   "so no client can learn it; stopping")
+                nursery.cancel_scope.cancel()
+            if announced:
+                shell.log("info", f"serving Streamable HTTP at {url}")
+                nursery.start_soon(received.cancel_on_first, nursery.cancel_scope, shell.log, under_way)
+                nursery.start_soon(_until_eof, shell, ignore_eof)
+                await shell.lifecycle.stopping.wait()
+                await shell.lifecycle.drain()
+                await shell.end_listen_streams()
+                nursery.cancel_scope.cancel()
         if under_way is not None:
             under_way.ended = True  # (while the receiver's handlers are still in)
-    return 0
+    return 0 if announced else 2
 
 
 async def _serve_second(shell: HttpShell, auth: AuthSite, host: str, port: int, nursery: trio.Nursery) -> None:

@@ -117,3 +117,36 @@ def test_a_port_that_cannot_be_listened_on_is_one_line_and_status_2(tmp_path: Pa
             assert proc.returncode == 2 and proc.stdout == "", proc.stderr
             assert proc.stderr == f"mockmcp: error: --http: cannot listen on 127.0.0.1:{port}: Address already in use\n"
             assert not control.exists()
+
+
+@pytest.mark.parametrize("stdout", ["full", "no-reader"])
+def test_a_url_that_cannot_be_written_is_one_line_and_status_2(tmp_path: Path, stdout: str) -> None:
+    """The URL is the first stdout line and the only way a client learns the port: a stdout on a
+    full disk, or a pipe whose reader left, made it a traceback (an ExceptionGroup from the serving
+    nursery). Now one line, status 2, the journal closed and the control socket gone."""
+    import os
+    import re
+    import subprocess
+
+    from support.process import mockmcp_cmd
+
+    control, journal = tmp_path / "c.sock", tmp_path / "j.jsonl"
+    if stdout == "full":
+        out = os.open("/dev/full", os.O_WRONLY)
+        reason = "No space left on device"
+    else:
+        read_end, out = os.pipe()
+        os.close(read_end)
+        reason = "Broken pipe"
+    try:
+        proc = subprocess.run(mockmcp_cmd("run", "default", "--http", "0", "--control", str(control),
+                                          "--journal", str(journal)),
+                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(out)
+    assert proc.returncode == 2, proc.stderr
+    assert re.fullmatch(r"mockmcp: error: --http: cannot write the URL http://127\.0\.0\.1:\d+/mcp to stdout "
+                        rf"\({reason}\), so no client can learn it; stopping", proc.stderr.splitlines()[0]), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not control.exists()
+    assert journal.read_text(encoding="utf-8").count("\n") >= 1  # the start record, whole lines only
