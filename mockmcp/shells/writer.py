@@ -43,7 +43,8 @@ Job = bytes | DribbleJob | ExitJob | CloseJob
 
 
 class SafeOut:
-    """stdout that turns a reader gone away into silence (the client closed the pipe)."""
+    """stdout that turns a reader gone away into silence (the client closed the pipe); a stdout that
+    refused a write for another reason (a file on a full disk) is the same end, logged as an error."""
 
     def __init__(self, stream: trio.abc.SendStream, log: StderrLog) -> None:
         self.stream = stream
@@ -55,9 +56,13 @@ class SafeOut:
             return
         try:
             await self.stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, BrokenPipeError):
+        except (trio.BrokenResourceError, trio.ClosedResourceError, BrokenPipeError) as exc:
             self.broken = True
-            self.log("info", "stdout closed by the client; dropping further output")
+            cause = exc.__cause__ if isinstance(exc, trio.BrokenResourceError) else None
+            if isinstance(cause, OSError) and not isinstance(cause, BrokenPipeError):  # a full disk, EIO: no client's doing
+                self.log("error", f"stdout refused a write ({cause.strerror or cause}); dropping further output")
+            else:
+                self.log("info", "stdout closed by the client; dropping further output")
 
 
 class StdoutWriter:

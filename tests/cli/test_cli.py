@@ -428,6 +428,18 @@ def test_an_output_that_refuses_writes_is_one_line_and_status_1(command, tmp_pat
     assert b"Traceback" not in proc.stderr and b"Exception ignored" not in proc.stderr
 
 
+def test_run_on_a_stdout_that_refuses_writes_says_why_not_that_the_client_left() -> None:
+    """stdio ``run`` with its answers going to a full disk: as for a client that closed its end,
+    the mock drops what follows and ends at EOF, but it said "stdout closed by the client", which
+    sends the user looking for a client that did nothing; now an error line names the reason."""
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(mockmcp_cmd("run", "default"), input=b"".join(line(m) for m in ALL_DEFAULT),
+                              stdout=full, stderr=subprocess.PIPE, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.decode().splitlines() == [
+        "mockmcp: error: stdout refused a write (No space left on device); dropping further output"]
+
+
 def _session_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "session"
     proc = run_mock("run", "default", "--session", str(folder), input=b"".join(line(m) for m in ALL_DEFAULT))
