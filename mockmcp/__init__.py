@@ -5,7 +5,7 @@ importing the package must not import what a run does not need):
 
 - ``MockServer``, ``prepare``, ``ReportMissing``: spawn a mock from a test and
   read its verdict (``mockmcp.api``; the pytest fixture ``mockmcp`` wraps them).
-- ``AsyncControl``, ``SyncControl``, ``ControlError``, ``WaitTimedOut``: drive a
+- ``AsyncControl``, ``SyncControl``, ``ControlError``, ``WaitTimedOut``, ``NotAnAnswer``: drive a
   running mock over its control socket (``mockmcp.controlclient``).
 - ``load``, ``load_text``, ``LoadError``, ``Problem``: read and check scenarios.
 - ``Connection``, ``Engine``, ``new_engine``: the sans-I/O core, for a shell of
@@ -25,6 +25,7 @@ _WHERE = {
     "ReportMissing": "api",
     "ControlError": "controlclient",
     "WaitTimedOut": "controlclient",
+    "NotAnAnswer": "controlclient",
     "AsyncControl": "controlclient",
     "SyncControl": "controlclient",
     "load": "scenario.loader",

@@ -13,7 +13,8 @@ The operations are written once (``ControlOperations``, which ``MockServer``
 shares); a call returns the
 operation's ``result`` (or one field of it), and an error response raises
 ``ControlError`` (``WaitTimedOut`` for a ``wait_for`` that timed out, an
-``AssertionError`` too, so pytest shows its near miss as a failure).
+``AssertionError`` too, so pytest shows its near miss as a failure); anything
+else that comes back raises ``NotAnAnswer``.
 """
 
 from __future__ import annotations
@@ -26,10 +27,17 @@ import socket
 import time
 from typing import Any
 
-__all__ = ["AsyncControl", "ControlError", "ControlOperations", "SyncControl", "WaitTimedOut"]
+__all__ = ["AsyncControl", "ControlError", "ControlOperations", "NotAnAnswer", "SyncControl", "WaitTimedOut"]
 
 TIMED_OUT = -32008  # control.TIMED_OUT (not imported: this module stays light)
 CONNECT_TIMEOUT = 10.0  # seconds to wait for the mock's socket to appear
+MAX_ANSWER = 64 * 1024 * 1024  # the longest answer line read (a journal page is the longest a mock sends)
+
+
+class NotAnAnswer(ConnectionError):
+    """What came back over the control socket is not a control answer: a line that is not a JSON-RPC
+    response, one past ``MAX_ANSWER``, or none at all. A path that names another program's socket,
+    or a mock that died mid-answer; the message quotes the start of what came."""
 
 
 class ControlError(Exception):
@@ -54,14 +62,25 @@ def _request(rid: int, op: str, params: dict[str, Any]) -> bytes:
 
 def _result(line: bytes, pick: str | None) -> Any:
     if not line:
-        raise ConnectionError("the mock closed the control connection without answering")
-    response = json.loads(line)
-    error = response.get("error")
-    if error is not None:
-        cls = WaitTimedOut if error.get("code") == TIMED_OUT else ControlError
-        raise cls(error.get("code"), error.get("message", ""), error.get("data"))
+        raise NotAnAnswer("the mock closed the control connection without answering")
+    if len(line) > MAX_ANSWER:
+        raise NotAnAnswer(f"the control socket's answer is longer than {MAX_ANSWER} bytes: {line[:200]!r}...")
+    try:
+        response = json.loads(line)
+    except (ValueError, RecursionError):
+        response = None
+    error = response.get("error") if type(response) is dict else None
+    if type(error) is dict and type(code := error.get("code")) is int:
+        cls = WaitTimedOut if code == TIMED_OUT else ControlError
+        raise cls(code, str(error.get("message", "")), error.get("data"))
+    if type(response) is not dict or error is not None or "result" not in response:
+        raise NotAnAnswer(f"the control socket answered with something that is not a JSON-RPC response: {line[:200]!r}")
     result = response["result"]
-    return result if pick is None else result[pick]
+    if pick is None:
+        return result
+    if type(result) is not dict or pick not in result:
+        raise NotAnAnswer(f"the control socket's answer has no {pick!r}: {line[:200]!r}")
+    return result[pick]
 
 
 def _clean(params: dict[str, Any]) -> dict[str, Any]:
@@ -324,7 +343,7 @@ def exchange(path: str, data: bytes, connect_timeout: float = CONNECT_TIMEOUT) -
     with sock:
         sock.sendall(data)
         with sock.makefile("rb") as f:
-            return f.readline()
+            return f.readline(MAX_ANSWER + 1)
 
 
 class AsyncControl(_Client):
@@ -351,7 +370,7 @@ class AsyncControl(_Client):
         deadline = time.monotonic() + self.connect_timeout
         while True:
             try:
-                reader, writer = await asyncio.open_unix_connection(self.path, limit=64 * 1024 * 1024)
+                reader, writer = await asyncio.open_unix_connection(self.path, limit=MAX_ANSWER + 1)
                 break
             except (FileNotFoundError, ConnectionRefusedError):
                 if time.monotonic() >= deadline:
@@ -360,7 +379,10 @@ class AsyncControl(_Client):
         try:
             writer.write(data)
             await writer.drain()
-            return await reader.readline()
+            try:
+                return await reader.readline()
+            except ValueError:  # past the reader's limit
+                raise NotAnAnswer(f"the control socket's answer is longer than {MAX_ANSWER} bytes") from None
         finally:
             writer.close()
 
@@ -379,9 +401,10 @@ class AsyncControl(_Client):
         async with stream:
             await stream.send_all(data)
             buf = bytearray()
-            while not buf.endswith(b"\n"):
+            while b"\n" not in buf and len(buf) <= MAX_ANSWER:
                 chunk = await stream.receive_some(65536)
                 if not chunk:
                     break
                 buf += chunk
-            return bytes(buf)
+            end = buf.find(b"\n")
+            return bytes(buf if end < 0 else buf[:end + 1])

@@ -31,7 +31,7 @@ def test_the_public_api_is_curated_and_every_name_resolves() -> None:
     assert set(mockmcp.__all__) == {
         "__version__", "MockServer", "prepare", "ReportMissing", "load", "load_text",
         "LoadError", "Problem", "Connection", "Engine", "new_engine",
-        "AsyncControl", "SyncControl", "ControlError", "WaitTimedOut",
+        "AsyncControl", "SyncControl", "ControlError", "WaitTimedOut", "NotAnAnswer",
     }
     for name in mockmcp.__all__:
         assert getattr(mockmcp, name) is not None, name
