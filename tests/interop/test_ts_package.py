@@ -62,7 +62,7 @@ def vitest(package: dict[str, str], tmp_path_factory: pytest.TempPathFactory) ->
             tests[f"{rel} > {case['fullName']}"] = case
         if not file["assertionResults"]:  # a file that failed to load
             tests[f"{rel} (did not load)"] = {"status": "failed", "failureMessages": [file.get("message", "")]}
-    return {"tests": tests, "stderr": proc.stderr}
+    return {"tests": tests, "stderr": proc.stderr, "status": proc.returncode}
 
 
 def _failures(tests: dict[str, dict[str, Any]]) -> list[str]:
@@ -94,6 +94,11 @@ def test_the_package_tests_pass(vitest: dict[str, Any]) -> None:
     assert len(ours) >= 6, sorted(vitest["tests"])
     failures = _failures(ours)
     assert not failures, "\n".join(failures)
+    # vitest exits 1 on an error thrown outside any test (in a socket's event handler, say) while
+    # every test passes, and its JSON report says nothing of it
+    assert vitest["status"] == 0 or _failures(vitest["tests"]), (
+        f"vitest exited {vitest['status']} with every test passed: an error outside the tests (an unhandled "
+        "exception or rejection); `npx vitest run` in packages/mockmcp-js shows it")
 
 
 def test_the_docs_typescript_examples_run(package: dict[str, str], vitest: dict[str, Any]) -> None:

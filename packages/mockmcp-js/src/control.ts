@@ -41,6 +41,21 @@ export class WaitTimedOut extends ControlError {
   }
 }
 
+/**
+ * What came back over the control socket is not a control answer: no answer, a line that is not a
+ * JSON-RPC response, or one longer than `MAX_ANSWER`. A path that names another program's socket,
+ * or a mock killed mid-answer; the message quotes the start of what came.
+ */
+export class NotAnAnswer extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NotAnAnswer';
+  }
+}
+
+/** The longest answer read, in characters (a journal page is the longest a mock sends). */
+export const MAX_ANSWER = 64 * 1024 * 1024;
+
 export type Operation = keyof ControlOperations;
 export type Params<Op extends Operation> = ControlOperations[Op]['params'];
 export type Result<Op extends Operation> = ControlOperations[Op]['result'];
@@ -80,23 +95,60 @@ async function connect(path: string, timeoutMs: number): Promise<net.Socket> {
   }
 }
 
-function exchange(socket: net.Socket, line: string): Promise<Answer> {
+function exchange(socket: net.Socket, line: string): Promise<string> {
   return new Promise((resolve, reject) => {
     let buffer = '';
+    let done = false;
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => {
+      if (done) return;
+      const at = chunk.indexOf('\n'); // (only the new chunk: a search of the whole buffer per chunk was quadratic)
+      const end = at < 0 ? -1 : buffer.length + at;
       buffer += chunk;
-      const end = buffer.indexOf('\n');
-      if (end < 0) return;
+      if (end < 0 && buffer.length <= MAX_ANSWER) return;
+      done = true;
       socket.end();
-      resolve(JSON.parse(buffer.slice(0, end)) as Answer);
+      if (end < 0) reject(new NotAnAnswer(`the control socket's answer is longer than ${MAX_ANSWER} characters: ${quote(buffer)}...`));
+      else resolve(buffer.slice(0, end + 1));
     });
-    socket.once('error', reject);
+    socket.once('error', (error) => {
+      done = true;
+      reject(error);
+    });
     socket.once('close', () => {
-      if (!buffer.includes('\n')) reject(new Error('mockmcp control: the mock closed the connection without answering'));
+      if (done) return;
+      done = true;
+      // what came without a newline is judged as a whole line (the Python client does the same)
+      if (buffer === '') reject(new NotAnAnswer('the mock closed the control connection without answering'));
+      else resolve(buffer);
     });
     socket.write(line);
   });
+}
+
+function quote(text: string): string {
+  return JSON.stringify(text.slice(0, 200));
+}
+
+/** The answer a line holds, or why it is not one: a JSON-RPC response with an object result or an error whose code is an integer. */
+function answerOf(line: string): Answer {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    value = undefined;
+  }
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const record = value as Record<string, unknown>;
+    const error = record.error;
+    if (typeof error === 'object' && error !== null && !Array.isArray(error)) {
+      const { code, message, data } = error as Record<string, unknown>;
+      if (Number.isInteger(code)) return { error: { code: code as number, message: String(message ?? ''), data } };
+    } else if (error === undefined && typeof record.result === 'object' && record.result !== null && !Array.isArray(record.result)) {
+      return { result: record.result }; // (every operation's result is an object: `mockmcp schema control`)
+    }
+  }
+  throw new NotAnAnswer(`the control socket answered with something that is not a JSON-RPC response: ${quote(line)}`);
 }
 
 function clean<T extends Json>(params: T): T {
@@ -115,7 +167,7 @@ export class ControlClient {
     const line = JSON.stringify({ jsonrpc: '2.0', id: ++this.ids, method: op, params }) + '\n';
     let answer: Answer;
     try {
-      answer = await exchange(socket, line);
+      answer = answerOf(await exchange(socket, line));
     } finally {
       socket.destroy();
     }
