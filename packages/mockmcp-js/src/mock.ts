@@ -143,7 +143,11 @@ export class Mock {
     return JSON.parse(stdout) as Report;
   }
 
-  /** Every record of the session's journal so far (every process's, in order of writing). */
+  /**
+   * Every record of the session's journal so far (every process's, in order of writing). A line
+   * that is not a JSON object is skipped: the last line of a journal a process is writing right
+   * now, or that a killed process left torn (the Python side's readers skip them too).
+   */
   journal(): JournalRecord[] {
     let text: string;
     try {
@@ -151,7 +155,17 @@ export class Mock {
     } catch {
       return [];
     }
-    return text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as JournalRecord);
+    const records: JournalRecord[] = [];
+    for (const line of text.split('\n')) {
+      let value: unknown;
+      try {
+        value = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      if (typeof value === 'object' && value !== null && !Array.isArray(value)) records.push(value as JournalRecord);
+    }
+    return records;
   }
 
   /**

@@ -1,6 +1,8 @@
 // The package against the real mock and the official TypeScript client (2.4.0): stdio with the
 // probe-plus-session pattern, control right after connect(), the session's verdict with the probe
 // in it, a deliberately wrong client failing its verdict, HTTP, and finding the command.
+import { appendFileSync } from 'node:fs';
+import path from 'node:path';
 import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -71,6 +73,18 @@ describe('stdio, the client spawning a probe then the session', () => {
     expect(report.ok).toBe(false);
     expect(report).not.toBeClean();
     expect(() => expect(report).toBeClean()).toThrow(/failed expectation book \(tools\/call book_flight[\s\S]*seen 0 times[\s\S]*error tools\.arguments\.invalid/);
+  });
+
+  test('journal() skips a torn last line, as a process being written or killed leaves it', async () => {
+    const mock = await start({ scenario: 'default' });
+    const client = newClient();
+    await client.connect(new StdioClientTransport(mock.serverParams));
+    expect(text(await client.callTool({ name: 'echo', arguments: { text: 'kept' } }))).toBe('kept');
+    await client.close();
+    const whole = mock.journal();
+    expect(whole.some((r) => r.dir === 'in' && JSON.stringify(r).includes('kept'))).toBe(true);
+    appendFileSync(path.join(mock.sessionDir, 'journal.jsonl'), '{"t": 1.25, "pid": 7, "dir": "in", "message": {"jsonr');
+    expect(mock.journal()).toEqual(whole); // it threw a SyntaxError
   });
 });
 
