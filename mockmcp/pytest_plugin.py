@@ -48,11 +48,12 @@ WARM_DIR = "MOCKMCP_WARM_DIR"
 
 
 class _RunWarm:
-    """The run's warm server: its folder, its pid, the variables it replaced, and once stopped,
-    the CPU seconds it spent with every mock it forked (None while it runs)."""
+    """The run's warm server: its folder, its pid, the variables it replaced, the write end of its
+    lifeline (held until it is stopped: a run killed before then takes its server with it), and
+    once stopped, the CPU seconds it spent with every mock it forked (None while it runs)."""
 
-    def __init__(self, folder: str, pid: int, saved: dict[str, str | None]) -> None:
-        self.folder, self.pid, self.saved = folder, pid, saved
+    def __init__(self, folder: str, pid: int, saved: dict[str, str | None], lifeline: int) -> None:
+        self.folder, self.pid, self.saved, self.lifeline = folder, pid, saved, lifeline
         self.cpu: float | None = None
 
 
@@ -73,7 +74,12 @@ def pytest_configure(config: pytest.Config) -> None:
     saved = {name: os.environ.get(name) for name in (WARM_DIR, WARM_ARGV)}
     os.environ[WARM_DIR] = folder
     os.environ[WARM_ARGV] = json.dumps(launcher_argv())
-    config.stash[_WARM] = _RunWarm(folder, start(warm_paths()), saved)
+    lifeline, held = os.pipe()  # (neither inheritable: a worker, or a mock, never holds the write end)
+    try:
+        pid = start(warm_paths(), lifeline=lifeline)
+    finally:
+        os.close(lifeline)
+    config.stash[_WARM] = _RunWarm(folder, pid, saved, held)
 
 
 @pytest.hookimpl(trylast=True)
@@ -102,6 +108,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         warm.cpu = usage.ru_utime + usage.ru_stime  # the server and the children it waited for
     except ChildProcessError:  # not our child after all (already reaped): its figure is unknown
         warm.cpu = -1.0
+    os.close(warm.lifeline)
     shutil.rmtree(warm.folder, ignore_errors=True)
     for name, value in warm.saved.items():
         if value is None:

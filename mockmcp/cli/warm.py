@@ -32,7 +32,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     actions.add_parser("stop", help="stop the warm server (its running mocks get 2 s to end)")
     actions.add_parser("status", help="say whether a warm server runs (exit status 0) or not (1)")
     actions.add_parser("argv", help="print the command prefix to spawn instead of `mockmcp`, as a JSON list")
-    actions.add_parser("serve", help="serve in the foreground (what `start` runs detached)")
+    serving = actions.add_parser("serve", help="serve in the foreground (what `start` runs detached)")
+    serving.add_argument("--lifeline", type=int, metavar="FD",
+                         help="stop at end of file on descriptor FD, a pipe whose write end the starting process holds"
+                              " (the pytest plugin's run: killed, it takes its server with it)")
 
 
 def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int], prime: Callable[[], None]) -> int:
@@ -60,9 +63,23 @@ def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int], prime: C
                 print("mockmcp warm: stopped" if stop(paths) else "mockmcp warm: was not running")
                 return 0
             case "serve":
+                if args.lifeline is not None and not _readable_descriptor(args.lifeline):
+                    print(f"mockmcp warm: --lifeline {args.lifeline}: not an open descriptor of this process",
+                          file=sys.stderr)
+                    return 2
                 prime()
-                return serve(paths, run)
+                return serve(paths, run, args.lifeline)
     except (NotStarted, UnsafeFolder) as exc:
         print(f"mockmcp warm: {exc}", file=sys.stderr)
         return 1
     return 2
+
+
+def _readable_descriptor(fd: int) -> bool:
+    import os
+
+    try:
+        os.fstat(fd)
+    except (OSError, OverflowError):
+        return False
+    return fd > 2  # (0 to 2 are the standard streams, never a lifeline)

@@ -74,18 +74,26 @@ def minimal_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k in KEPT or k.startswith(("LC_", "PYTHON"))}
 
 
-def start(paths: WarmPaths, timeout: float = 30.0) -> int:
+LIFELINE_FD = 3  # where a started server finds its lifeline (``warm serve --lifeline``)
+
+
+def start(paths: WarmPaths, timeout: float = 30.0, lifeline: int | None = None) -> int:
     """Start a detached server unless one runs; its pid.
 
     The server is this process's child until this process ends, and is left running: with no
     ``subprocess.Popen`` for it, nothing warns that it is still running or reaps it behind the
-    caller's back (the pytest plugin waits for it itself, to count its CPU time in the run's)."""
+    caller's back (the pytest plugin waits for it itself, to count its CPU time in the run's).
+    ``lifeline``: a pipe's read end whose write end only the caller holds; the server stops at its
+    end of file, so a caller killed before it could stop the server does not leave it behind."""
     ensure_folder(paths.folder)
     refuse_long_socket_path(paths)
     pid = running(paths)
     if pid is not None:
         return pid
-    pid = spawn_detached([sys.executable, "-P", "-m", "mockmcp", "warm", "serve"], paths.log, minimal_environment())
+    argv = [sys.executable, "-P", "-m", "mockmcp", "warm", "serve"]
+    if lifeline is not None:
+        argv += ["--lifeline", str(LIFELINE_FD)]
+    pid = spawn_detached(argv, paths.log, minimal_environment(), lifeline)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -100,16 +108,19 @@ def start(paths: WarmPaths, timeout: float = 30.0) -> int:
     raise NotStarted(f"the warm server did not listen within {timeout:g} s (see {paths.log})")
 
 
-def spawn_detached(argv: list[str], log: str, env: dict[str, str]) -> int:
+def spawn_detached(argv: list[str], log: str, env: dict[str, str], lifeline: int | None = None) -> int:
     """Start ``argv`` in a session of its own, stdin and stdout on /dev/null, stderr appended to
     ``log``, holding none of this process's other descriptors (a pipe a caller waits on for its end
-    of file, say); its pid. It starts in this process's folder: ``serve`` moves to ``/``."""
-    actions: list[tuple[int, int] | tuple[int, int, str, int, int]] = [
+    of file, say) but ``lifeline``, as ``LIFELINE_FD``; its pid. It starts in this process's
+    folder: ``serve`` moves to ``/``."""
+    actions: list[tuple[int, int] | tuple[int, int, int] | tuple[int, int, str, int, int]] = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
         (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
         (os.POSIX_SPAWN_OPEN, 2, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
     ]
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in inheritable_descriptors()]
+    if lifeline is not None:  # (after the closes: one of them may have been this number)
+        actions.append((os.POSIX_SPAWN_DUP2, lifeline, LIFELINE_FD))
     return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
 
 
@@ -212,7 +223,7 @@ def listen(paths: WarmPaths) -> socket.socket:
     return sock
 
 
-def serve(paths: WarmPaths, run: childmod.Run) -> int:
+def serve(paths: WarmPaths, run: childmod.Run, lifeline: int | None = None) -> int:
     """Serve hand-offs in this process until SIGTERM (``mockmcp warm serve``: what ``start`` detaches).
 
     From ``/``: a server that runs for days must not hold the folder it was started from (each
@@ -220,7 +231,7 @@ def serve(paths: WarmPaths, run: childmod.Run) -> int:
     os.chdir("/")
     failed = preload()
     base = baseline(PACKAGE, encodings())
-    server = WarmServer(paths, base, generators(), run, listen(paths))
+    server = WarmServer(paths, base, generators(), run, listen(paths), lifeline)
     for line in failed:
         server.log(f"not preloaded: {line}")
     return server.serve()

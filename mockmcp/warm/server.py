@@ -53,8 +53,9 @@ class Conn:
 
 class WarmServer:
     def __init__(self, paths: WarmPaths, base: Baseline, generators: Sequence[random.Random],
-                 run: childmod.Run, listener: socket.socket) -> None:
+                 run: childmod.Run, listener: socket.socket, lifeline: int | None = None) -> None:
         self.paths = paths
+        self.lifeline = lifeline  # a pipe's read end: its end of file stops the server (see serve)
         self.base = base
         self.generators = generators
         self.run = run
@@ -80,6 +81,9 @@ class WarmServer:
         signal.signal(signal.SIGINT, self.stop)
         self.selector.register(self.wake_r, selectors.EVENT_READ)
         self.selector.register(self.listener, selectors.EVENT_READ)
+        if self.lifeline is not None:
+            os.set_blocking(self.lifeline, False)
+            self.selector.register(self.lifeline, selectors.EVENT_READ)
         gc.freeze()  # what is imported stays put: children share its pages copy-on-write
         self.log(f"listening on {self.paths.socket}")
         while True:
@@ -91,6 +95,8 @@ class WarmServer:
                     self.drain_wakeups()
                 elif key.fileobj is self.listener:
                     self.accept()
+                elif key.fileobj == self.lifeline:
+                    self.lifeline_readable()
                 else:
                     conn = self.conns.get(key.fd)
                     if conn is not None:
@@ -117,6 +123,23 @@ class WarmServer:
         self.stopping = time.monotonic() + STOP_GRACE
         for pid in list(self.children):
             self.kill(pid, signal.SIGTERM)
+
+    def lifeline_readable(self) -> None:
+        """The process that started this server with a lifeline (the pytest plugin's run) holds
+        the pipe's only write end: its end of file is that process gone, however it ended (a
+        SIGTERM or SIGKILL skips the run's own stop), and its server goes with it."""
+        assert self.lifeline is not None
+        try:
+            if os.read(self.lifeline, 4096):
+                return  # (nothing is written on it; were it, it would mean nothing)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            pass  # an error is as final as its end
+        self.selector.unregister(self.lifeline)
+        os.close(self.lifeline)
+        self.lifeline = None
+        self.stop(why="the process that started it with a lifeline ended")
 
     def retire(self, why: str) -> None:
         """Stop taking hand-offs (the socket goes) and leave once the last child has ended."""
