@@ -119,9 +119,16 @@ def spawn_detached(argv: list[str], log: str, env: dict[str, str], lifeline: int
         (os.POSIX_SPAWN_OPEN, 2, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
     ]
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in inheritable_descriptors()]
+    copy = None
     if lifeline is not None:  # (after the closes: one of them may have been this number)
+        if lifeline == LIFELINE_FD:  # a dup2 onto itself may leave it close-on-exec
+            lifeline = copy = os.dup(lifeline)
         actions.append((os.POSIX_SPAWN_DUP2, lifeline, LIFELINE_FD))
-    return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+    try:
+        return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+    finally:
+        if copy is not None:
+            os.close(copy)
 
 
 def inheritable_descriptors() -> list[int]:
