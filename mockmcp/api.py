@@ -69,9 +69,15 @@ class MockServer(ControlOperations):
         if control:
             path = str(directory.absolute() / "control.sock")
             if len(path.encode()) > _MAX_SOCKET_PATH:
+                import shutil
                 import tempfile
+                import weakref
 
-                path = os.path.join(tempfile.mkdtemp(prefix="mockmcp-"), "control.sock")
+                folder = tempfile.mkdtemp(prefix="mockmcp-")
+                # gone with this object (or at the interpreter's exit): nothing can reach the
+                # socket without it, and a suite of such mocks left a folder each in /tmp
+                weakref.finalize(self, shutil.rmtree, folder, True)
+                path = os.path.join(folder, "control.sock")
             self.control_path = path
             self.args += ["--control", path]
         self.args += list(extra)

@@ -112,3 +112,19 @@ def test_an_inline_scenario_with_a_lone_surrogate_is_refused_where_it_is_given(t
     # a character outside the BMP, written as one code point, is text like any other
     mock = prepare({**SCENARIO, "tools": [{**SCENARIO["tools"][0], "description": "\U0001f600"}]}, tmp_path)
     assert "\U0001f600" in Path(mock.scenario).read_text(encoding="utf-8")
+
+
+def test_a_control_socket_moved_out_of_a_long_directory_takes_its_folder_with_it(tmp_path: Path) -> None:
+    """A directory too long for a Unix socket's path puts the socket in a fresh folder of the
+    system's temporary directory; each such mock left one behind, empty, for good."""
+    import gc
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    mock = prepare(SCENARIO, deep, control=True)
+    assert mock.control_path is not None and not mock.control_path.startswith(str(tmp_path))
+    folder = Path(mock.control_path).parent
+    assert folder.is_dir()
+    (folder / "control.sock").write_text("")  # as the mock's socket would be
+    del mock
+    gc.collect()
+    assert not folder.exists()
