@@ -20,13 +20,13 @@ import hashlib
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 TS_DIR = Path(__file__).resolve().parent / "ts"
 TS_PACKAGE = "@modelcontextprotocol/client"
+LOCK = ".npm-ci.lock"  # not in node_modules: `npm ci` empties it while the lock is held
 STAMP = ".mockmcp-lockfile-sha256"  # in node_modules, so `npm ci` (which empties it) removes a stale one
 MIN_NODE = 20
 NEEDED = (f"Node.js >= {MIN_NODE} and npm are needed for the TypeScript interop tests:"
@@ -77,9 +77,9 @@ def _stamp(ts_dir: Path) -> str | None:
 
 @contextmanager
 def _install_lock(ts_dir: Path) -> Iterator[None]:
-    """An exclusive lock per folder, outside the work tree (nothing to ignore or commit)."""
-    key = hashlib.sha256(str(ts_dir.resolve()).encode()).hexdigest()[:16]
-    with open(Path(tempfile.gettempdir()) / f"mockmcp-npm-ci-{key}.lock", "w") as fh:
+    """An exclusive lock per folder, in the folder beside its lockfile (ignored by git), so it goes
+    with the checkout: one in the system's temporary folder per checkout path piled up there."""
+    with open(ts_dir / LOCK, "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
