@@ -56,6 +56,7 @@ class WarmServer:
                  run: childmod.Run, listener: socket.socket, lifeline: int | None = None) -> None:
         self.paths = paths
         self.lifeline = lifeline  # a pipe's read end: its end of file stops the server (see serve)
+        self.orphaned = False  # stopped by that end of file
         self.base = base
         self.generators = generators
         self.run = run
@@ -106,6 +107,12 @@ class WarmServer:
             self.kill(pid, signal.SIGKILL)
         self.reap(block=True)
         self.log("stopped")
+        if self.orphaned:  # its starter made the folder for it alone, and would have removed it
+            for path in (self.paths.log, self.paths.folder):
+                try:
+                    (os.rmdir if path == self.paths.folder else os.unlink)(path)
+                except OSError:
+                    pass  # (a folder that holds anything else stays)
         return 0
 
     def timeout(self, now: float) -> float | None:
@@ -139,6 +146,7 @@ class WarmServer:
         self.selector.unregister(self.lifeline)
         os.close(self.lifeline)
         self.lifeline = None
+        self.orphaned = True
         self.stop(why="the process that started it with a lifeline ended")
 
     def retire(self, why: str) -> None:

@@ -91,7 +91,7 @@ def test_a_run_killed_by_a_signal_takes_its_warm_server_and_mocks_with_it(tmp_pa
     """SIGKILL (or a CI step's time-out SIGTERM) skips the run's own stop of its warm server, which
     runs in a session of its own: it was left serving forever, with the mock it had forked. The run
     holds the write end of a pipe whose read end the server watches; the kernel closes it with the
-    run, and the server stops as for ``mockmcp warm stop``."""
+    run, and the server stops as for ``mockmcp warm stop``, removing the folder the run made for it."""
     import signal
     import time
 
@@ -116,8 +116,7 @@ def test_a_run_killed_by_a_signal_takes_its_warm_server_and_mocks_with_it(tmp_pa
         run.wait(30)
     try:
         assert gone_within(int(server), 20) and gone_within(int(mock), 20), (alive(int(server)), alive(int(mock)))
-        assert not list(Path(folder).glob("*.sock")) and "stopping (the process that started it with a lifeline " \
-            "ended)" in "".join(p.read_text() for p in Path(folder).glob("*.log"))
+        assert not Path(folder).exists()  # its socket, pid file and log with it
     finally:
         import shutil
 
