@@ -11,6 +11,11 @@ socket goes at once, children get ``STOP_GRACE`` seconds to end, then SIGKILL. A
 retires it instead: the socket goes at once (the next spawn runs directly, or starts a new
 server), and the server leaves when its last child ends: a mock already running keeps running the
 code it started with, as a directly spawned one would when its files are edited.
+
+A server started with a lifeline (``warm serve --lifeline FD``: the pytest plugin's run) watches
+that pipe's read end, whose only write end its starter holds: at its end of file the starter is
+gone, however it ended (SIGKILL, a CI step's time-out skip the run's own stop), so the server stops
+as for SIGTERM and removes the folder the starter made for it.
 """
 
 from __future__ import annotations
@@ -55,8 +60,7 @@ class WarmServer:
     def __init__(self, paths: WarmPaths, base: Baseline, generators: Sequence[random.Random],
                  run: childmod.Run, listener: socket.socket, lifeline: int | None = None) -> None:
         self.paths = paths
-        self.lifeline = lifeline  # a pipe's read end: its end of file stops the server (see serve)
-        self.orphaned = False  # stopped by that end of file
+        self.lifeline, self.orphaned = lifeline, False  # a pipe's read end; stopped by its end of file
         self.base = base
         self.generators = generators
         self.run = run
@@ -108,11 +112,7 @@ class WarmServer:
         self.reap(block=True)
         self.log("stopped")
         if self.orphaned:  # its starter made the folder for it alone, and would have removed it
-            for path in (self.paths.log, self.paths.folder):
-                try:
-                    (os.rmdir if path == self.paths.folder else os.unlink)(path)
-                except OSError:
-                    pass  # (a folder that holds anything else stays)
+            _remove(self.paths.log, self.paths.folder)  # (the folder only if nothing else is in it)
         return 0
 
     def timeout(self, now: float) -> float | None:
@@ -132,17 +132,9 @@ class WarmServer:
             self.kill(pid, signal.SIGTERM)
 
     def lifeline_readable(self) -> None:
-        """The process that started this server with a lifeline (the pytest plugin's run) holds
-        the pipe's only write end: its end of file is that process gone, however it ended (a
-        SIGTERM or SIGKILL skips the run's own stop), and its server goes with it."""
-        assert self.lifeline is not None
-        try:
-            if os.read(self.lifeline, 4096):
-                return  # (nothing is written on it; were it, it would mean nothing)
-        except (BlockingIOError, InterruptedError):
+        """At the lifeline's end of file its starter is gone, however it ended: stop (module docstring)."""
+        if self.lifeline is None or not _at_end_of_file(self.lifeline):
             return
-        except OSError:
-            pass  # an error is as final as its end
         self.selector.unregister(self.lifeline)
         os.close(self.lifeline)
         self.lifeline = None
@@ -163,11 +155,7 @@ class WarmServer:
         self.selector.unregister(self.listener)
         self.listener.close()
         if _owns_pidfile(self.paths.pidfile, self.pid):  # (not a newer server's files)
-            for path in (self.paths.socket, self.paths.pidfile):
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+            _remove(self.paths.socket, self.paths.pidfile)
 
     def drain_wakeups(self) -> None:
         try:
@@ -334,3 +322,22 @@ def _owns_pidfile(path: str, pid: int) -> bool:
             return fh.read().strip() == str(pid)
     except OSError:
         return False
+
+
+def _at_end_of_file(fd: int) -> bool:
+    """Whether a non-blocking descriptor reads at its end (an error is as final); what it holds is dropped."""
+    try:
+        return not os.read(fd, 4096)
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True
+
+
+def _remove(*paths: str) -> None:
+    """Remove each file, or empty folder, that is still there."""
+    for path in paths:
+        try:
+            (os.rmdir if os.path.isdir(path) else os.unlink)(path)
+        except OSError:
+            pass
