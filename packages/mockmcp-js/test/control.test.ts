@@ -11,13 +11,16 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { ControlClient, ControlError, NotAnAnswer, MAX_ANSWER } from 'mockmcp-js';
 
 const servers: net.Server[] = [];
+const folders: string[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+  for (const dir of folders.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 /** A socket that reads one request line per connection, sends `answer` and closes. */
 async function answering(answer: string): Promise<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ctl-'));
+  folders.push(dir);
   const socketPath = path.join(dir, 'c.sock');
   const server = net.createServer((conn) => {
     let seen = '';
