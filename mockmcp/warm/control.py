@@ -100,7 +100,9 @@ def start(paths: WarmPaths, timeout: float = 30.0, lifeline: int | None = None) 
         if done:
             raise NotStarted(f"the warm server exited with status {os.waitstatus_to_exitcode(status)} (see {paths.log})")
         found = running(paths)
-        if found is not None:  # ours, or one a concurrent start began first (ours then exits)
+        if found is not None:  # ours, or one a concurrent start began first
+            if found != pid:
+                _end(pid)  # it lost the race; left to exit on its own, it took over if the winner was gone by then
             return found
         time.sleep(0.02)
     os.kill(pid, signal.SIGKILL)
@@ -129,6 +131,18 @@ def spawn_detached(argv: list[str], log: str, env: dict[str, str], lifeline: int
     finally:
         if copy is not None:
             os.close(copy)
+
+
+def _end(pid: int, grace: float = 5.0) -> None:
+    """SIGTERM our child ``pid`` and reap it; SIGKILL after ``grace`` seconds."""
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while not os.waitpid(pid, os.WNOHANG)[0]:
+        if time.monotonic() >= deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return
+        time.sleep(0.01)
 
 
 def inheritable_descriptors() -> list[int]:

@@ -282,7 +282,9 @@ def test_a_relative_runtime_folder_is_refused(tmp_path: Path, action: str) -> No
 
 def test_starts_at_once_all_name_the_one_server() -> None:
     """Three ``warm start`` at once: one server listens, and each start prints its pid (a start
-    whose own server lost the race to listen says the winner's, and its own exits)."""
+    whose own server lost the race to listen says the winner's, and ends its own). Once the winner
+    is stopped no server of the folder is left: a loser still starting used to take the folder over
+    (listening makes it anew), serving for good with nobody to stop it."""
     folder = runtime_folder()
     env = {**client_world(os.environ), "MOCKMCP_WARM_DIR": str(folder)}
     env.pop("MOCKMCP_WARM_ARGV", None)
@@ -292,9 +294,24 @@ def test_starts_at_once_all_name_the_one_server() -> None:
         pids = {int(re.search(r"pid (\d+)", s.communicate(timeout=60)[0]).group(1)) for s in starts}  # type: ignore[union-attr]
         [served] = folder.glob("*.pid")
         assert pids == {int(served.read_text())}, pids
+        assert _servers_of(folder) == pids  # every start has returned: the losers are gone already
     finally:
         subprocess.run([sys.executable, "-m", "mockmcp", "warm", "stop"], env=env, capture_output=True, timeout=60)
         shutil.rmtree(folder, ignore_errors=True)
+    assert _servers_of(folder) == set()
+
+
+def _servers_of(folder: Path) -> set[int]:
+    """The live ``warm serve`` processes whose environment names ``folder``."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"warm\0serve" in (entry / "cmdline").read_bytes() and alive(int(entry.name)) \
+                    and f"MOCKMCP_WARM_DIR={folder}\0".encode() in (entry / "environ").read_bytes() + b"\0":
+                found.add(int(entry.name))
+        except OSError:
+            pass
+    return found
 
 
 # ------------------------------------------------------------------ the socket, fuzzed
