@@ -401,10 +401,12 @@ class AsyncControl(_Client):
         async with stream:
             await stream.send_all(data)
             buf = bytearray()
-            while b"\n" not in buf and len(buf) <= MAX_ANSWER:
+            while len(buf) <= MAX_ANSWER:
                 chunk = await stream.receive_some(65536)
                 if not chunk:
                     break
-                buf += chunk
-            end = buf.find(b"\n")
-            return bytes(buf if end < 0 else buf[:end + 1])
+                end = chunk.find(b"\n")  # (in the new chunk only: a search of the whole buffer is quadratic)
+                buf += chunk if end < 0 else chunk[:end + 1]
+                if end >= 0:
+                    break
+            return bytes(buf)
