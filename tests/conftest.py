@@ -147,6 +147,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 #     (a daemon, a double fork, a mock whose client died) is still found in /proc/*/environ.
 #     A process group or session would not do: a shell without job control keeps the whole script
 #     (and its other jobs) in one group with pytest, and a test may start a new session.
+#   - a warm server a test started with ``mockmcp warm start`` (which hands it a minimal
+#     environment, without the marker, in a session of its own): one serving a folder the tests
+#     make (``mmw-``, ``mmd-``: short folders for sockets), started after the run began; only the
+#     controller looks for these, once its workers are gone.
 # A worker checks for its own token and reports to the controller (``workeroutput``); the
 # controller checks after its workers are gone, for any token of its run (what a worker missed, or
 # a worker that died). A test that spawns with a hand-built environment (a client that passes only
@@ -181,7 +185,7 @@ def pytest_sessionfinish(session: pytest.Session) -> Any:
         config.workeroutput["mockmcp_leaked"] = _reap_leaks(lambda t: t == token)  # type: ignore[attr-defined]
         return result
     run = token.partition(":")[0] + ":"
-    config.stash[_LEAKED].extend(_reap_leaks(lambda t: t.startswith(run)))
+    config.stash[_LEAKED].extend(_reap_leaks(lambda t: t.startswith(run), warm_servers=True))
     if config.stash[_LEAKED] and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     return result
@@ -237,9 +241,10 @@ def _proc_file(pid: int, name: str) -> list[str]:
         return []
 
 
-def _leaks(ours: Callable[[str], bool]) -> dict[tuple[int, bytes], str]:
+def _leaks(ours: Callable[[str], bool], warm_servers: bool = False) -> dict[tuple[int, bytes], str]:
     """(pid, start time) -> command line of each live process this process left: its descendants,
-    and every process whose marker holds a token ``ours`` accepts."""
+    every process whose marker holds a token ``ours`` accepts, and (``warm_servers``) every warm
+    server of a tests' runtime folder started since this process."""
     table = _proc_table()
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in table.items():
@@ -251,25 +256,38 @@ def _leaks(ours: Callable[[str], bool]) -> dict[tuple[int, bytes], str]:
         found.add(pid)
         todo.extend(children.get(pid, []))
     prefix = _PROCS_ENV + "="
+    since = int(table[os.getpid()][2])
     for pid in table.keys() - found - {os.getpid()}:
-        for var in _proc_file(pid, "environ"):
+        environ = _proc_file(pid, "environ")
+        for var in environ:
             if var.startswith(prefix) and any(ours(t) for t in var[len(prefix):].split()):
                 found.add(pid)
                 break
+        else:
+            if warm_servers and int(table[pid][2]) >= since and _serves_a_tests_folder(pid, environ):
+                found.add(pid)
     return {(pid, table[pid][2]): " ".join(_proc_file(pid, "cmdline")) or "?" for pid in found}
 
 
-def _reap_leaks(ours: Callable[[str], bool]) -> list[str]:
+def _serves_a_tests_folder(pid: int, environ: list[str]) -> bool:
+    """Whether ``pid`` is a ``mockmcp warm serve`` of a folder the tests make (``mmw-``, ``mmd-``)."""
+    command = " ".join(_proc_file(pid, "cmdline"))
+    return "mockmcp warm serve" in command and any(
+        var.startswith("MOCKMCP_WARM_DIR=") and os.path.basename(var.partition("=")[2]).startswith(("mmw-", "mmd-"))
+        for var in environ)
+
+
+def _reap_leaks(ours: Callable[[str], bool], warm_servers: bool = False) -> list[str]:
     """Wait up to ``_GRACE`` for this process's leftovers to exit, then kill those still there and
     name them (pid and command line)."""
     import signal
     import time
 
     deadline = time.monotonic() + _GRACE
-    leaks = _leaks(ours)
+    leaks = _leaks(ours, warm_servers)
     while leaks and time.monotonic() < deadline:
         time.sleep(0.1)
-        leaks = _leaks(ours)
+        leaks = _leaks(ours, warm_servers)
     table = _proc_table()
     for pid, start in leaks:
         if pid in table and table[pid][2] == start:  # the same process, not a reused pid

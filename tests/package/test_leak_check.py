@@ -1,10 +1,12 @@
 """The suite's own check that no test leaves a process behind (tests/conftest.py), run on a pytest
 of its own: a test that leaks a child, one that leaks an orphan (its parent exited, so it is no
-longer a descendant), and one whose child is merely slow to exit; once alone, once under xdist."""
+longer a descendant), one that leaks a warm server (in a session of its own, without the marker in
+its environment), and one whose child is merely slow to exit; once alone, once under xdist."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -29,6 +31,17 @@ def test_leaks_an_orphan():
 
 def test_child_slow_to_exit():
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)", "slow-exit"])
+
+def test_leaks_a_warm_server():
+    # `warm start` gives its server a minimal environment (no marker) in a session of its own
+    import glob, tempfile
+    folder = tempfile.mkdtemp(prefix="mmw-", dir="/tmp")
+    with open(os.environ["LEAK_PIDS"] + ".folders", "a") as f:
+        f.write(folder + "\\n")
+    subprocess.run([sys.executable, "-m", "mockmcp", "warm", "start"], env={**os.environ, "MOCKMCP_WARM_DIR": folder},
+                   check=True, capture_output=True)
+    [pidfile] = glob.glob(folder + "/*.pid")
+    _note(open(pidfile).read().strip())
 '''
 
 
@@ -56,15 +69,20 @@ def test_a_leaked_process_fails_the_run_is_named_and_killed(tmp_path, workers):
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90)
         out = proc.stdout + proc.stderr
         assert proc.returncode == 1, out
-        assert "processes left behind by the tests (killed)" in out and "3 passed, 2 leaked" in out, out
+        assert "processes left behind by the tests (killed)" in out and "4 passed, 3 leaked" in out, out
         assert "leaked-child" in out and "leaked-orphan" in out and "slow-exit" not in out, out
+        assert "mockmcp warm serve" in out, out
         pids = [int(p) for p in pids_file.read_text().split()]
-        assert len(pids) == 2
+        assert len(pids) == 3
         deadline = time.monotonic() + 10  # killed; init reaps them once their pytest has exited
         while any(map(_alive, pids)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not any(map(_alive, pids))
     finally:
         for pid in map(int, pids_file.read_text().split() if pids_file.exists() else []):
-            if _alive(pid) and b"leaked-" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if _alive(pid) and (b"leaked-" in Path(f"/proc/{pid}/cmdline").read_bytes()
+                                or b"warm\0serve" in Path(f"/proc/{pid}/cmdline").read_bytes()):
                 os.kill(pid, 9)
+        folders = Path(f"{pids_file}.folders")
+        for folder in folders.read_text().split() if folders.exists() else []:
+            shutil.rmtree(folder, ignore_errors=True)
