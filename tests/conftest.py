@@ -149,8 +149,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 #     (and its other jobs) in one group with pytest, and a test may start a new session.
 #   - a warm server a test started with ``mockmcp warm start`` (which hands it a minimal
 #     environment, without the marker, in a session of its own): one serving a folder the tests
-#     make (``mmw-``, ``mmd-``: short folders for sockets), started after the run began; only the
-#     controller looks for these, once its workers are gone.
+#     make (``support.process.runtime_folder``, whose name holds the run's id), started after the
+#     run began; only the controller looks for these, once its workers are gone.
 # A worker checks for its own token and reports to the controller (``workeroutput``); the
 # controller checks after its workers are gone, for any token of its run (what a worker missed, or
 # a worker that died). A test that spawns with a hand-built environment (a client that passes only
@@ -185,7 +185,7 @@ def pytest_sessionfinish(session: pytest.Session) -> Any:
         config.workeroutput["mockmcp_leaked"] = _reap_leaks(lambda t: t == token)  # type: ignore[attr-defined]
         return result
     run = token.partition(":")[0] + ":"
-    config.stash[_LEAKED].extend(_reap_leaks(lambda t: t.startswith(run), warm_servers=True))
+    config.stash[_LEAKED].extend(_reap_leaks(lambda t: t.startswith(run), warm_servers=run[:-1]))
     if config.stash[_LEAKED] and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     return result
@@ -241,10 +241,10 @@ def _proc_file(pid: int, name: str) -> list[str]:
         return []
 
 
-def _leaks(ours: Callable[[str], bool], warm_servers: bool = False) -> dict[tuple[int, bytes], str]:
+def _leaks(ours: Callable[[str], bool], warm_servers: str = "") -> dict[tuple[int, bytes], str]:
     """(pid, start time) -> command line of each live process this process left: its descendants,
-    every process whose marker holds a token ``ours`` accepts, and (``warm_servers``) every warm
-    server of a tests' runtime folder started since this process."""
+    every process whose marker holds a token ``ours`` accepts, and (``warm_servers``: a run's id)
+    every warm server of a runtime folder that run's tests made."""
     table = _proc_table()
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in table.items():
@@ -264,20 +264,21 @@ def _leaks(ours: Callable[[str], bool], warm_servers: bool = False) -> dict[tupl
                 found.add(pid)
                 break
         else:
-            if warm_servers and int(table[pid][2]) >= since and _serves_a_tests_folder(pid, environ):
+            if warm_servers and int(table[pid][2]) >= since and _serves_a_tests_folder(pid, environ, warm_servers):
                 found.add(pid)
     return {(pid, table[pid][2]): " ".join(_proc_file(pid, "cmdline")) or "?" for pid in found}
 
 
-def _serves_a_tests_folder(pid: int, environ: list[str]) -> bool:
-    """Whether ``pid`` is a ``mockmcp warm serve`` of a folder the tests make (``mmw-``, ``mmd-``)."""
+def _serves_a_tests_folder(pid: int, environ: list[str], run: str) -> bool:
+    """Whether ``pid`` is a ``mockmcp warm serve`` of a folder this run's tests made
+    (``support.process.runtime_folder``: ``/mmw-RUN-...``, ``/mmd-RUN-...``)."""
     command = " ".join(_proc_file(pid, "cmdline"))
+    marks = (f"/mmw-{run}-", f"/mmd-{run}-")
     return "mockmcp warm serve" in command and any(
-        var.startswith("MOCKMCP_WARM_DIR=") and os.path.basename(var.partition("=")[2]).startswith(("mmw-", "mmd-"))
-        for var in environ)
+        var.startswith("MOCKMCP_WARM_DIR=") and any(mark in var for mark in marks) for var in environ)
 
 
-def _reap_leaks(ours: Callable[[str], bool], warm_servers: bool = False) -> list[str]:
+def _reap_leaks(ours: Callable[[str], bool], warm_servers: str = "") -> list[str]:
     """Wait up to ``_GRACE`` for this process's leftovers to exit, then kill those still there and
     name them (pid and command line)."""
     import signal

@@ -35,7 +35,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Iterator, NamedTuple
@@ -43,7 +42,7 @@ from typing import Iterator, NamedTuple
 import pytest
 from support.markdown import Fenced, doc_pages, fenced_blocks
 from support.messages import call, line, request
-from support.process import WARM_ARGV, mockmcp_cmd
+from support.process import WARM_ARGV, mockmcp_cmd, runtime_folder
 
 from mockmcp.cli import main as cli
 from mockmcp.cli import runoptions
@@ -215,7 +214,7 @@ class Pages:
 
 @pytest.fixture(scope="module")  # one folder per page, shared by its blocks (groups this module on one worker)
 def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pages]:
-    short = Path(tempfile.mkdtemp(prefix="mmd-", dir="/tmp" if os.path.isdir("/tmp") else None))  # socket paths
+    short = runtime_folder("mmd")  # socket paths
     pages = Pages(tmp_path_factory.mktemp("shell"), short)
     try:
         yield pages

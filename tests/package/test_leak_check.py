@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.process import LEAN_PYTEST_ADDOPTS
+from support.process import LEAN_PYTEST_ADDOPTS, running_warm_server
 
 LEAKY = '''
 import os, subprocess, sys
@@ -34,8 +34,9 @@ def test_child_slow_to_exit():
 
 def test_leaks_a_warm_server():
     # `warm start` gives its server a minimal environment (no marker) in a session of its own
-    import glob, tempfile
-    folder = tempfile.mkdtemp(prefix="mmw-", dir="/tmp")
+    import glob
+    from support.process import runtime_folder
+    folder = str(runtime_folder())
     with open(os.environ["LEAK_PIDS"] + ".folders", "a") as f:
         f.write(folder + "\\n")
     subprocess.run([sys.executable, "-m", "mockmcp", "warm", "start"], env={**os.environ, "MOCKMCP_WARM_DIR": folder},
@@ -63,26 +64,28 @@ def test_a_leaked_process_fails_the_run_is_named_and_killed(tmp_path, workers):
     first = ["-p", "hypothesispytest"] if workers == "0" else []
     env = {**os.environ, "LEAK_PIDS": str(pids_file), "PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS,
            "PYTHONPATH": str(Path(__file__).parents[1])}
-    try:
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *first, "-p", "conftest",
-                               "--direct-spawn", "-n", workers, "test_leaky.py"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90)
-        out = proc.stdout + proc.stderr
-        assert proc.returncode == 1, out
-        assert "processes left behind by the tests (killed)" in out and "4 passed, 3 leaked" in out, out
-        assert "leaked-child" in out and "leaked-orphan" in out and "slow-exit" not in out, out
-        assert "mockmcp warm serve" in out, out
-        pids = [int(p) for p in pids_file.read_text().split()]
-        assert len(pids) == 3
-        deadline = time.monotonic() + 10  # killed; init reaps them once their pytest has exited
-        while any(map(_alive, pids)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(map(_alive, pids))
-    finally:
-        for pid in map(int, pids_file.read_text().split() if pids_file.exists() else []):
-            if _alive(pid) and (b"leaked-" in Path(f"/proc/{pid}/cmdline").read_bytes()
-                                or b"warm\0serve" in Path(f"/proc/{pid}/cmdline").read_bytes()):
-                os.kill(pid, 9)
-        folders = Path(f"{pids_file}.folders")
-        for folder in folders.read_text().split() if folders.exists() else []:
-            shutil.rmtree(folder, ignore_errors=True)
+    # beside it, a warm server of this (outer) run, as another worker's test may have: not the inner run's
+    with running_warm_server() as other:
+        try:
+            proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *first, "-p",
+                                   "conftest", "--direct-spawn", "-n", workers, "test_leaky.py"],
+                                  cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90)
+            out = proc.stdout + proc.stderr
+            assert proc.returncode == 1, out
+            assert "processes left behind by the tests (killed)" in out and "4 passed, 3 leaked" in out, out
+            assert "leaked-child" in out and "leaked-orphan" in out and "slow-exit" not in out, out
+            assert "mockmcp warm serve" in out and f"pid {other.pid}:" not in out, out
+            pids = [int(p) for p in pids_file.read_text().split()]
+            assert len(pids) == 3
+            deadline = time.monotonic() + 10  # killed; init reaps them once their pytest has exited
+            while any(map(_alive, pids)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not any(map(_alive, pids)) and _alive(other.pid)
+        finally:
+            for pid in map(int, pids_file.read_text().split() if pids_file.exists() else []):
+                if _alive(pid) and (b"leaked-" in Path(f"/proc/{pid}/cmdline").read_bytes()
+                                    or b"warm\0serve" in Path(f"/proc/{pid}/cmdline").read_bytes()):
+                    os.kill(pid, 9)
+            folders = Path(f"{pids_file}.folders")
+            for folder in folders.read_text().split() if folders.exists() else []:
+                shutil.rmtree(folder, ignore_errors=True)

@@ -56,13 +56,22 @@ def client_world(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not k.startswith("PYTHON") or k in APPLIED}
 
 
-def runtime_folder() -> Path:
+def runtime_folder(kind: str = "mmw") -> Path:
     """A fresh 0700 folder for a warm server's socket, with a short path: a Unix socket's path is
     limited to 107 bytes, and pytest's temporary folders (``/tmp/pytest-of-USER/pytest-N/popen-gwK/
-    test_a_long_name0/``) leave too little of it. The caller removes it (``shutil.rmtree``)."""
+    test_a_long_name0/``) leave too little of it. The caller removes it (``shutil.rmtree``).
+
+    Its name holds the run's id (``KIND-RUN-xxxxxxxx``): a warm server that a test started there
+    and left running is found by the run's leak check (tests/conftest.py), and only by this run's."""
     import tempfile
 
-    return Path(tempfile.mkdtemp(prefix="mmw-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    return Path(tempfile.mkdtemp(prefix=f"{kind}-{run_id()}-", dir="/tmp" if os.path.isdir("/tmp") else None))
+
+
+def run_id() -> str:
+    """This pytest run's id, from the leak check's marker (tests/conftest.py); "" outside a run."""
+    tokens = os.environ.get("MOCKMCP_TEST_PROCS", "").split()
+    return tokens[-1].partition(":")[0] if tokens else ""
 
 
 @contextlib.contextmanager
