@@ -297,7 +297,7 @@ def prepare(
 
 def _lone_surrogate(value: Any, where: str) -> str:
     """Why a scenario dict could not be written: the path to its first string holding a lone
-    surrogate (``"\\ud800"``, which a JSON string can hold and UTF-8 cannot), as ``check`` names one."""
+    surrogate (``"\\ud800"``, which a JSON string can hold and UTF-8 cannot)."""
     if isinstance(value, dict):
         for key, item in value.items():
             found = _lone_surrogate(key, f"{where} (the key {key!r})") if isinstance(key, str) else ""

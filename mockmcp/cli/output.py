@@ -5,7 +5,7 @@ away (EIO): each made ``print`` raise ``OSError`` from deep inside the command, 
 traceback, or, for a failure at the interpreter's last flush, a line about an ignored exception.
 An ``OSError`` alone cannot say whether it came from stdout or from a file the command opened
 (the journal it reads, the page it writes), and those already have messages of their own; so
-stdout's raw file raises an exception that says where it came from, and ``cli.main`` turns it
+stdout's raw file raises an exception that says where it came from, and ``printed`` turns it
 into one line on stderr and status 1. Only a printing command imports this module: ``run``'s
 spawn does not pay for it.
 
@@ -32,7 +32,6 @@ class StdoutRefused(Exception):
 
     def __init__(self, reason: OSError) -> None:
         super().__init__(reason.strerror or str(reason))
-        self.reason = reason
 
 
 class _StdoutFile(io.FileIO):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Callable, Sequence
 
@@ -63,7 +64,7 @@ def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int], prime: C
                 print("mockmcp warm: stopped" if stop(paths) else "mockmcp warm: was not running")
                 return 0
             case "serve":
-                if args.lifeline is not None and not _readable_descriptor(args.lifeline):
+                if args.lifeline is not None and not _open_descriptor(args.lifeline):
                     print(f"mockmcp warm: --lifeline {args.lifeline}: not an open descriptor of this process",
                           file=sys.stderr)
                     return 2
@@ -75,11 +76,10 @@ def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int], prime: C
     return 2
 
 
-def _readable_descriptor(fd: int) -> bool:
-    import os
-
+def _open_descriptor(fd: int) -> bool:
+    """Whether ``fd`` is open in this process and not one of the standard streams."""
     try:
         os.fstat(fd)
     except (OSError, OverflowError):
         return False
-    return fd > 2  # (0 to 2 are the standard streams, never a lifeline)
+    return fd > 2
