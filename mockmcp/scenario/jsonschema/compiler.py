@@ -55,6 +55,7 @@ class CheckCompiler:
     def __init__(self, document: SchemaDocument) -> None:
         self.document = document
         self.budget = [0, 0]
+        self.counts_refs = False  # (whether a check of this document counts on ``budget``)
         self._fns: dict[int, Check] = {}
 
     def compile(self, s: Any) -> Check:
@@ -116,7 +117,7 @@ class CheckCompiler:
             pattern = doc.patterns[s["pattern"]]
             strs.append(lambda v: matching.regex_search(pattern, v))
         self._build_array(s, arrs)
-        self._build_object(s, objs)
+        declared = self._build_object(s, objs)
         if "allOf" in s:
             subs = [self.compile(x) for x in s["allOf"]]
             anyv.append(lambda v: all(f(v) for f in subs))
@@ -134,11 +135,14 @@ class CheckCompiler:
             then = self.compile(s.get("then", True))
             other = self.compile(s.get("else", True))
             anyv.append(lambda v: then(v) if cond(v) else other(v))
+        if declared is not None and exact is dict and objs == [declared] and not (anyv or nums or strs or arrs):
+            return declared  # (it tests the type itself: the common tool schema costs one call)
         return combine(exact, anyv, nums, strs, arrs, objs)
 
     def _ref(self, target: Any) -> Check:
         fn = self.compile(target)
         budget = self.budget
+        self.counts_refs = True
 
         def ref(v: Any) -> bool:
             budget[0] += 1
@@ -174,7 +178,10 @@ class CheckCompiler:
             high_c = s.get("maxContains")
             arrs.append(lambda v: low_c <= sum(1 for x in v if has(x)) <= (len(v) if high_c is None else high_c))
 
-    def _build_object(self, s: dict[str, Any], objs: list[Check]) -> None:
+    def _build_object(self, s: dict[str, Any], objs: list[Check]) -> Check | None:
+        """Appends the object keywords' checks to ``objs``; returns the one that checks the
+        declared properties when there is one (it also tests that the instance is an object,
+        so it can stand for the whole schema)."""
         if "minProperties" in s:
             low = s["minProperties"]
             objs.append(lambda v: len(v) >= low)
@@ -225,6 +232,8 @@ class CheckCompiler:
             needed = required if merge_required else frozenset()
 
             def declared(v: dict[str, Any]) -> bool:
+                if type(v) is not dict:
+                    return False
                 if needed and not v.keys() >= needed:
                     return False
                 for k, f, t in items:
@@ -239,6 +248,8 @@ class CheckCompiler:
                 return True
 
             objs.append(declared)
+            return declared
+        return None
 
 
 def combine(exact: type | None, anyv: list[Check], nums: list[Check], strs: list[Check],

@@ -72,13 +72,12 @@ class Validator:
         self.document = SchemaDocument(schema, default_dialect)
         doc = self.document
         usable = compile_checks and not (doc.uses_unevaluated or doc.draft7 or doc.uses_dynamic_scope)
-        self._fast: Callable[[Any], bool] | None = None
-        self._budget = [0, 0]  # evaluations and nesting of the compiled checks' $refs, per call
+        self._passes: Callable[[Any], bool] | None = None
         self._evaluator: Evaluator | None = None
         if usable:
             compiler = CheckCompiler(doc)
-            self._fast = compiler.compile(schema)
-            self._budget = compiler.budget
+            check = compiler.compile(schema)
+            self._passes = _bounded(check, compiler.budget) if compiler.counts_refs else check
         else:
             self._evaluator = self._new_evaluator()
 
@@ -86,7 +85,7 @@ class Validator:
     def has_compiled_checks(self) -> bool:
         """Whether compiled checks decide valid instances (else the evaluator does: the
         schema uses unevaluated*, a dynamic $dynamicRef or draft-07, or it was asked to)."""
-        return self._fast is not None
+        return self._passes is not None
 
     def errors(self, instance: Any) -> list[str]:
         """Where ``instance`` breaks the schema, at most ``MAX_REPORTED`` places (``[]``: valid).
@@ -94,24 +93,34 @@ class Validator:
         A valid instance (the common case) is decided by the compiled checks alone;
         the evaluator runs only to explain a failure, or when the schema uses
         unevaluated* (which need annotations)."""
-        fast = self._fast
-        if fast is not None:
-            budget = self._budget
-            budget[0] = budget[1] = 0
-            try:
-                if fast(instance):
-                    return []
-            except OverBudget:
-                pass  # the evaluator meets the same bound and says where
+        passes = self._passes
+        if passes is not None and passes(instance):
+            return []
         evaluator = self._evaluator
         if evaluator is None:
             evaluator = self._evaluator = self._new_evaluator()
-        return evaluator.errors(instance, known_invalid=fast is not None)
+        return evaluator.errors(instance, known_invalid=passes is not None)
 
     def _new_evaluator(self) -> Evaluator:
         from mockmcp.scenario.jsonschema.evaluator import Evaluator  # only once a call fails, or the schema needs it
 
         return Evaluator(self.document)
+
+
+def _bounded(check: Callable[[Any], bool], budget: list[int]) -> Callable[[Any], bool]:
+    """``check`` with its ``$ref`` budget zeroed before each call; past the budget the
+    instance does not pass here, and the evaluator, which meets the same bound, says where.
+    (A schema without ``$ref`` cannot loop, so its check runs bare: one call per argument
+    object instead of three.)"""
+
+    def passes(instance: Any) -> bool:
+        budget[0] = budget[1] = 0
+        try:
+            return check(instance)
+        except OverBudget:
+            return False
+
+    return passes
 
 
 # One validator per distinct schema value: tools often repeat one inputSchema, and building
