@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 from typing import Callable, Sequence
 
 from mockmcp.warm.control import NotStarted, launcher_argv, running, serve, start, stop
-from mockmcp.warm.paths import UnsafeFolder, refuse_relative, warm_paths
+from mockmcp.warm.paths import UnsafeFolder, WarmPaths, refuse_relative, warm_paths
 
 HELP = "keep a warm process that forks a mock per spawn in about 20 ms (opt-in; see docs/warm.md)"
 EXAMPLES = (
@@ -29,14 +30,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     warm = sub.add_parser("warm", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
                           epilog="examples:\n" + EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = warm.add_subparsers(dest="warm_action", metavar="ACTION", title="actions", required=True)
-    actions.add_parser("start", help="start the warm server (detached) unless one runs; print its pid and socket")
+    starting = actions.add_parser("start", help="start the warm server (detached) unless one runs; print its pid and socket")
+    starting.add_argument("--lifeline", type=int, metavar="FD",
+                          help="tie the server to descriptor FD, a pipe's read end or a socket whose other end only the"
+                               " caller holds: at its end of file (the caller ended, however) the server stops and"
+                               " removes its folder; refused when a server already runs there")
     actions.add_parser("stop", help="stop the warm server (its running mocks get 2 s to end)")
     actions.add_parser("status", help="say whether a warm server runs (exit status 0) or not (1)")
     actions.add_parser("argv", help="print the command prefix to spawn instead of `mockmcp`, as a JSON list")
     serving = actions.add_parser("serve", help="serve in the foreground (what `start` runs detached)")
     serving.add_argument("--lifeline", type=int, metavar="FD",
-                         help="stop at end of file on descriptor FD, a pipe whose write end the starting process holds"
-                              " (the pytest plugin's run: killed, it takes its server with it)")
+                         help="stop at end of file on descriptor FD, a pipe's read end or a socket whose other end the"
+                              " starting process holds (the pytest plugin's run: killed, it takes its server with it)")
 
 
 def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int], prime: Callable[[], None]) -> int:
@@ -50,7 +55,12 @@ def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int], prime: C
                 print(json.dumps(launcher_argv()))
                 return 0
             case "start":
-                pid = start(paths)
+                if args.lifeline is not None:
+                    refused = _lifeline_refused(args.lifeline, paths)
+                    if refused:
+                        print(f"mockmcp warm: {refused}", file=sys.stderr)
+                        return 2
+                pid = start(paths, lifeline=args.lifeline)
                 print(f"mockmcp warm: running, pid {pid}, socket {paths.socket}")
                 return 0
             case "status":
@@ -64,9 +74,9 @@ def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int], prime: C
                 print("mockmcp warm: stopped" if stop(paths) else "mockmcp warm: was not running")
                 return 0
             case "serve":
-                if args.lifeline is not None and not _open_descriptor(args.lifeline):
-                    print(f"mockmcp warm: --lifeline {args.lifeline}: not an open descriptor of this process",
-                          file=sys.stderr)
+                problem = "" if args.lifeline is None else _lifeline_problem(args.lifeline)
+                if problem:
+                    print(f"mockmcp warm: {problem}", file=sys.stderr)
                     return 2
                 prime()
                 return serve(paths, run, args.lifeline)
@@ -76,10 +86,29 @@ def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int], prime: C
     return 2
 
 
-def _open_descriptor(fd: int) -> bool:
-    """Whether ``fd`` is open in this process and not one of the standard streams."""
+def _lifeline_problem(fd: int) -> str:
+    """Why descriptor ``fd`` cannot be a lifeline (empty: it can). It must be open, not a standard
+    stream, and a pipe or a socket: those report their other end's closing as an end of file the
+    server can wait for (a regular file or /dev/null cannot be waited on at all)."""
     try:
-        os.fstat(fd)
+        mode = os.fstat(fd).st_mode
     except (OSError, OverflowError):
-        return False
-    return fd > 2
+        return f"--lifeline {fd}: not an open descriptor of this process"
+    if fd <= 2:
+        return f"--lifeline {fd}: a standard stream; give a descriptor of its own, 3 or more"
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return f"--lifeline {fd}: not a pipe or a socket (a pipe's read end, or a socket whose other end the caller holds)"
+    return ""
+
+
+def _lifeline_refused(fd: int, paths: WarmPaths) -> str:
+    """Why ``warm start --lifeline FD`` cannot tie a server to ``fd`` (empty: it can). A server that
+    already runs was started without this lifeline, and would outlive the caller."""
+    problem = _lifeline_problem(fd)
+    if problem:
+        return problem
+    found = running(paths)
+    if found is not None:
+        return (f"--lifeline: a warm server already runs in {paths.folder} (pid {found}), not tied to it;"
+                " give this start a folder of its own (MOCKMCP_WARM_DIR)")
+    return ""

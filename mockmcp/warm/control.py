@@ -120,12 +120,13 @@ def spawn_detached(argv: list[str], log: str, env: dict[str, str], lifeline: int
         (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
         (os.POSIX_SPAWN_OPEN, 2, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
     ]
+    # The lifeline goes through a non-inheritable copy, placed after the closes: the closes may
+    # name its own number (an inherited descriptor, as `warm start --lifeline` is given) or
+    # LIFELINE_FD, and a dup2 onto itself may leave it close-on-exec.
+    copy = None if lifeline is None else os.dup(lifeline)
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in inheritable_descriptors()]
-    copy = None
-    if lifeline is not None:  # (after the closes: one of them may have been this number)
-        if lifeline == LIFELINE_FD:  # a dup2 onto itself may leave it close-on-exec
-            lifeline = copy = os.dup(lifeline)
-        actions.append((os.POSIX_SPAWN_DUP2, lifeline, LIFELINE_FD))
+    if copy is not None:
+        actions.append((os.POSIX_SPAWN_DUP2, copy, LIFELINE_FD))
     try:
         return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
     finally:

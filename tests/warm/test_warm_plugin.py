@@ -121,15 +121,3 @@ def test_a_run_killed_by_a_signal_takes_its_warm_server_and_mocks_with_it(tmp_pa
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)  # (the killed run could not remove it)
-
-
-def test_a_lifeline_that_is_no_open_descriptor_is_refused_before_serving(tmp_path: Path) -> None:
-    from support.process import direct_cmd
-
-    env = {**os.environ, "MOCKMCP_WARM_DIR": str(tmp_path)}
-    for fd in ("99", "1", "-4"):
-        proc = subprocess.run(direct_cmd("warm", "serve", "--lifeline", fd), env=env, capture_output=True, text=True,
-                              timeout=60, stdin=subprocess.DEVNULL)
-        assert (proc.returncode, proc.stderr) == (
-            2, f"mockmcp warm: --lifeline {fd}: not an open descriptor of this process\n"), proc.stderr
-    assert not list(tmp_path.glob("*.sock"))
