@@ -11,5 +11,6 @@
 export { startMock, Mock, type ServerParams, type StartOptions } from './mock.js';
 export { ControlClient, ControlError, WaitTimedOut, NotAnAnswer, CONNECT_TIMEOUT_MS, MAX_ANSWER, type Kind, type Operation, type Params, type Result } from './control.js';
 export { findMockmcp, MockmcpNotFound, INSTALL_HINT, type LocateOptions } from './locate.js';
+export { startWarmServer, type WarmServer, type WarmServerOptions } from './warm.js';
 export { explain, matchers, type MatcherResult } from './matchers.js';
 export type * from './generated.js';
