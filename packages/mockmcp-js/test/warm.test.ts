@@ -119,6 +119,14 @@ describe('a warm server', () => {
     expect(process.env.MOCKMCP_WARM_DIR).toBe(outerDir);
   });
 
+  test('a start that fails rejects with its status and message, and leaves no folder', async () => {
+    const folders = () => readdirSync(os.tmpdir()).filter((name) => name.startsWith('mmw-')).sort();
+    const before = folders();
+    const failing = [process.execPath, '-e', 'console.error("no warm server here"); process.exit(3)'];
+    await expect(startWarmServer({ mockmcp: failing })).rejects.toThrow('mockmcp warm start exited with status 3: no warm server here');
+    expect(folders()).toEqual(before);
+  });
+
   test('a process killed with SIGKILL takes the warm server it started, and its folder', async () => {
     // The package's own modules, as plain JavaScript a separate Node process can import.
     const built = mkdtempSync(path.join(os.tmpdir(), 'mockmcp-js-'));
