@@ -65,6 +65,20 @@ function finished(child: ChildProcess, timeoutMs: number, what: string): Promise
     .then(([status, stdout, stderr]) => ({ status, stdout, stderr }));
 }
 
+/** `mockmcp warm argv`'s JSON list of strings, or an error saying what came instead. */
+function launcherArgv(printed: Finished): string[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(printed.stdout);
+  } catch {
+    value = undefined;
+  }
+  if (printed.status !== 0 || !Array.isArray(value) || value.length === 0 || !value.every((item) => typeof item === 'string')) {
+    throw new Error(`mockmcp warm argv printed no JSON list of strings (status ${printed.status}): ${(printed.stderr || printed.stdout).trim()}`);
+  }
+  return value as string[];
+}
+
 function ended(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -101,23 +115,23 @@ export async function startWarmServer(options: WarmServerOptions = {}): Promise<
     spawn(mockmcp[0]!, [...mockmcp.slice(1), 'warm', ...args], { env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
   const starting = command('start', '--lifeline', '3');
   // Our end of the socket pair: the server's lifeline. It must not keep this process alive.
-  const lifeline = starting.stdio[3] as Socket;
-  lifeline.on('error', () => {});
-  lifeline.unref();
-  const fail = (message: string): never => {
-    lifeline.destroy();
-    rmSync(folder, { recursive: true, force: true });
-    throw new Error(message);
-  };
-  const started = await finished(starting, timeoutMs, 'mockmcp warm start');
-  const pid = Number(/pid (\d+)/.exec(started.stdout)?.[1]);
-  if (started.status !== 0 || !pid) fail(`mockmcp warm start exited with status ${started.status}: ${started.stderr.trim()}`);
-  const printed = await finished(command('argv'), timeoutMs, 'mockmcp warm argv');
-  let argv: string[] = [];
+  const lifeline = starting.stdio[3] as Socket | null | undefined;
+  lifeline?.on('error', () => {});
+  lifeline?.unref();
+  let pid: number;
+  let argv: string[];
   try {
-    argv = JSON.parse(printed.stdout) as string[];
-  } catch {
-    fail(`mockmcp warm argv printed no JSON list (status ${printed.status}): ${printed.stderr.trim()}`);
+    const started = await finished(starting, timeoutMs, 'mockmcp warm start');
+    pid = Number(/pid (\d+)/.exec(started.stdout)?.[1]);
+    if (started.status !== 0 || !pid) {
+      throw new Error(`mockmcp warm start exited with status ${started.status}: ${started.stderr.trim()}`);
+    }
+    const printed = await finished(command('argv'), timeoutMs, 'mockmcp warm argv');
+    argv = launcherArgv(printed);
+  } catch (error) {
+    lifeline?.destroy(); // (a server that did start stops at this end of file)
+    rmSync(folder, { recursive: true, force: true });
+    throw error;
   }
   // Both variables, as `pytest --mockmcp-warm` sets them: a MOCKMCP_WARM_DIR left from outside
   // (an enclosing run's) would win over the prefix's folder in every spawn given this environment.
@@ -136,7 +150,7 @@ export async function startWarmServer(options: WarmServerOptions = {}): Promise<
           if (value === undefined) delete process.env[name];
           else process.env[name] = value;
         }
-        lifeline.destroy(); // its end of file: the server stops as for `mockmcp warm stop`
+        lifeline?.destroy(); // its end of file: the server stops as for `mockmcp warm stop`
         if (!(await gone(pid, folder, 10_000))) {
           try { process.kill(pid, 'SIGKILL'); } catch { /* gone meanwhile */ }
           rmSync(folder, { recursive: true, force: true });

@@ -119,11 +119,12 @@ describe('a warm server', () => {
     expect(process.env.MOCKMCP_WARM_DIR).toBe(outerDir);
   });
 
-  test('a start that fails rejects with its status and message, and leaves no folder', async () => {
+  test('a start that fails (or cannot be spawned) rejects with its status and message, and leaves no folder', async () => {
     const folders = () => readdirSync(os.tmpdir()).filter((name) => name.startsWith('mmw-')).sort();
     const before = folders();
     const failing = [process.execPath, '-e', 'console.error("no warm server here"); process.exit(3)'];
     await expect(startWarmServer({ mockmcp: failing })).rejects.toThrow('mockmcp warm start exited with status 3: no warm server here');
+    await expect(startWarmServer({ mockmcp: ['/nonexistent/mockmcp'] })).rejects.toThrow(/ENOENT/);
     expect(folders()).toEqual(before);
   });
 
