@@ -29,3 +29,22 @@ def test_the_page_teaches_typescript_through_the_package(page: str) -> None:
     stem = page.removesuffix(".md")
     assert [name for name in run if name.rsplit("-", 1)[0] == stem] == [f"{stem}-{i}.test.ts" for i in range(1, len(runnable) + 1)]
     assert all(any(text in body for body in run.values()) for text in runnable)
+
+
+def test_two_workers_writing_the_examples_at_once_both_get_them_all() -> None:
+    """Under ``pytest -n 2 --dist load`` each worker builds test_ts_package's module fixture, so two
+    processes write the examples at once (one removed the folder as the other made it:
+    FileExistsError), and either's vitest may be reading them meanwhile."""
+    import subprocess
+    import sys
+
+    from support.paths import ROOT as root
+    from support.tsdocs import DOCS_OUT
+
+    write = ("import sys; sys.path.insert(0, 'tests'); from support.tsdocs import write_examples\n"
+             "for _ in range(30): write_examples()")
+    procs = [subprocess.Popen([sys.executable, "-c", write], cwd=root, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    errors = [proc.communicate(timeout=120)[1] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], errors
+    expected = examples()
+    assert {p.name: p.read_text() for p in DOCS_OUT.iterdir()} == expected

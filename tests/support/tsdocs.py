@@ -31,10 +31,23 @@ def examples() -> dict[str, str]:
 
 
 def write_examples() -> dict[str, str]:
-    """Write the examples into the package's test/docs/ (emptied first); their names and texts."""
-    shutil.rmtree(DOCS_OUT, ignore_errors=True)
-    DOCS_OUT.mkdir(parents=True)
+    """Bring the package's test/docs/ to exactly the examples; their names and texts.
+
+    Idempotent and safe beside another worker doing the same (``pytest -n 2 --dist load`` gives
+    each worker its own module fixture): nothing is removed but a stale file, and each file is
+    replaced whole (``os.replace``), so a concurrent vitest or tsc never sees a half-written or
+    missing example."""
+    import os
+
+    DOCS_OUT.mkdir(parents=True, exist_ok=True)
     found = examples()
+    for stale in DOCS_OUT.iterdir():
+        if stale.name not in found and not stale.name.startswith("."):
+            shutil.rmtree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
     for name, text in found.items():
-        (DOCS_OUT / name).write_text(text)
+        path = DOCS_OUT / name
+        if not path.is_file() or path.read_text() != text:
+            tmp = DOCS_OUT / f".{name}.{os.getpid()}"
+            tmp.write_text(text)
+            os.replace(tmp, path)
     return found
