@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -103,26 +104,36 @@ def test_signals_end_it_as_they_end_a_direct_spawn(warm: WarmServer, how: str) -
 
 
 @pytest.mark.parametrize("name", ["SIGHUP", "SIGINT"])
-def test_a_signal_inherited_ignored_is_ignored_as_by_a_direct_spawn(warm: WarmServer, name: str) -> None:
-    """nohup starts a suite with SIGHUP ignored, a shell's background job with SIGINT ignored: the
+def test_a_signal_inherited_ignored_is_treated_as_by_a_direct_spawn(warm: WarmServer, name: str) -> None:
+    """nohup starts a suite with SIGHUP ignored, a shell's background job with SIGINT ignored. The
     launcher catches the signal to forward it, and the child, which inherited "ignored" through the
-    hand-off, ignores it as a direct spawn does; it answers on and ends at end of file."""
+    hand-off, does what a direct spawn does: SIGHUP stays ignored (it answers on, and ends with 0 at
+    end of file); SIGINT, which ``run`` heeds even when started with it ignored (docs/cli.md),
+    ends it promptly with status 0, its stdin still open. (This test once sent the next request
+    right after SIGINT and expected an answer: a race the signal usually lost.)"""
     sig = signal.Signals[name]
     for kind, argv in both(warm):
         proc = spawn(argv, warm, "run", "default", preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN))
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         proc.stdin.write(DISCOVER)
         proc.stdin.flush()
         assert proc.stdout.readline().startswith(b'{"jsonrpc"')
-        proc.send_signal(sig)
-        proc.stdin.write(DISCOVER)
-        proc.stdin.flush()
-        assert proc.stdout.readline().startswith(b'{"jsonrpc"'), kind  # still serving
         check_path(kind, warm, proc)
-        proc.stdin.close()
-        assert proc.wait(timeout=30) == 0, (kind, proc.stderr.read())  # type: ignore[union-attr]
-        proc.stdout.close()
-        proc.stderr.close()  # type: ignore[union-attr]
+        try:
+            proc.send_signal(sig)
+            if sig == signal.SIGHUP:
+                time.sleep(0.3)  # (time for the signal to end it, were it heeded)
+                proc.stdin.write(DISCOVER)
+                proc.stdin.flush()
+                assert proc.stdout.readline().startswith(b'{"jsonrpc"'), kind  # still serving
+                proc.stdin.close()
+            status = proc.wait(timeout=30)  # SIGINT: on its own, stdin still open
+            assert status == 0, (kind, proc.stderr.read())
+        finally:
+            proc.kill()
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                stream.close()
 
 
 def test_sigkill_of_the_launcher_takes_its_child_within_a_second(warm: WarmServer) -> None:
