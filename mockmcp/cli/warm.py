@@ -16,7 +16,7 @@ import sys
 from typing import Callable, Sequence
 
 from mockmcp.warm.control import NotStarted, launcher_argv, running, serve, start, stop
-from mockmcp.warm.paths import UnsafeFolder, WarmPaths, refuse_relative, warm_paths
+from mockmcp.warm.paths import UnsafeFolder, refuse_relative, warm_paths
 
 HELP = "keep a warm process that forks a mock per spawn in about 20 ms (opt-in; see docs/warm.md)"
 EXAMPLES = (
@@ -55,11 +55,10 @@ def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int], prime: C
                 print(json.dumps(launcher_argv()))
                 return 0
             case "start":
-                if args.lifeline is not None:
-                    refused = _lifeline_refused(args.lifeline, paths)
-                    if refused:
-                        print(f"mockmcp warm: {refused}", file=sys.stderr)
-                        return 2
+                problem = "" if args.lifeline is None else _lifeline_problem(args.lifeline)
+                if problem:
+                    print(f"mockmcp warm: {problem}", file=sys.stderr)
+                    return 2
                 pid = start(paths, lifeline=args.lifeline)
                 print(f"mockmcp warm: running, pid {pid}, socket {paths.socket}")
                 return 0
@@ -98,17 +97,4 @@ def _lifeline_problem(fd: int) -> str:
         return f"--lifeline {fd}: a standard stream; give a descriptor of its own, 3 or more"
     if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
         return f"--lifeline {fd}: not a pipe or a socket (a pipe's read end, or a socket whose other end the caller holds)"
-    return ""
-
-
-def _lifeline_refused(fd: int, paths: WarmPaths) -> str:
-    """Why ``warm start --lifeline FD`` cannot tie a server to ``fd`` (empty: it can). A server that
-    already runs was started without this lifeline, and would outlive the caller."""
-    problem = _lifeline_problem(fd)
-    if problem:
-        return problem
-    found = running(paths)
-    if found is not None:
-        return (f"--lifeline: a warm server already runs in {paths.folder} (pid {found}), not tied to it;"
-                " give this start a folder of its own (MOCKMCP_WARM_DIR)")
     return ""

@@ -75,6 +75,8 @@ def minimal_environment() -> dict[str, str]:
 
 
 LIFELINE_FD = 3  # where a started server finds its lifeline (``warm serve --lifeline``)
+_UNTIED = ("a warm server already runs in {folder} (pid {pid}), not tied to this lifeline;"
+           " give this start a folder of its own (MOCKMCP_WARM_DIR)")
 
 
 def start(paths: WarmPaths, timeout: float = 30.0, lifeline: int | None = None) -> int:
@@ -83,12 +85,16 @@ def start(paths: WarmPaths, timeout: float = 30.0, lifeline: int | None = None) 
     The server is this process's child until this process ends, and is left running: with no
     ``subprocess.Popen`` for it, nothing warns that it is still running or reaps it behind the
     caller's back (the pytest plugin waits for it itself, to count its CPU time in the run's).
-    ``lifeline``: a pipe's read end whose write end only the caller holds; the server stops at its
-    end of file, so a caller killed before it could stop the server does not leave it behind."""
+    ``lifeline``: a pipe's read end (or a socket) whose other end only the caller holds; the server
+    stops at its end of file, so a caller killed before it could stop the server does not leave it
+    behind. With one, a server that runs already, or that another start began first, is refused
+    (``NotStarted``): it is not tied to the lifeline, and would outlive the caller."""
     ensure_folder(paths.folder)
     refuse_long_socket_path(paths)
     pid = running(paths)
     if pid is not None:
+        if lifeline is not None:
+            raise NotStarted(_UNTIED.format(folder=paths.folder, pid=pid))
         return pid
     argv = [sys.executable, "-P", "-m", "mockmcp", "warm", "serve"]
     if lifeline is not None:
@@ -103,6 +109,8 @@ def start(paths: WarmPaths, timeout: float = 30.0, lifeline: int | None = None) 
         if found is not None:  # ours, or one a concurrent start began first
             if found != pid:
                 _end(pid)  # it lost the race; left to exit on its own, it took over if the winner was gone by then
+                if lifeline is not None:
+                    raise NotStarted(_UNTIED.format(folder=paths.folder, pid=found))
             return found
         time.sleep(0.02)
     os.kill(pid, signal.SIGKILL)

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -85,13 +86,43 @@ def test_a_start_that_would_not_tie_the_running_server_is_refused(folder: Path) 
         finally:
             os.close(read_end)
             os.close(write_end)
-        assert proc.returncode == 2 and proc.stdout == "", proc
-        assert proc.stderr == (f"mockmcp warm: --lifeline: a warm server already runs in {folder} (pid {pid}), not tied"
-                               " to it; give this start a folder of its own (MOCKMCP_WARM_DIR)\n")
+        assert proc.returncode == 1 and proc.stdout == "", proc
+        assert proc.stderr == (f"mockmcp warm: a warm server already runs in {folder} (pid {pid}), not tied to this"
+                               " lifeline; give this start a folder of its own (MOCKMCP_WARM_DIR)\n")
         assert alive(pid)
     finally:
         subprocess.run(direct_cmd("warm", "stop"), env=env, capture_output=True, timeout=60)
     assert gone_within(pid, 10)
+
+
+def test_of_two_tied_starts_at_once_one_wins_and_the_other_is_refused(folder: Path) -> None:
+    """The loser's own server goes (as for any start that lost the race); answering with the
+    winner's pid would tell the loser that a server it cannot stop is tied to it."""
+    env = _env(folder)
+    pipes = [os.pipe() for _ in range(2)]
+    starts = [subprocess.Popen(direct_cmd("warm", "start", "--lifeline", str(read_end)), env=env, pass_fds=(read_end,),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for read_end, _ in pipes]
+    outs = [proc.communicate(timeout=60) for proc in starts]
+    for read_end, _ in pipes:
+        os.close(read_end)
+    held = {write_end for _, write_end in pipes}
+    try:
+        assert sorted(proc.returncode for proc in starts) == [0, 1], outs
+        won = [proc.returncode for proc in starts].index(0)
+        server = int(re.search(r"pid (\d+)", outs[won][0]).group(1))  # type: ignore[union-attr]
+        assert "not tied to this lifeline" in outs[1 - won][1]
+        os.close(pipes[1 - won][1])
+        held.discard(pipes[1 - won][1])
+        time.sleep(0.3)
+        assert alive(server)  # the loser's end tied nothing
+    finally:
+        for write_end in held:  # (the winner's: its server stops)
+            os.close(write_end)
+    assert gone_within(server, 20)
+    deadline = time.monotonic() + 10
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not folder.exists()
 
 
 @pytest.mark.parametrize("action", ["start", "serve"])
