@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,9 @@ DISCOVER = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "
 
 
 @pytest.fixture
-def folder() -> Path:
+def folder() -> Iterator[Path]:
     path = runtime_folder()
-    yield path  # type: ignore[misc]
+    yield path
     shutil.rmtree(path, ignore_errors=True)
 
 
