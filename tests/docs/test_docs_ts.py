@@ -7,10 +7,12 @@ of their examples is among those the run takes, so none can escape it."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 from support.paths import ROOT
-from support.tsdocs import blocks, examples
+from support.tsdocs import DOCS_OUT, blocks, examples
 
 PAGES = ["other-languages.md", "cookbook.md", "typescript.md"]
 
@@ -35,15 +37,9 @@ def test_two_workers_writing_the_examples_at_once_both_get_them_all() -> None:
     """Under ``pytest -n 2 --dist load`` each worker builds test_ts_package's module fixture, so two
     processes write the examples at once (one removed the folder as the other made it:
     FileExistsError), and either's vitest may be reading them meanwhile."""
-    import subprocess
-    import sys
-
-    from support.paths import ROOT as root
-    from support.tsdocs import DOCS_OUT
-
     write = ("import sys; sys.path.insert(0, 'tests'); from support.tsdocs import write_examples\n"
              "for _ in range(30): write_examples()")
-    procs = [subprocess.Popen([sys.executable, "-c", write], cwd=root, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", write], cwd=ROOT, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     errors = [proc.communicate(timeout=120)[1] for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], errors
     expected = examples()

@@ -4,6 +4,7 @@ the package's test/docs/, which is ignored by git, so its one tsc and one vitest
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -37,13 +38,15 @@ def write_examples() -> dict[str, str]:
     each worker its own module fixture): nothing is removed but a stale file, and each file is
     replaced whole (``os.replace``), so a concurrent vitest or tsc never sees a half-written or
     missing example."""
-    import os
-
     DOCS_OUT.mkdir(parents=True, exist_ok=True)
     found = examples()
     for stale in DOCS_OUT.iterdir():
-        if stale.name not in found and not stale.name.startswith("."):
-            shutil.rmtree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
+        if stale.name in found or stale.name.startswith("."):  # (dot files: another writer's, in flight)
+            continue
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
     for name, text in found.items():
         path = DOCS_OUT / name
         if not path.is_file() or path.read_text() != text:

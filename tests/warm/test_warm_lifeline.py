@@ -20,13 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.messages import discover, line
 from support.process import alive, client_world, direct_cmd, gone_within, runtime_folder
 
 from mockmcp.warm.paths import WARM_ARGV
 
-DISCOVER = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}}}) + "\n"
+DISCOVER = line(discover(1))
 
 
 @pytest.fixture
@@ -58,7 +57,7 @@ def test_a_start_tied_to_a_killed_caller_takes_the_server_its_mocks_and_its_fold
                                          timeout=60, check=True).stdout)
         mock = subprocess.Popen([*argv, "run", "default"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert mock.stdin and mock.stdout
-        mock.stdin.write(DISCOVER.encode())
+        mock.stdin.write(DISCOVER)
         mock.stdin.flush()
         assert json.loads(mock.stdout.readline())["id"] == 1
         log = "".join(p.read_text() for p in folder.glob("*.log"))
