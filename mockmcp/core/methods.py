@@ -367,7 +367,7 @@ def _timer_events(svc: Services, ctx: RequestContext, timers: list[Timer]) -> li
     events = []
     scale = svc.steps.time_scale
     for timer in timers:
-        uri = templates.render(timer.emit.uri, ctx.scope())
+        uri = templates.render_text(timer.emit.uri, ctx.scope())
         every = timer.every.seconds if timer.every is not None else 0.0
         for n in range(timer.count):
             events.append(((timer.after.seconds + n * every) * scale, Emit(timer.emit.event, uri, ctx.id, has_only=True)))

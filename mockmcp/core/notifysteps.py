@@ -42,7 +42,7 @@ class NotifySteps:
                         "progressToken": token,
                         "progress": ctx.number(pr.progress),
                         "total": ctx.number(pr.total),
-                        "message": templates.render(pr.message, ctx.scope()),
+                        "message": templates.render_text(pr.message, ctx.scope()),
                     }
                 )
                 return env.notification(p.PROGRESS, params)
@@ -55,7 +55,7 @@ class NotifySteps:
                 params["data"] = templates.render(lg.data, ctx.scope())
                 return env.notification(p.MESSAGE, params)
             case EmitStep():
-                uri = templates.render(step.emit.uri, ctx.scope())
+                uri = templates.render_text(step.emit.uri, ctx.scope())
                 if mode is Mode.SUBSCRIPTION:
                     return Emit(step.emit.event, uri, ctx.id, has_only=True)
                 return Emit(step.emit.event, uri)

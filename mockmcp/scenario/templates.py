@@ -403,6 +403,13 @@ def render(value: Any, ctx: dict[str, Any]) -> Any:
     return value
 
 
+def render_text(value: str | None, ctx: dict[str, Any]) -> str | None:
+    """A field the protocol types as text (a URI, a message) rendered and read as text: a
+    whole-value template keeps its value's JSON type elsewhere, but here an object or a number
+    a client sent must still go out as a string (``None``: the field is absent)."""
+    return None if value is None else to_text(render(value, ctx))
+
+
 def _render_key(key: str, ctx: dict[str, Any]) -> str:
     """A key is text: ``{{ arguments.k }}`` with a list in ``k`` must not make an unhashable key."""
     value = compile_string(key).render(ctx)

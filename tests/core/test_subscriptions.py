@@ -290,3 +290,44 @@ def test_process_exits_promptly_at_eof_with_open_streams(schema):
     out = [schema.check_line(raw + b"\n") for raw in proc.stdout.splitlines()]
     assert [m["method"] for m in out] == ["notifications/subscriptions/acknowledged"] * 2
     assert elapsed < 10  # neither the 20 s grace nor the 5 s of clock ticks
+
+
+TEXT_FIELDS = """
+mockmcp: 1
+resources: [{uri: "file:///r", name: r, text: hi}]
+tools:
+  - name: touch
+    replies:
+      - steps:
+          - progress: {progress: 1, total: 2, message: "{{ arguments.u }}"}
+          - emit: {event: resources/updated, uri: "{{ arguments.u }}"}
+          - text: done
+"""
+
+
+def test_a_whole_template_in_a_text_field_sends_text_whatever_the_client_sent(schema, tmp_path):
+    """``uri`` and ``message`` are strings in the schema: a template that is one tag keeps its
+    value's JSON type elsewhere, but here what the client sent (an object, a list, a number)
+    is sent as text, and an object in an emitted ``uri`` no longer kills the process."""
+    from support.messages import line
+
+    from support.process import run_mock
+
+    scenario = tmp_path / "text-fields.yaml"
+    scenario.write_text(TEXT_FIELDS)
+    values = [{"a": 1}, [1, 2], 7, 2.5, True, None, "file:///r"]
+    texts = ['{"a":1}', "[1,2]", "7", "2.5", "true", "", "file:///r"]
+    data = line(listen("s1", resourceSubscriptions=texts))
+    for n, value in enumerate(values):
+        data += line(call(n, "touch", meta={"progressToken": f"p{n}"}, u=value))
+    proc = run_mock("run", str(scenario), "--no-cache", input=data, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"Traceback" not in proc.stderr
+    out = [json.loads(raw) for raw in proc.stdout.splitlines()]
+    check(schema, out)
+    answered = sorted(m["id"] for m in out if "result" in m and m.get("id") != "s1")
+    assert answered == list(range(len(values)))
+    progress = [m["params"]["message"] for m in out if m.get("method") == "notifications/progress"]
+    updated = [m["params"]["uri"] for m in out if m.get("method") == "notifications/resources/updated"]
+    assert progress == texts
+    assert updated == texts
