@@ -51,7 +51,7 @@ class NotifySteps:
                 lg = step.log
                 if level is None or p.LOG_LEVEL_RANK[lg.level] < p.LOG_LEVEL_RANK[level]:
                     return None
-                params = drop_none({"level": lg.level, "logger": lg.logger})
+                params = drop_none({"level": lg.level, "logger": templates.render_text(lg.logger, ctx.scope())})
                 params["data"] = templates.render(lg.data, ctx.scope())
                 return env.notification(p.MESSAGE, params)
             case EmitStep():

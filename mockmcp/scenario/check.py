@@ -155,6 +155,23 @@ def _input_request_problems(key: str, req: Any) -> str | None:
     return None
 
 
+# Fields sent exactly as written. A ``{{ }}`` in one is never rendered: it reaches the client
+# as braces, so it is a mistake (most often meant for a field that renders) that check names.
+_LITERAL_FIELDS: dict[type, tuple[tuple[str, ...], ...]] = {
+    SetStateStep: (("setState",),),
+    HttpStep: (("http", "body"), ("http", "contentType"), ("http", "write"), ("http", "headers")),
+    HugeStep: (("huge", "char"),),
+    RequestStep: (("request", "name"),),
+}
+_RENDERED = "templates work in text, result and error steps, progress messages, logs, emitted uris, raw steps and input requests"
+
+
+def _unrendered(path: Path_, field: str, value: Any) -> Found | None:
+    if not templates.has_template(value):
+        return None
+    return Found(path, f"{field} is sent as written: its '{{{{ }}}}' is never rendered ({_RENDERED})")
+
+
 def _check_steps(path: Path_, method: str, steps: list[Step], found: list[Found], *, timeline: bool) -> None:
     last_progress: float | None = None
     for i, step in enumerate(steps):
@@ -162,6 +179,12 @@ def _check_steps(path: Path_, method: str, steps: list[Step], found: list[Found]
         for value in _field_values(step):
             for msg in templates.check(_plain(value)):
                 found.append(Found(sp, f"template error: {msg}"))
+        for field in _LITERAL_FIELDS.get(type(step), ()):
+            value = step
+            for name in field:
+                value = getattr(value, name)
+            if (literal := _unrendered(sp + field, ".".join(field), value)) is not None:
+                found.append(literal)
         if isinstance(step, model.TextStep):
             pass  # the commonest step: nothing to check beyond its template (skips the chain below)
         elif isinstance(step, model.ResultStep):
@@ -253,9 +276,13 @@ def _check_task(path: Path_, method: str, spec: TaskSpec, found: list[Found], *,
         found.append(Found(path + ("ttlMs",), "ttlMs must be at least 0 (or null: unlimited)"))
     if spec.pollIntervalMs < 0:
         found.append(Found(path + ("pollIntervalMs",), "pollIntervalMs must be at least 0"))
+    if (literal := _unrendered(path + ("statusMessage",), "statusMessage", spec.statusMessage)) is not None:
+        found.append(literal)
     seen: dict[str, int] = {}
     for i, phase in enumerate(spec.phases):
         pp = path + ("phases", i)
+        if (literal := _unrendered(pp + ("statusMessage",), "statusMessage", phase.statusMessage)) is not None:
+            found.append(literal)
         ends = [k for k in ("after", "polls", "state") if getattr(phase, k) is not None]
         if phase.status == "input_required":
             if not phase.inputRequests:

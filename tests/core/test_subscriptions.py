@@ -292,6 +292,7 @@ def test_process_exits_promptly_at_eof_with_open_streams(schema):
     assert elapsed < 10  # neither the 20 s grace nor the 5 s of clock ticks
 
 
+LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 TEXT_FIELDS = """
 mockmcp: 1
 resources: [{uri: "file:///r", name: r, text: hi}]
@@ -301,12 +302,13 @@ tools:
       - steps:
           - progress: {progress: 1, total: 2, message: "{{ arguments.u }}"}
           - emit: {event: resources/updated, uri: "{{ arguments.u }}"}
+          - log: {level: info, logger: "{{ arguments.u }}", data: x}
           - text: done
 """
 
 
 def test_a_whole_template_in_a_text_field_sends_text_whatever_the_client_sent(schema, tmp_path):
-    """``uri`` and ``message`` are strings in the schema: a template that is one tag keeps its
+    """``uri``, ``message`` and ``logger`` are strings in the schema: a template that is one tag keeps its
     value's JSON type elsewhere, but here what the client sent (an object, a list, a number)
     is sent as text, and an object in an emitted ``uri`` no longer kills the process."""
     from support.messages import line
@@ -319,7 +321,7 @@ def test_a_whole_template_in_a_text_field_sends_text_whatever_the_client_sent(sc
     texts = ['{"a":1}', "[1,2]", "7", "2.5", "true", "", "file:///r"]
     data = line(listen("s1", resourceSubscriptions=texts))
     for n, value in enumerate(values):
-        data += line(call(n, "touch", meta={"progressToken": f"p{n}"}, u=value))
+        data += line(call(n, "touch", meta={"progressToken": f"p{n}", LOG_LEVEL: "info"}, u=value))
     proc = run_mock("run", str(scenario), "--no-cache", input=data, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
     assert b"Traceback" not in proc.stderr
@@ -330,4 +332,6 @@ def test_a_whole_template_in_a_text_field_sends_text_whatever_the_client_sent(sc
     progress = [m["params"]["message"] for m in out if m.get("method") == "notifications/progress"]
     updated = [m["params"]["uri"] for m in out if m.get("method") == "notifications/resources/updated"]
     assert progress == texts
+    loggers = [m["params"].get("logger") for m in out if m.get("method") == "notifications/message"]
+    assert loggers == texts
     assert updated == texts

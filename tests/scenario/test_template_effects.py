@@ -82,6 +82,50 @@ subscriptions:
         load_text("mockmcp: 1\ntools: [{name: t, replies: [{steps: [{sleep: '{{ nope() }}ms'}, {text: x}]}]}]\n", "t.yaml")
 
 
+
+def test_check_names_a_template_in_a_field_sent_as_written(tmp_path):
+    """setState, a task's statusMessage, an HTTP fault's body and headers, a
+    huge step's char and a request's name are never rendered: ``mockmcp check`` refuses a
+    ``{{ }}`` there, with its place, rather than let the braces reach the client."""
+    text = """
+mockmcp: 1
+tools:
+  - name: go
+    replies:
+      - steps:
+          - setState: "{{ arguments.s }}"
+          - log: {level: info, logger: "{{ name }}", data: "{{ name }}"}
+          - http: {body: "{{ id }}", headers: {x-id: "{{ id }}"}}
+          - request: {method: ping, name: "{{ name }}"}
+          - huge: {bytes: 3, char: "{{ name }}"}
+  - name: job
+    replies:
+      - steps:
+          - task:
+              statusMessage: "working on {{ arguments.what }}"
+              phases: [{polls: 1, statusMessage: "{{ arguments.what }}"}]
+              outcome: [{text: "done with {{ arguments.what }}"}]
+"""
+    with pytest.raises(LoadError) as info:
+        load_text(text, "t.yaml")
+    places = [(p.line, p.path) for p in info.value.problems if "is sent as written" in p.message]
+    step = ("tools", 0, "replies", 0, "steps")
+    task = ("tools", 1, "replies", 0, "steps", 0, "task")
+    assert places == [
+        (7, (*step, 0, "setState")),
+        (9, (*step, 2, "http", "body")),
+        (9, (*step, 2, "http", "headers")),
+        (10, (*step, 3, "request", "name")),
+        (11, (*step, 4, "huge", "char")),
+        (16, (*task, "statusMessage")),
+        (17, (*task, "phases", 0, "statusMessage")),
+    ]
+    scenario = tmp_path / "t.yaml"
+    scenario.write_text(text)
+    proc = run_mock("check", str(scenario))
+    assert proc.returncode == 1
+    assert b"t.yaml:7:13: setState is sent as written" in proc.stdout + proc.stderr
+
 HELPERS = """
 mockmcp: 1
 tools:
