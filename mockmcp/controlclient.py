@@ -31,6 +31,9 @@ __all__ = ["AsyncControl", "ControlError", "ControlOperations", "NotAnAnswer", "
 
 TIMED_OUT = -32008  # control.TIMED_OUT (not imported: this module stays light)
 CONNECT_TIMEOUT = 10.0  # seconds to wait for the mock's socket to appear
+# Seconds an answer may take beyond the operation's own ``timeout`` (a ``waitFor``): a live mock
+# answers every operation at once, so only a stopped mock or another program's socket takes longer.
+ANSWER_TIMEOUT = 30.0
 MAX_ANSWER = 64 * 1024 * 1024  # the longest answer line read (a journal page is the longest a mock sends)
 
 
@@ -81,6 +84,20 @@ def _result(line: bytes, pick: str | None) -> Any:
     if type(result) is not dict or pick not in result:
         raise NotAnAnswer(f"the control socket's answer has no {pick!r}: {line[:200]!r}")
     return result[pick]
+
+
+def answer_timeout(params: dict[str, Any], beyond: float = ANSWER_TIMEOUT) -> float:
+    """How long to wait for the answer to an operation with ``params``: ``beyond`` seconds more than
+    the wait the operation itself asks for (``timeout``, which the mock bounds)."""
+    wait = params.get("timeout")
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 < wait < 1e6:
+        return beyond  # no wait asked for, or one the mock refuses at once
+    return beyond + float(wait)
+
+
+def _silent(path: str, seconds: float) -> NotAnAnswer:
+    return NotAnAnswer(f"no answer from {path} within {seconds:g} s: it accepted the connection but said nothing "
+                       "(a stopped mock, or another program's socket)")
 
 
 def _clean(params: dict[str, Any]) -> dict[str, Any]:
@@ -318,53 +335,70 @@ class _Client(ControlOperations):
 class SyncControl(_Client):
     """Blocking control calls (plain pytest tests, scripts)."""
 
-    def __init__(self, path: str, *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+    def __init__(self, path: str, *, connect_timeout: float = CONNECT_TIMEOUT,
+                 answer_timeout: float = ANSWER_TIMEOUT) -> None:
         self.path = path
         self.connect_timeout = connect_timeout
+        self.answer_timeout = answer_timeout
         self._ids = itertools.count(1)
 
     def call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
-        return _result(exchange(self.path, _request(next(self._ids), op, params), self.connect_timeout), pick)
+        data = _request(next(self._ids), op, params)
+        return _result(exchange(self.path, data, self.connect_timeout, answer_timeout(params, self.answer_timeout)), pick)
 
 
-def exchange(path: str, data: bytes, connect_timeout: float = CONNECT_TIMEOUT) -> bytes:
-    """Send one request line over a new connection and read its response line (blocking)."""
+def _unreachable(exc: OSError, path: str) -> OSError:
+    """The connect error, naming the path (``connect`` leaves it out)."""
+    return type(exc)(exc.errno, exc.strerror, path)
+
+
+def exchange(path: str, data: bytes, connect_timeout: float = CONNECT_TIMEOUT,
+             answer_timeout: float = ANSWER_TIMEOUT) -> bytes:
+    """Send one request line over a new connection and read its response line (blocking); a peer
+    that says nothing for ``answer_timeout`` seconds raises ``NotAnAnswer``."""
     deadline = time.monotonic() + connect_timeout
     while True:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(path)
             break
-        except (FileNotFoundError, ConnectionRefusedError):
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
             sock.close()
             if time.monotonic() >= deadline:
-                raise
+                raise _unreachable(exc, path) from None
             time.sleep(0.01)
     with sock:
-        sock.sendall(data)
-        with sock.makefile("rb") as f:
-            return f.readline(MAX_ANSWER + 1)
+        sock.settimeout(answer_timeout)
+        try:
+            sock.sendall(data)
+            with sock.makefile("rb") as f:
+                return f.readline(MAX_ANSWER + 1)
+        except TimeoutError:
+            raise _silent(path, answer_timeout) from None
 
 
 class AsyncControl(_Client):
     """Control calls to ``await`` under asyncio or trio (whichever loop is running)."""
 
-    def __init__(self, path: str, *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+    def __init__(self, path: str, *, connect_timeout: float = CONNECT_TIMEOUT,
+                 answer_timeout: float = ANSWER_TIMEOUT) -> None:
         self.path = path
         self.connect_timeout = connect_timeout
+        self.answer_timeout = answer_timeout
         self._ids = itertools.count(1)
 
     async def call(self, op: str, params: dict[str, Any], pick: str | None = None) -> Any:
         import asyncio
 
         data = _request(next(self._ids), op, params)
+        seconds = answer_timeout(params, self.answer_timeout)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return _result(await self._trio_exchange(data), pick)
-        return _result(await self._asyncio_exchange(data), pick)
+            return _result(await self._trio_exchange(data, seconds), pick)
+        return _result(await self._asyncio_exchange(data, seconds), pick)
 
-    async def _asyncio_exchange(self, data: bytes) -> bytes:
+    async def _asyncio_exchange(self, data: bytes, seconds: float) -> bytes:
         import asyncio
 
         deadline = time.monotonic() + self.connect_timeout
@@ -372,21 +406,23 @@ class AsyncControl(_Client):
             try:
                 reader, writer = await asyncio.open_unix_connection(self.path, limit=MAX_ANSWER + 1)
                 break
-            except (FileNotFoundError, ConnectionRefusedError):
+            except (FileNotFoundError, ConnectionRefusedError) as exc:
                 if time.monotonic() >= deadline:
-                    raise
+                    raise _unreachable(exc, self.path) from None
                 await asyncio.sleep(0.01)
         try:
             writer.write(data)
             await writer.drain()
             try:
-                return await reader.readline()
+                return await asyncio.wait_for(reader.readline(), seconds)
             except ValueError:  # past the reader's limit
                 raise NotAnAnswer(f"the control socket's answer is longer than {MAX_ANSWER} bytes") from None
+            except TimeoutError:
+                raise _silent(self.path, seconds) from None
         finally:
             writer.close()
 
-    async def _trio_exchange(self, data: bytes) -> bytes:
+    async def _trio_exchange(self, data: bytes, seconds: float) -> bytes:
         import trio
 
         deadline = time.monotonic() + self.connect_timeout
@@ -394,19 +430,22 @@ class AsyncControl(_Client):
             try:
                 stream = await trio.open_unix_socket(self.path)
                 break
-            except (FileNotFoundError, ConnectionRefusedError):
+            except (FileNotFoundError, ConnectionRefusedError) as exc:
                 if time.monotonic() >= deadline:
-                    raise
+                    raise _unreachable(exc, self.path) from None
                 await trio.sleep(0.01)
         async with stream:
-            await stream.send_all(data)
             buf = bytearray()
-            while len(buf) <= MAX_ANSWER:
-                chunk = await stream.receive_some(65536)
-                if not chunk:
-                    break
-                end = chunk.find(b"\n")  # (in the new chunk only: a search of the whole buffer is quadratic)
-                buf += chunk if end < 0 else chunk[:end + 1]
-                if end >= 0:
-                    break
+            with trio.move_on_after(seconds) as waited:
+                await stream.send_all(data)
+                while len(buf) <= MAX_ANSWER:
+                    chunk = await stream.receive_some(65536)
+                    if not chunk:
+                        break
+                    end = chunk.find(b"\n")  # (in the new chunk only: a search of the whole buffer is quadratic)
+                    buf += chunk if end < 0 else chunk[:end + 1]
+                    if end >= 0:
+                        break
+            if waited.cancelled_caught:
+                raise _silent(self.path, seconds)
             return bytes(buf)

@@ -42,6 +42,7 @@ def _typed(convert: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 _non_negative_float = _typed(runargs.non_negative_float)
+_positive_float = _typed(runargs.positive_float)
 
 
 def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, examples: str) -> argparse.ArgumentParser:
@@ -212,6 +213,9 @@ def _ctl_command(sub: _Sub) -> None:
                      help="parameters; a VALUE that is JSON is taken as JSON, anything else as a string")
     ctl.add_argument("--connect-timeout", type=_non_negative_float, default=0.0, metavar="S",
                      help="wait up to S seconds for the socket to appear (default: 0)")
+    ctl.add_argument("--answer-timeout", type=_positive_float, default=30.0, metavar="S",
+                     help="give up (status 2) when no answer comes S seconds beyond the operation's own "
+                          "timeout (default: 30)")
 
 
 def _journal_command(sub: _Sub) -> None:
@@ -444,7 +448,7 @@ def _ctl(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print the response line; 0 for a result, 1 for an error response, 2 if none could be had."""
     import json
 
-    from mockmcp.controlclient import exchange
+    from mockmcp.controlclient import NotAnAnswer, answer_timeout, exchange
 
     params: dict[str, object] = {}
     for arg in args.args:
@@ -463,7 +467,10 @@ def _ctl(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except ValueError:  # (NaN, Infinity or 1e400, which Python's parser reads as infinity)
         parser.error("a value is not a finite number: JSON has no NaN or infinity")
     try:
-        line = exchange(args.path, data, args.connect_timeout)
+        line = exchange(args.path, data, args.connect_timeout, answer_timeout(params, args.answer_timeout))
+    except NotAnAnswer as exc:
+        print(f"mockmcp ctl: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"mockmcp ctl: cannot reach {args.path}: {exc.strerror or exc}", file=sys.stderr)
         return 2

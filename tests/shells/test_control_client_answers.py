@@ -134,3 +134,51 @@ def test_fuzzed_answers_never_raise_anything_else(answer: bytes, client: str) ->
     if kind == "value":  # only from a response whose result holds the field
         response = json.loads(answer)
         assert response["result"]["delivered"] == value
+
+
+@contextmanager
+def silent() -> Iterator[str]:
+    """A Unix socket server that accepts, reads the request and never answers (a stopped mock)."""
+    folder = tempfile.mkdtemp(prefix="ctl-")
+    path = os.path.join(folder, "c.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(8)
+    try:
+        yield path
+    finally:
+        server.close()  # the connections it never accepted go with it
+        os.unlink(path)
+        os.rmdir(folder)
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_silence_is_refused_after_the_answer_timeout_beyond_the_operations_own(client: str) -> None:
+    """A peer that accepts and says nothing (a SIGSTOPped mock) held every client forever; now each
+    gives up ``answer_timeout`` seconds beyond the wait the operation asks for."""
+    import time
+
+    calls = {
+        "sync": lambda path: SyncControl(path, answer_timeout=0.3).wait_for("tools/call", timeout=0.4),
+        "asyncio": lambda path: asyncio.run(AsyncControl(path, answer_timeout=0.3).wait_for("tools/call", timeout=0.4)),
+        "trio": lambda path: trio.run(lambda: AsyncControl(path, answer_timeout=0.3).wait_for("tools/call", timeout=0.4)),
+    }
+    with silent() as path:
+        started = time.monotonic()
+        with pytest.raises(NotAnAnswer, match=f"no answer from {path} within 0.7 s"):
+            calls[client](path)
+        took = time.monotonic() - started
+    assert 0.7 <= took < 10, took
+
+
+def test_ctl_gives_up_on_silence_with_status_2_and_names_a_missing_socket(tmp_path: Any) -> None:
+    from support.process import run_mock
+
+    with silent() as path:
+        proc = run_mock("ctl", path, "ping", "--answer-timeout", "0.3", timeout=30)
+    assert proc.returncode == 2
+    assert proc.stderr.decode().strip() == (f"mockmcp ctl: no answer from {path} within 0.3 s: it accepted the connection "
+                                            "but said nothing (a stopped mock, or another program's socket)")
+    missing = str(tmp_path / "gone.sock")
+    with pytest.raises(FileNotFoundError, match=f"No such file or directory: '{missing}'"):
+        SyncControl(missing, connect_timeout=0.05).emit_tools_changed()
