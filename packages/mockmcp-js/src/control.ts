@@ -17,6 +17,9 @@ import type {
 } from './generated.js';
 
 export const CONNECT_TIMEOUT_MS = 10_000;
+/** How long an answer may take beyond the operation's own `timeout` (a `waitFor`): a live mock answers
+ * every operation at once, so only a stopped mock or another program's socket is slower. */
+export const ANSWER_TIMEOUT_MS = 30_000;
 const TIMED_OUT = -32008;
 const RETRY_MS = 10;
 
@@ -95,11 +98,18 @@ async function connect(path: string, timeoutMs: number): Promise<net.Socket> {
   }
 }
 
-function exchange(socket: net.Socket, line: string): Promise<string> {
+function exchange(socket: net.Socket, line: string, where: string, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     let buffer = '';
     let done = false;
     socket.setEncoding('utf8');
+    socket.setTimeout(timeoutMs, () => {
+      if (done) return;
+      done = true;
+      socket.destroy();
+      reject(new NotAnAnswer(`no answer from ${where} within ${timeoutMs / 1000} s: it accepted the connection but said nothing `
+        + '(a stopped mock, or another program\'s socket)'));
+    });
     socket.on('data', (chunk: string) => {
       if (done) return;
       const at = chunk.indexOf('\n'); // (only the new chunk: a search of the whole buffer per chunk was quadratic)
@@ -151,6 +161,12 @@ function answerOf(line: string): Answer {
   throw new NotAnAnswer(`the control socket answered with something that is not a JSON-RPC response: ${quote(line)}`);
 }
 
+/** The wait an operation asks the mock for (`timeout` seconds: `waitFor`), in ms; 0 if none. */
+function waitOf(params: unknown): number {
+  const wait = (params as { timeout?: unknown } | null)?.timeout;
+  return typeof wait === 'number' && wait > 0 && wait < 1e6 ? wait * 1000 : 0;
+}
+
 function clean<T extends Json>(params: T): T {
   return Object.fromEntries(Object.entries(params).filter(([, v]) => v !== undefined)) as T;
 }
@@ -159,7 +175,8 @@ function clean<T extends Json>(params: T): T {
 export class ControlClient {
   private ids = 0;
 
-  constructor(readonly path: string, readonly connectTimeoutMs: number = CONNECT_TIMEOUT_MS) {}
+  constructor(readonly path: string, readonly connectTimeoutMs: number = CONNECT_TIMEOUT_MS,
+              readonly answerTimeoutMs: number = ANSWER_TIMEOUT_MS) {}
 
   /** Send one operation by its wire name and return its result (an error answer throws `ControlError`). */
   async call<Op extends Operation>(op: Op, params: Params<Op>): Promise<Result<Op>> {
@@ -167,7 +184,7 @@ export class ControlClient {
     const line = JSON.stringify({ jsonrpc: '2.0', id: ++this.ids, method: op, params }) + '\n';
     let answer: Answer;
     try {
-      answer = answerOf(await exchange(socket, line));
+      answer = answerOf(await exchange(socket, line, this.path, this.answerTimeoutMs + waitOf(params)));
     } finally {
       socket.destroy();
     }

@@ -9,7 +9,7 @@
  * ```
  */
 export { startMock, Mock, type ServerParams, type StartOptions } from './mock.js';
-export { ControlClient, ControlError, WaitTimedOut, NotAnAnswer, CONNECT_TIMEOUT_MS, MAX_ANSWER, type Kind, type Operation, type Params, type Result } from './control.js';
+export { ControlClient, ControlError, WaitTimedOut, NotAnAnswer, ANSWER_TIMEOUT_MS, CONNECT_TIMEOUT_MS, MAX_ANSWER, type Kind, type Operation, type Params, type Result } from './control.js';
 export { findMockmcp, MockmcpNotFound, INSTALL_HINT, type LocateOptions } from './locate.js';
 export { startWarmServer, type WarmServer, type WarmServerOptions } from './warm.js';
 export { explain, matchers, type MatcherResult } from './matchers.js';

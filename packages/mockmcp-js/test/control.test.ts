@@ -64,6 +64,25 @@ describe('the control client settles on whatever comes back', () => {
     expect(await outcome(answer)).toEqual(expected);
   });
 
+  test('silence is refused after the answer timeout beyond the operation\'s own', async () => {
+    // a peer that accepts and never answers (a stopped mock) held every call forever
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ctl-'));
+    folders.push(dir);
+    const socketPath = path.join(dir, 'c.sock');
+    const server = net.createServer((conn) => {
+      conn.on('error', () => {});
+      conn.resume(); // (reads and drops the request: a paused socket would not see the client leave)
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    const started = Date.now();
+    const client = new ControlClient(socketPath, 1000, 300);
+    await expect(client.waitFor({ method: 'tools/call' }, { timeout: 0.4 })).rejects.toThrow(
+      new NotAnAnswer(`no answer from ${socketPath} within 0.7 s: it accepted the connection but said nothing `
+        + '(a stopped mock, or another program\'s socket)'));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(690);
+  }, 30_000);
+
   test('an answer past the bound is refused, not read whole', async () => {
     const [kind, why] = await outcome('{"result":{"delivered":"' + 'x'.repeat(MAX_ANSWER + 10));
     expect(kind).toBe('refused');
