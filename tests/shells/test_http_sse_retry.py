@@ -9,6 +9,7 @@ conformance suite's ``sse-retry`` scenario judges: the reconnect, its wait, its 
 from __future__ import annotations
 
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from mockmcp.core import httprules
-from support.httpmock import HttpMock, Response, sse_data
+from support.httpmock import HttpMock, Response, read_all, sse_data
 from support.paths import SCENARIOS
 from support.process import run_mock
 
@@ -126,6 +127,46 @@ def test_a_client_that_never_reconnects(tmp_path: Path) -> None:
     assert report["findings"][0]["level"] == "warning"
 
 
+def _dropped_call(mock: HttpMock, rid: int, half_close: bool) -> None:
+    """POST the tool's call and leave at once: shut down the sending side (and read what comes) or close."""
+    body = json.dumps({**CALL, "id": rid}).encode()
+    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{mock.port}\r\nAccept: application/json, text/event-stream\r\n"
+            f"Content-Type: application/json\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {len(body)}\r\n\r\n")
+    with socket.create_connection((mock.host, mock.port), timeout=10) as s:
+        s.sendall(head.encode() + body)
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+            read_all(s)
+
+
+def test_a_get_after_a_dropped_post_is_answered_and_ends(tmp_path: Path) -> None:
+    """The client's close and the mock's close for a resume race; whichever came first, a GET is
+    answered at once: the rest of the stream, to its end (the mock closed it first: the close is no
+    cancel), or 405 (the client's close cancelled the call before it was parked). Never a stream
+    that stays open with nothing on it, keep-alives included."""
+    outcomes: list[int] = []
+
+    def client(mock: HttpMock) -> None:
+        assert _post(mock, INIT).status == 200
+        for rid in range(1, 21):
+            _dropped_call(mock, rid, half_close=rid % 2 == 0)
+            time.sleep(0.05)
+            started = time.monotonic()
+            out = mock.raw(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{mock.port}\r\nAccept: text/event-stream\r\n"
+                           f"Last-Event-ID: mockmcp-{rid}-0\r\nConnection: close\r\n\r\n".encode(), timeout=10)
+            assert time.monotonic() - started < 9, f"call {rid}: the GET got no end: {out!r}"
+            status = int(out.split(b" ", 2)[1])
+            outcomes.append(status)
+            if status == 200:
+                assert out.endswith(b"\r\n0\r\n\r\n") and b"Reconnection test completed successfully" in out, out
+            else:
+                assert status == 405, out
+
+    report = _run(tmp_path, client)
+    assert len(outcomes) == 20
+    assert "http.resume.missing" not in _checks(report)  # (what was parked was resumed; the rest was never parked)
+
+
 def test_a_get_while_no_stream_waits_is_still_405(tmp_path: Path) -> None:
     def client(mock: HttpMock) -> None:
         assert _post(mock, INIT).status == 200
@@ -133,6 +174,18 @@ def test_a_get_while_no_stream_waits_is_still_405(tmp_path: Path) -> None:
         assert r.status == 405 and r.headers["allow"] == "POST"
 
     assert _run(tmp_path, client)["findings"] == []  # (a legacy client may try the standalone GET stream)
+
+
+def test_a_resumed_stream_of_a_slow_plan_gets_keep_alives(tmp_path: Path) -> None:
+    slow = tmp_path / "slow.yaml"
+    slow.write_text(SCENARIO.read_text().replace("- http: {retry: 500ms}", "- http: {retry: 500ms}\n          - sleep: 2s"))
+    with HttpMock(slow, "--sse-keepalive", "0.3") as mock:
+        event_id = _closed_stream(mock)
+        time.sleep(0.55)
+        r = _get(mock, {"Last-Event-ID": event_id.decode()})
+        _resumed(r, event_id)
+        assert r.body.startswith(httprules.KEEPALIVE), r  # (the quiet wait for the answer, then the answer)
+        assert mock.stop() == 0, mock.stderr()
 
 
 def test_a_resume_must_accept_an_event_stream(tmp_path: Path) -> None:

@@ -190,6 +190,8 @@ class Exchange:
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     data = b""
                 if not data:
+                    if watcher.cancel_called:
+                        return  # the mock closed the stream for a resume meanwhile: a close is no cancel now
                     if not closed:
                         closed.append(self.ids.running(rid, scope))
                     scope.cancel()  # the plan: nothing more is done for it

@@ -14,6 +14,7 @@ with another) ``Last-Event-ID``; a stream never resumed is the verifier's
 
 from __future__ import annotations
 
+import math
 from typing import Any, Awaitable, Callable
 
 import h11
@@ -64,8 +65,9 @@ class Parked:
 class Resumes:
     """The parked streams by the id of their last event, oldest first (one ``GET`` resumes one)."""
 
-    def __init__(self, taps: Taps) -> None:
+    def __init__(self, taps: Taps, keepalive: float = 15.0) -> None:
         self.taps = taps
+        self.keepalive = keepalive  # seconds of quiet on a resumed stream before a keep-alive comment (0: none)
         self.parked: dict[str, Parked] = {}
         self._streams = 0
 
@@ -100,6 +102,7 @@ class Resumes:
             return False
         self._judge(parked, last)
         await stream.send_all(h.send(h11.Response(status_code=200, reason=b"OK", headers=SSE_HEADERS)))
+        keepalive = self.keepalive if self.keepalive > 0 else math.inf
         n = 0
         while True:
             while n < len(parked.items):
@@ -116,7 +119,11 @@ class Resumes:
                 await write_item(h, stream, item)
             if parked.done:
                 break
-            await parked.more()
+            # Only the wait is timed (as on any stream): a slow plan's resumed stream is not silent.
+            with trio.move_on_after(keepalive) as quiet:
+                await parked.more()
+            if quiet.cancelled_caught:
+                await stream.send_all(h.send(h11.Data(data=httprules.KEEPALIVE)))
         await stream.send_all(h.send(h11.EndOfMessage()))
         return True
 

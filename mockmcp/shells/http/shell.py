@@ -78,7 +78,7 @@ class HttpShell:
         self.task_wake = task_wake = TaskWake()  # wakes the listen streams that watch tasks (waits.py)
         self.routes = routes = ListenRoutes(engine, log, taps)
         self.ids = ids = RequestIds(connection.finished, taps)
-        self.resumes = resumes = Resumes(taps)  # streams closed for the client to resume with GET (resume.py)
+        self.resumes = resumes = Resumes(taps, keepalive)  # streams closed for the client to resume with GET (resume.py)
         self.checks = checks = RequestChecks(engine, taps, tool_headers=tool_headers, invalid_tools=invalid_tools,
                                              allowed_origins=allowed_origins, allowed_hosts=allowed_hosts,
                                              resumes=resumes)

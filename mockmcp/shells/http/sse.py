@@ -55,19 +55,35 @@ class StreamWriter:
                     self.taps.item_event(item)
                     break
                 if isinstance(item, Detach):
-                    if detached is not None:  # first: the client may leave as soon as it reads the end
-                        detached()
-                    parked = self.resumes.park(rid, item.retry_ms)
-                    try:
-                        await stream.send_all(h.send(h11.Data(data=httprules.priming_event(parked.event_id, item.retry_ms))))
-                        await stream.send_all(h.send(h11.EndOfMessage()))
-                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                        pass  # (a disconnection is no cancel: the client may still resume)
-                    parked.closed()
-                    await _park_rest(receive, parked)
+                    await self._detach(h, stream, receive, item, rid, detached)
                     return
                 await self.write_item(h, stream, item)
         await stream.send_all(h.send(h11.EndOfMessage()))
+
+    async def _detach(self, h: h11.Connection, stream: trio.abc.Stream, receive: Source, item: Detach, rid: Any,
+                      detached: Callable[[], None] | None) -> None:
+        """End the response after the priming event and park the rest of the plan for ``rid``'s resume.
+
+        Whichever comes first decides: the client's close, seen by the watcher before this (this
+        writer is then cancelled, and so is the plan), cancels the request and nothing is parked
+        (a ``GET`` gets ``405``); from here on, a close is no cancel. Once parked, the stream is
+        finished whatever ends this task (a cancel included), or a ``GET`` would wait on it forever.
+        """
+        # (no yield between the check and ``detached``: the watcher cannot act in between)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if detached is not None:  # first: the client may leave as soon as it reads the end
+            detached()
+        parked = self.resumes.park(rid, item.retry_ms)
+        try:
+            try:
+                await stream.send_all(h.send(h11.Data(data=httprules.priming_event(parked.event_id, item.retry_ms))))
+                await stream.send_all(h.send(h11.EndOfMessage()))
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass  # (a disconnection is no cancel: the client may still resume)
+            parked.closed()
+            await _park_rest(receive, parked)
+        finally:
+            parked.finish()
 
     async def write_item(self, h: h11.Connection, stream: trio.abc.Stream, item: Item) -> None:
         match item:
@@ -143,16 +159,13 @@ class StreamWriter:
 
 async def _park_rest(receive: Source, parked: Parked) -> None:
     """The rest of a closed stream's items, kept for the client's ``GET`` until the plan ends."""
-    try:
-        while True:
-            item = await _receive(receive)
-            if item is None:
-                break
-            parked.add(item)
-            if isinstance(item, End):
-                break
-    finally:
-        parked.finish()
+    while True:
+        item = await _receive(receive)
+        if item is None:
+            break
+        parked.add(item)
+        if isinstance(item, End):
+            break
 
 
 async def _receive(channel: Source) -> Item | None:
