@@ -113,6 +113,11 @@ def check_head(method: bytes, target: bytes, headers: Mapping[bytes, bytes], *, 
     if len(target) + sum(len(k) + len(v) + 4 for k, v in headers.items()) > MAX_HEADER_BYTES:
         return Reject(431, "Request Header Fields Too Large", headers=((b"content-type", b"text/plain"),),
                       body=f"the request head exceeds the {MAX_HEADER_BYTES}-byte limit\n".encode())
+    if b"transfer-encoding" in headers and b"content-length" in headers:
+        # Two framings: a proxy that trusts the other one sees another request in the body (smuggling),
+        # so the body is not read and the connection closes after this answer (RFC 9112, 6.1).
+        return Reject(400, "Bad Request", headers=((b"content-type", b"text/plain"),),
+                      body=b"malformed HTTP request: both Transfer-Encoding and Content-Length (send one)\n")
     host = headers.get(b"host")
     if host is not None and allowed_hosts is not None and not host_allowed(host.decode("latin-1"), allowed_hosts):
         return _json_error(403, p.INVALID_REQUEST,

@@ -37,6 +37,9 @@ def test_head_rules() -> None:
     assert head(accept=b"text/event-stream; q=0.5 , Application/JSON") is None
     assert _status(head(content_type=b"text/plain")) == 415
     assert head(content_type=b"application/json; charset=utf-8") is None
+    assert head(transfer_encoding=b"chunked") is None and head(content_length=b"2") is None
+    assert _status(head(transfer_encoding=b"chunked", content_length=b"3")) == 400  # (two framings: smuggling)
+    assert _status(head(method=b"GET", transfer_encoding=b"chunked", content_length=b"3")) == 400  # (before the method)
 
 
 def test_origin() -> None:

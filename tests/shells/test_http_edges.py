@@ -3,6 +3,7 @@ every hostile input that must still be answered.
 
 - a refusal of a ``HEAD`` (of any method h11 accepts, any target form) is a head without a body, and
   the server lives on;
+- a request with both ``Transfer-Encoding`` and ``Content-Length`` is refused and its connection closed;
 - a request's time runs from its first byte: a head dribbled a byte at a time is cut with ``408``;
 - an ``initialize`` of the stateless revision (its header or ``_meta``) is ``404`` / ``-32601``, while
   a handshake-era ``initialize`` keeps its legacy answers;
@@ -101,6 +102,25 @@ def test_refusals_of_head_and_other_methods_leave_the_server_running() -> None:
             assert code == status, (head[:60], got[:300])
             assert len(body) == int(headers["content-length"]) > 0, got[:300]
             _probe(mock)
+        _stopped_cleanly(mock)
+
+
+def test_a_request_with_two_framings_is_refused_and_its_connection_closed() -> None:
+    """``Transfer-Encoding`` and ``Content-Length`` both: whoever frames the body by the other one
+    (a proxy in front) sees another request in it, so the request is refused with ``400``, and the
+    connection closes after it: a request pipelined behind it is not served."""
+    with HttpMock("default") as mock:
+        body = json.dumps(msg(1, "server/discover")).encode()
+        head = "".join(f"{k}: {v}\r\n" for k, v in mcp_headers(msg(1, "server/discover")).items())
+        head = f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{mock.port}\r\n{head}"
+        chunked = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+        smuggled = f"{head}Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n".encode() + chunked
+        behind = f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+        got = mock.raw(smuggled + behind)
+        code, headers, rest = _split(got)
+        assert code == 400 and headers["connection"] == "close", got
+        assert b"Transfer-Encoding and Content-Length" in rest and b"HTTP/1.1" not in rest, got  # (one answer, then the close)
+        _probe(mock)
         _stopped_cleanly(mock)
 
 
