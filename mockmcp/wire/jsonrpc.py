@@ -65,6 +65,9 @@ deep, so no value taken from a client can break an encoder later.
 """
 
 
+OUT_OF_RANGE_REASON = "a number is out of range (beyond a double, or an integer of more than 4300 digits)"
+
+
 class _NotJson(ValueError):
     """``NaN``, ``Infinity``: Python's decoder takes them, JSON has no such values."""
 
@@ -129,7 +132,33 @@ def parse(line: bytes) -> Any:
     except (json.JSONDecodeError, _NotJson) as exc:
         raise errors.ParseError(f"Parse error: {exc}") from None
     except ValueError:  # _OutOfRange, or an integer past the digit limit: valid JSON grammar
-        raise _beyond_limits(text, "a number is out of range (beyond a double, or an integer of more than 4300 digits)") from None
+        raise _beyond_limits(text, OUT_OF_RANGE_REASON) from None
+
+
+class JsonRefused(ValueError):
+    """A text ``strict_loads`` refuses; ``reason`` says why, ready for an error message."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def strict_loads(text: str) -> Any:
+    """One JSON value read as strictly as a client's line, for JSON a client sends outside
+    JSON-RPC (an OAuth registration body): RFC 8259 only (no ``NaN``/``Infinity``), no number
+    beyond a double or the interpreter's digit limit, and nested at most ``MAX_DEPTH`` levels,
+    so whatever is read can be encoded again (an encoder recurses per level). ``JsonRefused``
+    otherwise, whose reason names which rule the text broke."""
+    if text.count("{") + text.count("[") > MAX_DEPTH and _depths(text)[0] > MAX_DEPTH:
+        raise JsonRefused(f"nested deeper than {MAX_DEPTH} levels")
+    try:
+        return _decoder.decode(text)
+    except _NotJson as exc:
+        raise JsonRefused(str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise JsonRefused(f"not JSON ({exc})") from None
+    except ValueError:  # _OutOfRange, or an integer past the digit limit: valid JSON grammar
+        raise JsonRefused(OUT_OF_RANGE_REASON) from None
 
 
 def _depths(text: str) -> tuple[int, int]:

@@ -352,3 +352,23 @@ def test_a_request_without_a_usable_host_is_never_served(flow: Flow) -> None:
             b"Content-Length: " + str(len(body)).encode() + b"\r\n")
     assert flow.mock.raw(head + b"\r\n" + body).startswith(b"HTTP/1.1 400 ")
     assert flow.mock.raw(head + b"Host: a/b\r\n\r\n" + body).split(b" ", 2)[1] in (b"400", b"403")
+
+
+def test_a_registration_body_is_read_as_strictly_as_a_client_line(flow: Flow) -> None:
+    """A registration is echoed in its answer, so it is read as strictly as a JSON-RPC line: a
+    body nested past 64 levels (once, at ~980 levels, it killed the whole server when the echo was
+    encoded), NaN or Infinity (echoed, the answer was no JSON) and a number out of range are each
+    refused with the reason, and the server serves on."""
+    head = '{"redirect_uris": ["' + REDIRECT + '"], "token_endpoint_auth_method": "none", "x": '
+    # (the depth Python's decoder still reads but its encoder no longer writes depends on the stack: try each)
+    deep = [("[" * d + "]" * d, "nested deeper than 64 levels") for d in (64, 200, *range(950, 1001))]
+    cases = [*deep,
+             ("NaN", "NaN is not valid JSON"), ("-Infinity", "-Infinity is not valid JSON"),
+             ("1e400", "a number is out of range"), ("1" * 5000, "a number is out of range")]
+    for value, reason in cases:
+        r = flow.mock.post((head + value + "}").encode(), {"Content-Type": "application/json"}, path="/register")
+        oauth_error(r, 400, "invalid_client_metadata")
+        assert reason in r.json()["error_description"], r
+    r = flow.mock.post((head + "[" * 63 + "]" * 63 + "}").encode(), {"Content-Type": "application/json"}, path="/register")
+    assert r.status == 201 and "x" in r.json(), r  # 64 levels: served, and echoed
+    assert flow.register().status == 201

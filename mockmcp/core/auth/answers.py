@@ -35,7 +35,9 @@ class HttpAnswer(NamedTuple):
 
 
 def json_answer(status: int, document: Any, headers: Headers = ()) -> HttpAnswer:
-    return HttpAnswer(status, JSON_TYPE + headers, json.dumps(document, separators=(",", ":")).encode())
+    """``allow_nan=False``: an answer is JSON or nothing (what it echoes was read strictly, so no
+    NaN can reach it; were one to, this refuses loudly rather than send a body no client parses)."""
+    return HttpAnswer(status, JSON_TYPE + headers, json.dumps(document, separators=(",", ":"), allow_nan=False).encode())
 
 
 def redirect(location: str) -> HttpAnswer:

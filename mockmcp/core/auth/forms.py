@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from mockmcp.core.auth.answers import OAuthError
+from mockmcp.wire.jsonrpc import JsonRefused, strict_loads
 
 MAX_FORM_BYTES = 64 * 1024  # a form body or query string
 MAX_PARAMS = 64
@@ -88,16 +88,22 @@ def basic_credentials(header: str) -> tuple[str, str]:
 
 
 def parse_json_object(body: bytes, content_type: str | None, error: str) -> dict[str, Any]:
-    """A registration request's JSON object (RFC 7591 3.1); anything else is ``error``."""
+    """A registration request's JSON object (RFC 7591 3.1); anything else is ``error``, and so is
+    JSON past the limits of a client's line (``wire.jsonrpc.strict_loads``: NaN, a number out of
+    range, nesting deeper than ``MAX_DEPTH``)."""
     kind = (content_type or "").split(";", 1)[0].strip().lower()
     if kind != "application/json":
         raise OAuthError(error, f"the body must be application/json (got {content_type or 'no content type'})")
     if len(body) > MAX_JSON_BYTES:
         raise OAuthError(error, f"the body is over {MAX_JSON_BYTES} bytes")
     try:
-        value = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise OAuthError(error, "the body is not JSON") from None
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise OAuthError(error, f"the body is not UTF-8 (at byte {exc.start})") from None
+    try:  # as strictly as a client's line: what is read is echoed, and must encode again
+        value = strict_loads(text)
+    except JsonRefused as exc:
+        raise OAuthError(error, f"the body is refused: {exc.reason}") from None
     if not isinstance(value, dict):
         raise OAuthError(error, "the body must be a JSON object")
     return value
