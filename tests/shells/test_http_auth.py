@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from support.httpmock import HttpMock, Response, msg
+from support.httpmock import HttpMock, Response, mcp_headers, msg
 
 REDIRECT = "http://127.0.0.1:47001/callback"
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -372,3 +372,16 @@ def test_a_registration_body_is_read_as_strictly_as_a_client_line(flow: Flow) ->
     r = flow.mock.post((head + "[" * 63 + "]" * 63 + "}").encode(), {"Content-Type": "application/json"}, path="/register")
     assert r.status == 201 and "x" in r.json(), r  # 64 levels: served, and echoed
     assert flow.register().status == 201
+
+
+def test_the_scope_gate_reads_a_body_as_the_engine_does(flow: Flow) -> None:
+    """A body the engine refuses (NaN, nesting past 64 levels) is not judged by a laxer reading
+    first: it gets the engine's error, not a 403 step-up challenge for a request that cannot succeed."""
+    cid = flow.register().json()["client_id"]
+    token = flow.access(cid)["access_token"]  # mcp:read: admin_report needs mcp:admin too
+    message = msg(40, "tools/call", {"name": "admin_report", "arguments": {}})
+    text = json.dumps(message)
+    for bad in (text.replace('"arguments": {}', '"arguments": {"n": NaN}'),
+                text.replace('"arguments": {}', '"arguments": {"n": ' + "[" * 70 + "]" * 70 + "}")):
+        r = flow.mock.post(bad.encode(), {**mcp_headers(message), "Authorization": f"Bearer {token}"})
+        assert r.status != 403 and r.json()["error"]["code"] in (-32700, -32602), r  # parse error, invalid params

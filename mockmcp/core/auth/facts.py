@@ -38,6 +38,7 @@ from mockmcp.core.auth.clients import Clients
 from mockmcp.core.auth.forms import basic_credentials, parse_form, parse_json_object, parse_pairs, query_of
 from mockmcp.core.auth.resource import MCP_PATH
 from mockmcp.core.auth.site import AuthSite, Listener
+from mockmcp.wire.jsonrpc import JsonRefused, strict_loads
 from mockmcp.wire.redaction import fingerprint
 
 MAX_TEXT = 200  # a value the client chose (a resource, a scope) is cut to this many characters
@@ -60,6 +61,7 @@ def _text(headers: Mapping[bytes, bytes], name: bytes) -> str | None:
 
 
 def _json(body: bytes) -> Any:
+    """One of this server's own answers (JSON it encoded), read back."""
     try:
         return json.loads(body) if body else None
     except (ValueError, RecursionError):
@@ -229,7 +231,10 @@ def gate_facts(site: AuthSite, target: str, headers: Mapping[bytes, bytes], body
 def operation(body: bytes) -> str | None:
     """``tools/call echo``: the method of a POST body's message and the name it acts on (the key
     by which a client's retries after ``403`` are counted)."""
-    message = _json(body)
+    try:  # the client's body: read as strictly as the engine reads it
+        message = strict_loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, JsonRefused):
+        return None
     if not isinstance(message, dict) or not isinstance(message.get("method"), str):
         return None
     method: str = message["method"]

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 from mockmcp.core.auth.answers import BearerError
 from mockmcp.core.auth.tokens import Grant, TokenTable
 from mockmcp.scenario.model.auth import Auth, ScopeNeed
+from mockmcp.wire.jsonrpc import JsonRefused, strict_loads
 
 PATH_INSERTED = "/.well-known/oauth-protected-resource/mcp"
 ROOT = "/.well-known/oauth-protected-resource"
@@ -121,9 +122,9 @@ class ResourceServer:
                     break
             else:  # no need can apply: none of their names is in the body (and nothing is escaped)
                 return ()
-        try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):
+        try:  # read as the engine reads it: a body it refuses is never judged by a laxer reading
+            data = strict_loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, JsonRefused):
             return ()
         out: list[str] = []
         for message in data if isinstance(data, list) else [data]:
