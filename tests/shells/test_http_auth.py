@@ -385,3 +385,16 @@ def test_the_scope_gate_reads_a_body_as_the_engine_does(flow: Flow) -> None:
                 text.replace('"arguments": {}', '"arguments": {"n": ' + "[" * 70 + "]" * 70 + "}")):
         r = flow.mock.post(bad.encode(), {**mcp_headers(message), "Authorization": f"Bearer {token}"})
         assert r.status != 403 and r.json()["error"]["code"] in (-32700, -32602), r  # parse error, invalid params
+
+
+def test_a_redirect_uri_with_control_characters_is_refused_not_redirected_to(flow: Flow) -> None:
+    """urlsplit drops CR, LF and TAB, so for a client allowed any loopback redirect such a URI once
+    passed as loopback and went into Location raw: CR/LF closed the connection without an answer
+    (h11 refused the header), TAB made a malformed Location. Each is a 400, never a redirect."""
+    verifier, chal = pkce()
+    for uri in ("http://127.0.0.1:1/cb\r\nX-Injected: 1", "http://127.0.0.1:1/c\tb", "http://127.0.0.1:1/c\x7fb",
+                "http://127.0.0.1:1/c b", "http://127.0.0.1:1/caf\u00e9"):
+        r = flow.authorize("mockmcp-client", chal, redirect_uri=uri)
+        oauth_error(r, 400, "invalid_request")
+        assert "location" not in r.headers and "printable ASCII" in r.json()["error_description"], r
+    assert flow.authorize("mockmcp-client", chal, redirect_uri="http://127.0.0.1:1/caf%C3%A9").status == 302

@@ -13,6 +13,7 @@ Registered clients are bounded (``MAX_CLIENTS``, the oldest forgotten).
 from __future__ import annotations
 
 import hmac
+import re
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
@@ -24,6 +25,18 @@ from mockmcp.scenario.model.auth import AuthorizationServer
 MAX_CLIENTS = 10_000
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 GRANT_TYPES = frozenset({"authorization_code", "refresh_token"})
+# What a URI may hold as sent (RFC 3986: everything else percent-encoded). Checked before any
+# parse: urlsplit silently drops CR, LF and TAB, so a URI carrying them would pass the checks
+# and then go into a Location header raw.
+_URI_TEXT = re.compile(r"[\x21-\x7e]+")
+
+
+def uri_text_problem(uri: str) -> str | None:
+    """Why ``uri`` cannot be a redirect URI as written (None: only printable ASCII, no space)."""
+    if _URI_TEXT.fullmatch(uri):
+        return None
+    return (f"{uri[:200]!r} has a character outside printable ASCII (a control character, a space or raw"
+            " non-ASCII): percent-encode it (RFC 3986)")
 
 
 class Client:
@@ -64,7 +77,7 @@ def redirect_matches(registered: str, given: str) -> bool:
 
 
 def _absolute(uri: Any) -> bool:
-    if not isinstance(uri, str) or "#" in uri or not uri.isprintable() or " " in uri:
+    if not isinstance(uri, str) or "#" in uri or uri_text_problem(uri) is not None:
         return False
     try:
         parts = urlsplit(uri)
@@ -109,6 +122,9 @@ class Clients:
             if client.redirect_uris is not None and len(client.redirect_uris) == 1:
                 return client.redirect_uris[0]
             raise OAuthError("invalid_request", "redirect_uri is required (the client has no single registered one)")
+        problem = uri_text_problem(given)
+        if problem is not None:  # never redirected to: it could not even be written into Location
+            raise OAuthError("invalid_request", f"redirect_uri {problem}")
         if client.redirect_uris is None:
             if is_loopback(given):
                 return given
