@@ -398,3 +398,29 @@ def test_a_redirect_uri_with_control_characters_is_refused_not_redirected_to(flo
         oauth_error(r, 400, "invalid_request")
         assert "location" not in r.headers and "printable ASCII" in r.json()["error_description"], r
     assert flow.authorize("mockmcp-client", chal, redirect_uri="http://127.0.0.1:1/caf%C3%A9").status == 302
+
+
+def test_redirect_uris_match_exactly_but_for_a_loopback_port(flow: Flow) -> None:
+    """OAuth 2.1: a redirect URI is the registered string exactly, only a loopback redirect's port
+    may differ (RFC 8252 7.3). A fragment, userinfo, an upper-case scheme or host and an invalid
+    port once passed (the comparison went through urlsplit, which folds and drops them); now each
+    is a 400, never a redirect. Registration refuses what could never match safely."""
+    cid = flow.register().json()["client_id"]  # REDIRECT: http://127.0.0.1:47001/callback
+    verifier, chal = pkce()
+    for uri in (REDIRECT + "#frag", "http://attacker@127.0.0.1:47001/callback", "HTTP://127.0.0.1:47001/callback",
+                "http://127.0.0.1:99999/callback", "http://127.0.0.1:abc/callback", REDIRECT + "/",
+                "http://LOCALHOST:47001/callback"):
+        r = flow.authorize(cid, chal, redirect_uri=uri)
+        oauth_error(r, 400, "invalid_request")
+        assert "location" not in r.headers, r
+    for uri in ("http://127.0.0.1:47002/callback", "http://127.0.0.1/callback"):  # another loopback port: good
+        assert flow.authorize(cid, chal, redirect_uri=uri).headers["location"].startswith(uri + "?code="), uri
+    for uri, reason in (("http://127.0.0.1:99999/cb", "valid host and port"), ("javascript:alert(1)", "never a redirect"),
+                        ("http://127.0.0.1:1/caf\u00e9", "printable ASCII"), ("http://127.0.0.1:1/cb#x", "fragment"),
+                        ("http://u@127.0.0.1:1/cb", "userinfo"), ("HTTP://127.0.0.1:1/cb", "lower case"),
+                        ("http://client.example/cb", "any other host uses https"), ("/cb", "absolute")):
+        r = flow.register(redirect_uris=[uri])
+        oauth_error(r, 400, "invalid_redirect_uri")
+        assert reason in r.json()["error_description"], r
+    for uri in ("https://client.example/cb", "com.example.app:/cb"):  # a web client's, a native app's own scheme
+        assert flow.register(redirect_uris=[uri], application_type=None).status == 201, uri

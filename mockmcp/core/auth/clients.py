@@ -23,7 +23,6 @@ from mockmcp.core.auth.tokens import Mint
 from mockmcp.scenario.model.auth import AuthorizationServer
 
 MAX_CLIENTS = 10_000
-LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 GRANT_TYPES = frozenset({"authorization_code", "refresh_token"})
 # What a URI may hold as sent (RFC 3986: everything else percent-encoded). Checked before any
 # parse: urlsplit silently drops CR, LF and TAB, so a URI carrying them would pass the checks
@@ -52,38 +51,80 @@ class Client:
         self.grant_types = grant_types
 
 
+# A loopback redirect as written: lower-case http, one of the loopback hosts, an optional port
+# (the part that may differ, RFC 8252 7.3), no userinfo, no fragment. A regex, not urlsplit:
+# urlsplit lower-cases the scheme, drops CR/LF/TAB, and leaves a bad port for later.
+_LOOPBACK_URI = re.compile(r"http://(127\.0\.0\.1|\[::1\]|localhost)(?::([0-9]{1,5}))?((?:[/?][^#]*)?)")
+# Schemes a browser runs or reads itself rather than hand to an app: never a redirect target.
+_NOT_REDIRECTS = frozenset({"javascript", "vbscript", "data", "file", "about", "blob", "filesystem"})
+
+
+def _loopback_key(uri: str) -> str | None:
+    """A loopback redirect URI without its port (None: not a loopback redirect, or a bad port)."""
+    m = _LOOPBACK_URI.fullmatch(uri)
+    if m is None or (m.group(2) is not None and not 0 < int(m.group(2)) <= 65535):
+        return None
+    return f"http://{m.group(1)}{m.group(3)}"
+
+
 def is_loopback(uri: str) -> bool:
     """An ``http`` redirect to this machine (RFC 8252 7.3), whose port the client picks at run time."""
-    try:
-        parts = urlsplit(uri)
-        return parts.scheme == "http" and (parts.hostname or "") in LOOPBACK
-    except ValueError:
-        return False
-
-
-def _without_port(uri: str) -> tuple[str, str, str, str]:
-    parts = urlsplit(uri)
-    return parts.scheme, parts.hostname or "", parts.path, parts.query
+    return _loopback_key(uri) is not None
 
 
 def redirect_matches(registered: str, given: str) -> bool:
-    """Exact string equality, except that a loopback redirect's port may differ (OAuth 2.1 8.4.2)."""
+    """Exact string equality, except that a loopback redirect's port may differ (OAuth 2.1 4.1.1,
+    RFC 8252 7.3): no case folding, no normalization, nothing else may differ."""
     if registered == given:
         return True
-    try:
-        return is_loopback(registered) and is_loopback(given) and _without_port(registered) == _without_port(given)
-    except ValueError:
-        return False
+    key = _loopback_key(given)
+    return key is not None and key == _loopback_key(registered)
 
 
-def _absolute(uri: Any) -> bool:
-    if not isinstance(uri, str) or "#" in uri or uri_text_problem(uri) is not None:
-        return False
+def redirect_problem(uri: str) -> str | None:
+    """Why ``uri`` can never be a redirect URI, at registration or in an authorization request
+    (None: it may be one): a character outside printable ASCII, a fragment (RFC 6749 3.1.2),
+    userinfo, an invalid port."""
+    problem = uri_text_problem(uri)
+    if problem is not None:
+        return problem
+    if "#" in uri:
+        return f"{uri[:200]!r} has a fragment (a redirect URI has none: RFC 6749 3.1.2)"
     try:
         parts = urlsplit(uri)
+        port = parts.port  # (raises for a port that is not a number, or past 65535)
     except ValueError:
-        return False
-    return bool(parts.scheme) and (bool(parts.netloc) or parts.scheme not in ("http", "https"))
+        return f"{uri[:200]!r} is not a URI with a valid host and port (1-65535)"
+    if "@" in parts.netloc:
+        return f"{uri[:200]!r} has userinfo (user@host): a redirect URI names its host alone"
+    if port == 0 or (port is None and ":" in parts.netloc.rsplit("]", 1)[-1]):
+        return f"{uri[:200]!r} has an invalid port (1-65535)"
+    return None
+
+
+def registration_problem(uri: Any) -> str | None:
+    """Why a client may not register ``uri`` (None: it may): ``redirect_problem``, then an
+    absolute URI whose scheme is lower-case ``http`` to loopback (any other host uses ``https``,
+    OAuth 2.1) or ``https`` with a host, or an app's own scheme (RFC 8252 7.1), never one a
+    browser runs itself (``javascript:``, ``data:``, ...)."""
+    if not isinstance(uri, str):
+        return f"a redirect URI is a string, not {type(uri).__name__}"
+    problem = redirect_problem(uri)
+    if problem is not None:
+        return problem
+    scheme = uri.split(":", 1)[0] if ":" in uri else ""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.\-]*", scheme):
+        return f"{uri[:200]!r} is not an absolute URI (it needs a scheme)"
+    if scheme.lower() in ("http", "https") and scheme != scheme.lower():
+        return f"{uri[:200]!r}: write the scheme in lower case (redirect URIs are compared as strings)"
+    if scheme == "http" and not is_loopback(uri):
+        return (f"{uri[:200]!r}: http is only for a loopback redirect (http://127.0.0.1, http://[::1] or"
+                " http://localhost, RFC 8252 7.3); any other host uses https")
+    if scheme == "https" and not urlsplit(uri).hostname:
+        return f"{uri[:200]!r} has no host"
+    if scheme.lower() in _NOT_REDIRECTS:
+        return f"{uri[:200]!r}: a {scheme}: URI is never a redirect target"
+    return None
 
 
 class Clients:
@@ -122,16 +163,18 @@ class Clients:
             if client.redirect_uris is not None and len(client.redirect_uris) == 1:
                 return client.redirect_uris[0]
             raise OAuthError("invalid_request", "redirect_uri is required (the client has no single registered one)")
-        problem = uri_text_problem(given)
-        if problem is not None:  # never redirected to: it could not even be written into Location
+        problem = redirect_problem(given)
+        if problem is not None:  # never redirected to (with control characters it could not even be written)
             raise OAuthError("invalid_request", f"redirect_uri {problem}")
         if client.redirect_uris is None:
             if is_loopback(given):
                 return given
-            raise OAuthError("invalid_request", f"redirect_uri {given!r} is not a loopback redirect this client may use")
+            raise OAuthError("invalid_request", f"redirect_uri {given[:200]!r} is not a loopback redirect this client"
+                             " may use (http://127.0.0.1, http://[::1] or http://localhost, any port)")
         if any(redirect_matches(r, given) for r in client.redirect_uris):
             return given
-        raise OAuthError("invalid_request", f"redirect_uri {given!r} is not registered for this client")
+        raise OAuthError("invalid_request", f"redirect_uri {given[:200]!r} is not registered for this client (compared"
+                         " as a string: only a loopback redirect's port may differ)")
 
     # ------------------------------------------------------------ dynamic registration
 
@@ -142,8 +185,9 @@ class Clients:
         if not isinstance(uris, list) or not uris:
             raise OAuthError("invalid_redirect_uri", "redirect_uris is required: a non-empty list of redirect URIs")
         for uri in uris:
-            if not _absolute(uri):
-                raise OAuthError("invalid_redirect_uri", f"{uri!r} is not an absolute URI without a fragment")
+            problem = registration_problem(uri)
+            if problem is not None:
+                raise OAuthError("invalid_redirect_uri", problem)
         method = self._auth_method(body.get("token_endpoint_auth_method", "client_secret_basic"))
         grants = body.get("grant_types", ["authorization_code"])
         if not isinstance(grants, list) or not all(isinstance(g, str) for g in grants):
