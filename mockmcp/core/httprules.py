@@ -475,13 +475,23 @@ def status_for(message: Any) -> int:
     return 200
 
 
-REASONS = {
-    200: b"OK", 202: b"Accepted", 301: b"Moved Permanently", 302: b"Found", 307: b"Temporary Redirect",
-    308: b"Permanent Redirect", 400: b"Bad Request", 403: b"Forbidden", 404: b"Not Found",
-    405: b"Method Not Allowed", 406: b"Not Acceptable", 408: b"Request Timeout", 413: b"Content Too Large",
-    415: b"Unsupported Media Type", 429: b"Too Many Requests", 431: b"Request Header Fields Too Large",
-    500: b"Internal Server Error", 502: b"Bad Gateway", 503: b"Service Unavailable", 504: b"Gateway Timeout",
+REASONS = {  # every status RFC 9110 15 defines, and RFC 6585's and RFC 7725's: whatever a scenario scripts
+    100: b"Continue", 101: b"Switching Protocols", 200: b"OK", 201: b"Created", 202: b"Accepted",
+    203: b"Non-Authoritative Information", 204: b"No Content", 205: b"Reset Content", 206: b"Partial Content",
+    300: b"Multiple Choices", 301: b"Moved Permanently", 302: b"Found", 303: b"See Other", 304: b"Not Modified",
+    305: b"Use Proxy", 307: b"Temporary Redirect", 308: b"Permanent Redirect", 400: b"Bad Request",
+    401: b"Unauthorized", 402: b"Payment Required", 403: b"Forbidden", 404: b"Not Found", 405: b"Method Not Allowed",
+    406: b"Not Acceptable", 407: b"Proxy Authentication Required", 408: b"Request Timeout", 409: b"Conflict",
+    410: b"Gone", 411: b"Length Required", 412: b"Precondition Failed", 413: b"Content Too Large",
+    414: b"URI Too Long", 415: b"Unsupported Media Type", 416: b"Range Not Satisfiable", 417: b"Expectation Failed",
+    421: b"Misdirected Request", 422: b"Unprocessable Content", 426: b"Upgrade Required",
+    428: b"Precondition Required", 429: b"Too Many Requests", 431: b"Request Header Fields Too Large",
+    451: b"Unavailable For Legal Reasons", 500: b"Internal Server Error", 501: b"Not Implemented",
+    502: b"Bad Gateway", 503: b"Service Unavailable", 504: b"Gateway Timeout", 505: b"HTTP Version Not Supported",
+    511: b"Network Authentication Required",
 }
+"""Reason phrases by status; a status with none here (only a scenario can script one) is sent
+with an empty phrase, which HTTP/1.1 allows (RFC 9112 4)."""
 
 
 def sse_event(data: bytes) -> bytes:

@@ -424,3 +424,17 @@ def test_redirect_uris_match_exactly_but_for_a_loopback_port(flow: Flow) -> None
         assert reason in r.json()["error_description"], r
     for uri in ("https://client.example/cb", "com.example.app:/cb"):  # a web client's, a native app's own scheme
         assert flow.register(redirect_uris=[uri], application_type=None).status == 201, uri
+
+
+def test_head_authorize_answers_get_s_head_and_every_status_has_its_reason(flow: Flow) -> None:
+    """HEAD is GET without the body (RFC 9110 9.3.2): HEAD /authorize was a 405 where GET is a 302.
+    And a refusal written by the shell's write_reject said ``HTTP/1.1 401 Status``: its reason
+    phrase came from a table that lacked 401."""
+    verifier, chal = pkce()
+    query = urlencode({"response_type": "code", "client_id": "mockmcp-client", "redirect_uri": REDIRECT,
+                       "code_challenge": chal, "code_challenge_method": "S256", "state": "s", "resource": flow.mock.url})
+    r = flow.mock.post(b"", {"Content-Type": None, "Accept": None}, method="HEAD", path="/authorize?" + query)
+    assert r.status == 302 and r.headers["location"].startswith(REDIRECT + "?code=") and r.body == b"", r
+    raw = flow.mock.raw(b"POST /mcp HTTP/1.1\r\nHost: " + urlsplit(flow.mock.url).netloc.encode()
+                        + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    assert raw.startswith(b"HTTP/1.1 401 Unauthorized\r\n"), raw[:100]

@@ -107,7 +107,7 @@ def facts_of(site: AuthSite, method: bytes, target: bytes, headers: Mapping[byte
     ctype = _text(headers, b"content-type")
     try:
         if kind == "authorize":
-            params = parse_pairs(query_of(text), "query") if method == b"GET" else parse_form(body, ctype)
+            params = parse_form(body, ctype) if method == b"POST" else parse_pairs(query_of(text), "query")
             out.update(_authorize(server.clients, params, canonical, meta, answer))
         elif kind == "token":
             out.update(_token(server.clients, parse_form(body, ctype), _text(headers, b"authorization"), canonical, answer))

@@ -78,7 +78,7 @@ class AuthSite:
         for path, kind in server.metadata_paths.items():
             routes.setdefault(path, (kind, GET, server))
         e = server.endpoints
-        routes[e["authorize"]] = ("authorize", (b"GET", b"POST"), server)
+        routes[e["authorize"]] = ("authorize", (b"GET", b"HEAD", b"POST"), server)  # HEAD: GET's head (RFC 9110 9.3.2)
         routes[e["token"]] = ("token", (b"POST",), server)
         if self.config.server.registration.dynamic:
             routes[e["register"]] = ("register", (b"POST",), server)
@@ -147,7 +147,7 @@ class AuthSite:
             return json_answer(200, {"keys": []}, CORS)
         ctype = _text(headers, b"content-type")
         if kind == "authorize":
-            params = parse_pairs(query_of(target), "query") if method == b"GET" else parse_form(body, ctype)
+            params = parse_form(body, ctype) if method == b"POST" else parse_pairs(query_of(target), "query")
             answer = server.authorize(params, origin)
             if isinstance(answer, Pending) and self.decisions.park(answer, self.clock(), self.wait_timeout) is None:
                 raise RedirectError("temporarily_unavailable", "too many authorization requests wait for a decision",

@@ -35,13 +35,6 @@ from mockmcp.shells.http.taps import Taps
 from mockmcp.shells.log import StderrLog
 
 
-_REASONS = {201: b"Created", 401: b"Unauthorized"}
-
-
-def _reason(status: int) -> bytes:
-    return _REASONS.get(status) or reason(status)
-
-
 # Without a Host the server cannot say its own URLs (the resource, the issuer): nothing is served.
 NO_HOST = json_answer(400, {"error": "invalid_request", "error_description": "a Host header naming this server is required"})
 
@@ -65,7 +58,7 @@ _UNSEEN = "<unseen>"
 
 
 def as_reject(answer: HttpAnswer) -> httprules.Reject:
-    return httprules.Reject(answer.status, _reason(answer.status).decode("latin-1"), headers=answer.headers, body=answer.body)
+    return httprules.Reject(answer.status, reason(answer.status).decode("latin-1"), headers=answer.headers, body=answer.body)
 
 
 class AuthFront:
@@ -185,7 +178,7 @@ class AuthFront:
 async def write_answer(h: h11.Connection, stream: trio.abc.Stream, answer: HttpAnswer, head: bool = False) -> None:
     """An authorization answer, whole; the connection stays open for the client's next request."""
     headers = [*answer.headers, (b"content-length", str(len(answer.body)).encode())]
-    data = h.send(h11.Response(status_code=answer.status, reason=_reason(answer.status), headers=headers))
+    data = h.send(h11.Response(status_code=answer.status, reason=reason(answer.status), headers=headers))
     if not head and answer.body:
         data += h.send(h11.Data(data=answer.body))
     await stream.send_all(data + h.send(h11.EndOfMessage()))

@@ -32,7 +32,7 @@ class Dropped(Exception):
 
 
 def reason(status: int) -> bytes:
-    return httprules.REASONS.get(status, b"Status")
+    return httprules.REASONS.get(status, b"")
 
 
 def json_head(status: int, length: int, head: httprules.Head | None = None) -> h11.Response:
