@@ -438,3 +438,32 @@ def test_head_authorize_answers_get_s_head_and_every_status_has_its_reason(flow:
     raw = flow.mock.raw(b"POST /mcp HTTP/1.1\r\nHost: " + urlsplit(flow.mock.url).netloc.encode()
                         + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
     assert raw.startswith(b"HTTP/1.1 401 Unauthorized\r\n"), raw[:100]
+
+
+def test_credential_errors_name_the_problem_and_never_echo_a_credential(flow: Flow) -> None:
+    """The scheme was split off at the first space only: ``Basic<TAB>creds`` at /token and
+    ``Bearer<TAB>token`` at /mcp were each called another scheme, the credential echoed as its
+    name; ``Basic`` alone was "not 'Basic'". A 42-character PKCE verifier was told it does not
+    match the challenge, and ``%61ccess_token`` in the query passed where ``access_token`` is refused."""
+    creds = base64.b64encode(b"mockmcp-client:mockmcp-secret").decode()
+    form = {"grant_type": "authorization_code", "code": "x", "redirect_uri": REDIRECT, "resource": flow.mock.url}
+    for header, says in ((f"Basic\t{creds}", "use a space"), ("Basic", "credentials are missing"),
+                         ("s3cr3t-standalone-value", "not a header that is not")):
+        r = flow.token(form, {"Authorization": header})
+        oauth_error(r, 401, "invalid_client")
+        assert says in r.json()["error_description"] and creds not in r.body.decode() and "s3cr3t" not in r.body.decode(), r
+    r = flow.mock.post(msg(50, "tools/list"), {"Authorization": "Bearer\tsome-secret-token"})
+    assert r.status == 400 and challenge(r)["error"] == "invalid_request", r
+    assert "use a space" in r.json()["error_description"] and b"some-secret-token" not in r.body + str(r.headers).encode(), r
+
+    cid = flow.register().json()["client_id"]
+    verifier = "a" * 42  # its S256 is a well-formed challenge: only the verifier's length is wrong
+    chal = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    code = redirected(flow.authorize(cid, chal))["code"]
+    r = flow.redeem(cid, code, verifier)
+    oauth_error(r, 400, "invalid_request")
+    assert "43 to 128 characters" in r.json()["error_description"] and "got 42" in r.json()["error_description"], r
+
+    token = flow.access(cid)["access_token"]
+    r = flow.call(token, 51, path="/mcp?%61ccess_token=" + token)
+    assert r.status == 400 and challenge(r)["error"] == "invalid_request" and "query string" in r.json()["error_description"], r

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from mockmcp.core.auth.answers import OAuthError
-from mockmcp.core.auth.forms import basic_credentials
+from mockmcp.core.auth.forms import basic_credentials, scheme_shown, split_authorization
 from mockmcp.core.auth.tokens import Mint
 from mockmcp.scenario.model.auth import AuthorizationServer
 
@@ -254,10 +254,13 @@ class Clients:
 
     def authenticate(self, form: Mapping[str, str], authorization: str | None) -> Client:
         """The client a token request comes from, authenticated as it registered."""
-        basic = authorization is not None and authorization.strip().lower().startswith("basic ")
-        if authorization is not None and not basic:
-            raise OAuthError("invalid_client", "the token endpoint takes Basic client credentials, not"
-                             f" {authorization.split(' ', 1)[0]!r}", status=401)
+        basic = False
+        if authorization is not None:
+            scheme, _, credentials = split_authorization(authorization)
+            if scheme.lower() != "basic":
+                raise OAuthError("invalid_client", "the token endpoint takes Basic client credentials (or client_secret"
+                                 f" in the body), not {scheme_shown(scheme, credentials)}", status=401)
+            basic = True
         if basic and "client_secret" in form:
             raise OAuthError("invalid_request", "the client authenticated twice (Basic and client_secret): use one method")
         if basic:

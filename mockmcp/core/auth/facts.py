@@ -35,8 +35,9 @@ from typing import Any, Mapping
 
 from mockmcp.core.auth.answers import AuthMistake, HttpAnswer
 from mockmcp.core.auth.clients import Clients
-from mockmcp.core.auth.forms import basic_credentials, parse_form, parse_json_object, parse_pairs, query_of
-from mockmcp.core.auth.resource import MCP_PATH
+from mockmcp.core.auth.forms import (basic_credentials, gap_problem, parse_form, parse_json_object, parse_pairs, query_of,
+                                     split_authorization)
+from mockmcp.core.auth.resource import MCP_PATH, has_access_token
 from mockmcp.core.auth.site import AuthSite, Listener
 from mockmcp.wire.jsonrpc import JsonRefused, strict_loads
 from mockmcp.wire.redaction import fingerprint
@@ -165,7 +166,7 @@ def _token(clients: Clients, form: Mapping[str, str], authorization: str | None,
            answer: HttpAnswer) -> dict[str, Any]:
     client_id = form.get("client_id")
     used = "client_secret_post" if "client_secret" in form else "none"
-    if authorization is not None and authorization.strip().lower().startswith("basic "):
+    if authorization is not None and split_authorization(authorization)[0].lower() == "basic":
         used = "client_secret_basic"
         try:
             client_id = basic_credentials(authorization)[0]
@@ -200,17 +201,15 @@ def gate_facts(site: AuthSite, target: str, headers: Mapping[bytes, bytes], body
     """A request the MCP endpoint's gate refused: how it carried its token, and what it was told."""
     out: dict[str, Any] = {"exchange": "mcp"}
     authorization = _text(headers, b"authorization")
-    if "?" in target and any(p.split("=", 1)[0].replace("%5F", "_").replace("%5f", "_").lower() == "access_token"
-                             for p in target.split("?", 1)[1].split("&")):
+    if "?" in target and has_access_token(target.split("?", 1)[1]):
         out["bearer"] = "query"
     elif authorization is None:
         out["bearer"] = "none"
     else:
-        scheme, _, token = authorization.strip().partition(" ")
-        token = token.strip()
+        scheme, gap, token = split_authorization(authorization)
         if scheme.lower() != "bearer":
             out["bearer"] = "other"
-        elif not token or " " in token:
+        elif not token or " " in token or gap_problem(scheme, gap) is not None:
             out["bearer"] = "malformed"
         else:
             out["presented"] = fingerprint(token)

@@ -74,9 +74,40 @@ def query_of(target: str) -> str:
     return target.split("?", 1)[1].split("#", 1)[0] if "?" in target else ""
 
 
+_AUTHORIZATION = re.compile(r"(\S*)(\s*)(.*)", re.S)
+
+
+def split_authorization(header: str) -> tuple[str, str, str]:
+    """An ``Authorization`` header as its scheme, the whitespace after it and its credentials
+    (RFC 9110 11.4: ``scheme 1*SP credentials``). Split on any whitespace, so that credentials
+    after a tab are never read as part of the scheme (and never echoed as one); the caller
+    refuses a gap that is not spaces (``gap_problem``)."""
+    m = _AUTHORIZATION.fullmatch(header.strip())
+    assert m is not None  # (the pattern matches any text)
+    return m.group(1), m.group(2), m.group(3)
+
+
+def scheme_shown(scheme: str, credentials: str) -> str:
+    """How an error message names the scheme a client used: only when credentials follow it (a
+    lone word may be a credential sent without a scheme, and is never echoed)."""
+    return f"{scheme[:30]!r}" if credentials and len(scheme) <= 30 else "a header that is not '<scheme> <credentials>'"
+
+
+def gap_problem(scheme: str, gap: str) -> str | None:
+    """Why the whitespace between a scheme and its credentials is malformed (None: spaces)."""
+    if gap.strip(" "):  # a tab (or another whitespace character): RFC 9110 11.4 allows only spaces
+        return f"the Authorization header separates {scheme[:30]!r} from its credentials by a tab: use a space (RFC 9110 11.4)"
+    return None
+
+
 def basic_credentials(header: str) -> tuple[str, str]:
     """``Authorization: Basic ...`` as (client_id, secret), each form-urlencoded first (RFC 6749 2.3.1)."""
-    scheme, _, rest = header.strip().partition(" ")
+    scheme, gap, rest = split_authorization(header)
+    if not rest:
+        raise OAuthError("invalid_client", "the Basic credentials are missing (Basic base64(client_id:secret))", status=401)
+    problem = gap_problem(scheme, gap)
+    if problem is not None:
+        raise OAuthError("invalid_client", problem, status=401)
     try:
         raw = base64.b64decode(rest.strip(), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):

@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Mapping
+from urllib.parse import unquote
 
 from mockmcp.core.auth.answers import BearerError
+from mockmcp.core.auth.forms import gap_problem, scheme_shown, split_authorization
 from mockmcp.core.auth.tokens import Grant, TokenTable
 from mockmcp.scenario.model.auth import Auth, ScopeNeed
 from mockmcp.wire.jsonrpc import JsonRefused, strict_loads
@@ -79,15 +81,18 @@ class ResourceServer:
 
     def check(self, target: str, authorization: str | None, origin: str) -> Grant:
         """The grant of the request's token, or the ``BearerError`` that answers it."""
-        if "?" in target and _has_access_token(target.split("?", 1)[1]):
+        if "?" in target and has_access_token(target.split("?", 1)[1]):
             raise self._challenge(400, "invalid_request", "an access token in the query string is refused: send it in"
                                   " the Authorization header (OAuth 2.1 5.2)", origin, list(self.required))
         if authorization is None:
             raise self._challenge(401, None, "this resource needs a bearer token", origin, list(self.required))
-        scheme, _, token = authorization.strip().partition(" ")
+        scheme, gap, token = split_authorization(authorization)
         if scheme.lower() != "bearer":
-            raise self._challenge(401, None, f"this resource takes Bearer tokens, not {scheme!r}", origin, list(self.required))
-        token = token.strip()
+            raise self._challenge(401, None, f"this resource takes Bearer tokens, not {scheme_shown(scheme, token)}", origin,
+                                  list(self.required))
+        problem = gap_problem(scheme, gap)
+        if problem is not None:  # (malformed, as RFC 6750 3.1 names it; the token is never echoed)
+            raise self._challenge(400, "invalid_request", problem, origin, list(self.required))
         grant, why = self.tokens.access_grant(token)  # (a token this server minted is well-formed: only
         if grant is None and not _TOKEN68.fullmatch(token):  # an unknown one is looked at closer)
             raise self._challenge(400, "invalid_request", "a malformed Bearer credential (one token68 value)", origin,
@@ -168,9 +173,7 @@ def _markers(needs: list[ScopeNeed]) -> tuple[bytes, ...] | None:
     return tuple(dict.fromkeys(out))
 
 
-def _has_access_token(query: str) -> bool:
-    for piece in query.split("&"):
-        name = piece.split("=", 1)[0]
-        if name.replace("%5F", "_").replace("%5f", "_").lower() == "access_token":
-            return True
-    return False
+def has_access_token(query: str) -> bool:
+    """Does the query carry ``access_token`` (OAuth 2.1 5.2 refuses it)? Each name is decoded
+    first (``%61ccess_token`` is the same parameter) and compared without case."""
+    return any(unquote(piece.split("=", 1)[0].replace("+", " ")).lower() == "access_token" for piece in query.split("&"))

@@ -194,7 +194,12 @@ class AuthorizationServer:
             raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request's")
         if verifier is None:
             raise OAuthError("invalid_grant", "code_verifier is required (PKCE)")
-        if not _VERIFIER.fullmatch(verifier) or s256(verifier) != found.challenge:
+        if not _VERIFIER.fullmatch(verifier):
+            bad = sorted(set(re.sub(r"[A-Za-z0-9\-._~]", "", verifier)))[:5]
+            raise OAuthError("invalid_request", f"code_verifier is not an RFC 7636 verifier (4.1): 43 to 128 characters of"
+                             f" A-Z a-z 0-9 - . _ ~, got {len(verifier)} characters"
+                             + (f" with {' '.join(map(repr, bad))}" if bad else ""))
+        if s256(verifier) != found.challenge:
             raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge (PKCE S256)")
         self._token_resource(form.get("resource"), found.resource, origin)
         body = self._issue(client, found.scopes, found.resource)
