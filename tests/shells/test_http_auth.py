@@ -467,3 +467,27 @@ def test_credential_errors_name_the_problem_and_never_echo_a_credential(flow: Fl
     token = flow.access(cid)["access_token"]
     r = flow.call(token, 51, path="/mcp?%61ccess_token=" + token)
     assert r.status == 400 and challenge(r)["error"] == "invalid_request" and "query string" in r.json()["error_description"], r
+
+
+def test_what_registrations_keep_is_bounded() -> None:
+    """Each registration kept every redirect URI its 64 KiB body held, for up to 10,000 clients
+    (some 650 MB a client looping on /register could make the server hold). A registration now
+    keeps at most 16 URIs of at most 2048 characters, and all of them together at most 4 MiB of
+    URIs: past that the oldest registration is forgotten, as past the client count."""
+    with HttpMock("auth") as mock:
+        flow = Flow(mock)
+        oauth_error(flow.register(redirect_uris=[f"http://127.0.0.1:{i + 1}/cb" for i in range(17)]), 400,
+                    "invalid_redirect_uri")
+        r = flow.register(redirect_uris=["http://127.0.0.1:1/" + "a" * 2030])  # 2049 characters
+        oauth_error(r, 400, "invalid_redirect_uri")
+        assert "2048" in r.json()["error_description"], r
+        first = flow.register().json()["client_id"]
+        biggest = [f"http://127.0.0.1:1/{i:02}" + "a" * (2048 - 21) for i in range(16)]  # 16 of 2048: 32 KiB
+        assert all(len(u) == 2048 for u in biggest)
+        for _ in range(4 * 1024 * 1024 // (16 * 2048) - 1):
+            assert flow.register(redirect_uris=biggest).status == 201
+        assert flow.code(first)  # within the bound (4 MiB less 32 KiB, and the first's): still known
+        assert flow.register(redirect_uris=biggest).status == 201
+        oauth_error(flow.authorize(first, pkce()[1]), 400, "invalid_client")  # past it: the oldest forgotten
+        assert mock.stop() == 0
+        assert "Traceback" not in mock.stderr()

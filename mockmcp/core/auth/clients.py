@@ -7,7 +7,9 @@ redirect URIs). At the token endpoint a client authenticates the way it register
 ``client_secret_basic``, ``client_secret_post`` or ``none`` (RFC 6749 2.3, OAuth 2.1 2.4); a
 registration asking a method the server does not list gets one it does, named in the response
 (RFC 7591 3.2.1), unless the scenario says ``unsupportedAuthMethod: reject``.
-Registered clients are bounded (``MAX_CLIENTS``, the oldest forgotten).
+Registered clients are bounded (``MAX_CLIENTS``, and ``MAX_KEPT_URI_CHARS`` of redirect URIs in
+all: the oldest forgotten), each registration too (``MAX_REDIRECT_URIS`` of at most
+``MAX_REDIRECT_URI_CHARS``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ from mockmcp.core.auth.tokens import Mint
 from mockmcp.scenario.model.auth import AuthorizationServer
 
 MAX_CLIENTS = 10_000
+# What one registration may ask to be kept, and what all of them may keep together: the
+# registered clients' memory is bounded by bytes as well as by count (the oldest forgotten).
+MAX_REDIRECT_URIS = 16
+MAX_REDIRECT_URI_CHARS = 2048
+MAX_KEPT_URI_CHARS = 4 * 1024 * 1024
 GRANT_TYPES = frozenset({"authorization_code", "refresh_token"})
 # What a URI may hold as sent (RFC 3986: everything else percent-encoded). Checked before any
 # parse: urlsplit silently drops CR, LF and TAB, so a URI carrying them would pass the checks
@@ -109,6 +116,8 @@ def registration_problem(uri: Any) -> str | None:
     browser runs itself (``javascript:``, ``data:``, ...)."""
     if not isinstance(uri, str):
         return f"a redirect URI is a string, not {type(uri).__name__}"
+    if len(uri) > MAX_REDIRECT_URI_CHARS:
+        return f"a redirect URI of {len(uri)} characters is longer than this server keeps ({MAX_REDIRECT_URI_CHARS})"
     problem = redirect_problem(uri)
     if problem is not None:
         return problem
@@ -127,6 +136,10 @@ def registration_problem(uri: Any) -> str | None:
     return None
 
 
+def _kept(client: Client) -> int:
+    return sum(map(len, client.redirect_uris or ()))
+
+
 class Clients:
     def __init__(self, config: AuthorizationServer, mint: Mint) -> None:
         self.config = config
@@ -140,6 +153,7 @@ class Clients:
         self.documents: dict[str, Mapping[str, Any]] = {d.url: d.document for d in reg.documents} \
             if reg.clientIdMetadataDocuments else {}
         self.dynamic: dict[str, Client] = {}
+        self.kept_chars = 0  # the dynamic clients' redirect URIs, in characters
 
     def find(self, client_id: str) -> Client | None:
         found = self.known.get(client_id) or self.dynamic.get(client_id)
@@ -184,6 +198,9 @@ class Clients:
         uris = body.get("redirect_uris")
         if not isinstance(uris, list) or not uris:
             raise OAuthError("invalid_redirect_uri", "redirect_uris is required: a non-empty list of redirect URIs")
+        if len(uris) > MAX_REDIRECT_URIS:
+            raise OAuthError("invalid_redirect_uri", f"{len(uris)} redirect URIs: this server keeps at most"
+                             f" {MAX_REDIRECT_URIS} per client")
         for uri in uris:
             problem = registration_problem(uri)
             if problem is not None:
@@ -206,8 +223,9 @@ class Clients:
         secret = None if method == "none" else self.mint()
         client = Client(client_id, secret, method, tuple(uris), "dynamic", tuple(grants))
         self.dynamic[client_id] = client
-        while len(self.dynamic) > MAX_CLIENTS:
-            del self.dynamic[next(iter(self.dynamic))]
+        self.kept_chars += _kept(client)
+        while len(self.dynamic) > MAX_CLIENTS or self.kept_chars > MAX_KEPT_URI_CHARS:
+            self.kept_chars -= _kept(self.dynamic.pop(next(iter(self.dynamic))))
         answer = {k: v for k, v in body.items() if k not in ("client_id", "client_secret")}
         answer.update(client_id=client_id, token_endpoint_auth_method=method, grant_types=grants, response_types=responses)
         if secret is not None:
