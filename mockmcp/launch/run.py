@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from mockmcp.launch.boot import (attach_observers, finished, load_scenario, new_auth, new_control, new_engine, open_log,
                                  verifying)
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
         from mockmcp.verify.report import SavedVerdict
 
         try:
-            store = SessionStore(session, scenario_ref(args.scenario), SavedVerdict())
+            store = SessionStore(session, scenario_ref(args.scenario), SavedVerdict(), warn=partial(log, "error"))
         except SessionError as exc:
             print(f"mockmcp: {exc}", file=sys.stderr)
             return 2
@@ -96,8 +96,8 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
         from mockmcp.launch.http import run_http  # (h11 is imported only here: stdio spawns stay as they were)
 
         with signals.shutdown_under_way(scenario.protocol.ignoreSigterm) as under_way:
-            return finished(observers, run_http(args, scenario, conn, log, observers, control, sync=sync, auth=auth,
-                                                under_way=under_way))
+            return finished(observers, _stopped_by_session(partial(
+                run_http, args, scenario, conn, log, observers, control, sync=sync, auth=auth, under_way=under_way)))
 
     async def main() -> int:
         stdin = PipeReceiveStream(os.dup(0))
@@ -138,7 +138,24 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     # Beneath trio's handlers, for the whole run: a shutdown that end of file started still writes
     # its report when the first SIGINT or SIGTERM arrives meanwhile (shells/signals.py).
     with signals.shutdown_under_way(scenario.protocol.ignoreSigterm) as under_way:
-        return finished(observers, trio.run(main))
+        return finished(observers, _stopped_by_session(partial(trio.run, main)))
+
+
+def _stopped_by_session(serve: Callable[[], int]) -> int:
+    """``serve``'s status; or, when the session directory could not be written while serving (a
+    full disk: ``SessionError``, raised where it was found, cutting back what it wrote), one line
+    on stderr and status 2, as at start-up. Then the report is written as after any end."""
+    from mockmcp.sessiondir.layout import SessionError
+
+    status = 2
+    try:
+        status = serve()
+    except* SessionError as group:
+        first: BaseException = group
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        print(f"mockmcp: {first}", file=sys.stderr)
+    return status
 
 
 def _close_stdout() -> None:

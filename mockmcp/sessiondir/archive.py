@@ -16,7 +16,7 @@ import os
 
 from mockmcp.core.tasks import MAX_RECORDS, CorruptRecord
 from mockmcp.sessiondir import layout
-from mockmcp.sessiondir.files import last_newline, open_file, read_file, write_all, write_aside
+from mockmcp.sessiondir.files import cut_torn_tail, open_file, read_file, write_all, write_aside
 from mockmcp.sessiondir.layout import ARCHIVE, ARCHIVE_HEAD, SessionError
 
 
@@ -115,10 +115,7 @@ class Archive:
             self._write([])
         fd = open_file(self.path, os.O_RDWR | os.O_APPEND | os.O_NONBLOCK)
         try:
-            size = os.fstat(fd).st_size
-            keep = last_newline(fd, size)
-            if keep != size:
-                os.ftruncate(fd, keep)  # a torn append (its lines are still in the log that was kept)
+            cut_torn_tail(fd)  # a torn append (its lines are still in the log that was kept)
             write_all(fd, ("\n".join(lines) + "\n").encode("utf-8"))
             st = os.fstat(fd)
             head = os.pread(fd, 64, 0)

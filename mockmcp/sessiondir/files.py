@@ -57,10 +57,15 @@ def write_aside(path: str, data: bytes) -> None:
         os.unlink(tmp)  # (left by a process of the same pid that died)
     fd = open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
-        write_all(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # (a full disk: no half-written file is left beside it)
+        raise
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -68,6 +73,17 @@ def write_all(fd: int, data: bytes) -> None:
     written = 0
     while written < len(data):
         written += os.write(fd, data[written:])
+
+
+def cut_torn_tail(fd: int) -> int:
+    """Before appending to a file of lines: cut off a torn last line (a writer killed, or stopped by
+    a full disk or a file size limit, in the middle of one), so what is appended is never glued onto
+    it; the file's size after. Only for a file appended under the session's lock."""
+    size = os.fstat(fd).st_size
+    keep = last_newline(fd, size)
+    if keep != size:
+        os.ftruncate(fd, keep)
+    return keep
 
 
 def last_newline(fd: int, size: int) -> int:
@@ -83,4 +99,4 @@ def last_newline(fd: int, size: int) -> int:
     return 0
 
 
-__all__ = ["last_newline", "open_file", "read_file", "write_all", "write_aside"]
+__all__ = ["cut_torn_tail", "last_newline", "open_file", "read_file", "write_all", "write_aside"]

@@ -31,7 +31,8 @@ What is in ``DIR``:
   with each id's latest line, at most ``tasks.MAX_RECORDS`` of them (the
   oldest ended tasks are forgotten), written aside and renamed over. A torn
   last line (a process killed while appending) is cut off before the next
-  append: its content is still in the log, which was not yet replaced.
+  append: its content is still in the log, which was not yet replaced (a torn
+  last line of ``state.log`` is cut off the same way: ``files.cut_torn_tail``).
 - ``lock``: every input chunk is handled under ``fcntl.flock`` on it: read the
   log's new lines, handle, append the changes, unlock. So no update is lost
   whatever the number of processes.

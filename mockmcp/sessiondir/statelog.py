@@ -17,14 +17,16 @@ reading and writing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Callable
 
 from mockmcp.core.tasks import TERMINAL
 from mockmcp.sessiondir import layout
 from mockmcp.sessiondir.archive import Archive
-from mockmcp.sessiondir.files import write_all, write_aside
+from mockmcp.sessiondir.files import cut_torn_tail, write_all, write_aside
 from mockmcp.sessiondir.layout import LOG, SessionError, open_named
 from mockmcp.sessiondir.rotation import JournalRotation
 
@@ -35,14 +37,25 @@ if TYPE_CHECKING:
 # ASCII: a task's input and result, and the named state, may hold what a client sent, a lone
 # surrogate included (JSON lets it send ``\ud800``), which UTF-8 cannot encode; escaped, it
 # reads back as the same value.
+# A process that cannot write the session's state stops (``SessionError``: one line, status 2) rather
+# than answer a change no other process, and no later one, would see.
+NOT_SAVED = ("the change the last request made was not saved, so it is not answered and this process stops "
+             "(the session is as it was before it); free some space, or raise the file size limit")
 _encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode
+
+
+def _stderr(text: str) -> None:
+    print(f"mockmcp: {text}", file=sys.stderr)
 
 
 class StateLog:
     """This process's view of ``state.log``: how far it has read, and what the log must keep."""
 
-    def __init__(self, directory: str, archive: Archive, rotation: JournalRotation) -> None:
+    def __init__(self, directory: str, archive: Archive, rotation: JournalRotation,
+                 warn: Callable[[str], None] | None = None) -> None:
         self.directory = directory
+        self.warn = warn or _stderr
+        self._compact_floor = 0  # after a compaction failed (a full disk): not tried again before the log is past this
         self.path = os.path.join(directory, LOG)
         self._archive = archive
         self._rotation = rotation
@@ -83,6 +96,7 @@ class StateLog:
             self._live_bytes = 0
             self._ended_bytes = 0
             self.gone.clear()
+            self._compact_floor = 0
         if st.st_size <= self._offset:
             return
         try:
@@ -188,12 +202,24 @@ class StateLog:
             return
         data = ("\n".join(lines) + "\n").encode("utf-8")
         fd = self._log()
-        write_all(fd, data)
-        self._offset += len(data)
+        start = self._offset  # (the pull read the log to its last newline)
+        try:
+            start = cut_torn_tail(fd)  # (a process stopped mid-line left it: appended onto, it would poison the log)
+            write_all(fd, data)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)  # what was written of these lines: the log stays as it was
+            raise SessionError(f"{self.path}: cannot write: {exc.strerror}; {NOT_SAVED}") from None
+        self._offset = start + len(data)
         st = os.fstat(fd)  # (the lock is held: nobody else wrote since the pull)
         self._seen = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if self._offset > layout.COMPACT_MIN and self._offset > 1.5 * (self._live_bytes - self._ended_bytes):
-            self._compact()
+        if self._offset > max(layout.COMPACT_MIN, self._compact_floor) and self._offset > 1.5 * (self._live_bytes - self._ended_bytes):
+            try:
+                self._compact()
+            except OSError as exc:  # (the log and the archive stay whole: a torn append is cut, a rewrite renamed over)
+                self._compact_floor = 2 * self._offset
+                self.warn(f"{self.path}: cannot compact: {exc.strerror}; the session is whole and this process serves on,"
+                           " the log growing until it has doubled, when compaction is tried again (free some space)")
 
     def _log(self) -> int:
         if self._fd is None:  # (no log yet: this process makes it)

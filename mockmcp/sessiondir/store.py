@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from mockmcp.sessiondir.archive import Archive
 from mockmcp.sessiondir.layout import JOURNAL, LOG, SessionError, open_directory, open_named
@@ -30,13 +30,13 @@ if TYPE_CHECKING:
 class SessionStore:
     """One process's hold on a session directory, checked and opened at construction."""
 
-    def __init__(self, path: str, scenario: str, verdict: VerdictKeeper) -> None:
+    def __init__(self, path: str, scenario: str, verdict: VerdictKeeper, warn: Callable[[str], None] | None = None) -> None:
         self.dir = path
         self.scenario = scenario
         self._lock = open_directory(path, scenario)
         self.archive = Archive(path)
         self.rotation = JournalRotation(path, verdict)
-        self.log = StateLog(path, self.archive, self.rotation)
+        self.log = StateLog(path, self.archive, self.rotation, warn)  # (warn: a problem it serves on after)
 
     @property
     def journal(self) -> str:
@@ -87,8 +87,14 @@ class SessionStore:
         return [tid for tid in self.archive.ids() if tid not in gone]
 
     def keep_journal_bounded(self, expectations: list[Expectation]) -> None:
-        """Rotate the journal when it is due (the lock is held): ``rotation.JournalRotation.keep_bounded``."""
-        self.rotation.keep_bounded(expectations)
+        """Rotate the journal when it is due (the lock is held): ``rotation.JournalRotation.keep_bounded``.
+        A verdict that cannot be saved (a full disk) leaves the journal as it is, growing: said, and
+        tried again at the next look (the request being handled is answered either way)."""
+        try:
+            self.rotation.keep_bounded(expectations)
+        except OSError as exc:
+            self.log.warn(f"{self.journal}: cannot save the verdict so far and rotate the journal: {exc.strerror}; "
+                          "it grows until this works again (free some space)")
 
 
 __all__ = ["SessionStore"]

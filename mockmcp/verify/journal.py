@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import time
 from typing import Any, Callable, Iterator, TextIO
@@ -58,6 +59,7 @@ class JournalWriter:
         self.check_every: int | None = None
         self.due = False
         self._since_check = 0
+        self._torn = _ends_mid_line(self.fd, self.path)
 
     def write(self, dir: str, **fields: Any) -> None:
         if self.broken:
@@ -65,6 +67,9 @@ class JournalWriter:
         record = {"t": round(time.monotonic(), 6), "pid": self.pid, "dir": dir}
         record.update(fields)
         data = (_encoder.encode(record) + "\n").encode("ascii")
+        if self._torn:  # the last line another writer left torn ends here: this record is not glued onto it
+            data = b"\n" + data
+            self._torn = False
         try:
             written = os.write(self.fd, data)
             while written < len(data):  # only on a full disk or a signal; keep the line whole if we can
@@ -92,6 +97,26 @@ class JournalWriter:
             os.close(self.fd)
         except OSError:
             pass
+
+
+def _ends_mid_line(fd: int, path: str) -> bool:
+    """Does the journal end with a torn line (a writer stopped mid-record by a full disk, a file size
+    limit or a kill)? Then the next record starts on a line of its own. The torn line is ended, not
+    cut off: other processes append to a shared journal without any lock, and a cut could take a
+    whole record one of them wrote meanwhile; the torn line is then one unreadable line, skipped."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+        return False
+    try:
+        rfd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:  # (write-only for us: left as it is)
+        return False
+    try:
+        return os.pread(rfd, 1, st.st_size - 1) != b"\n"
+    except OSError:
+        return False
+    finally:
+        os.close(rfd)
 
 
 def raw_text(data: bytes) -> str:

@@ -269,7 +269,12 @@ class Verifier:
             from mockmcp.verify.report import session_report
 
             own = report
-            report = session_report(self.session, self.engine.scenario.expectations, save=True)
+            try:
+                report = session_report(self.session, self.engine.scenario.expectations, save=True)
+            except OSError as exc:  # (a full disk: the journal still holds what the verdict would have saved)
+                self.log("error", f"{self.session}: cannot save the session's verdict so far: {exc.strerror or exc}; "
+                         "the next verdict judges the journal from where the last saved one stopped")
+                report = session_report(self.session, self.engine.scenario.expectations)
             report["pid"] = own["pid"]
             report["counts"] = {**own["counts"], **report["counts"]}
         if self.report_path:

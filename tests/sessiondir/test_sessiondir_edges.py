@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
+import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.messages import META, line, request
-from support.process import run_mock
+from support.process import direct_cmd, run_mock
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 from support.taskclient import TaskClient
 from support.fuzz import VALUES
@@ -26,6 +29,7 @@ from support.fuzz import VALUES
 from mockmcp.sessiondir import layout
 from mockmcp.sessiondir.connection import SessionConnection
 from mockmcp.sessiondir.store import SessionStore
+from mockmcp.verify.journal import read_journal
 from mockmcp.verify.report import SavedVerdict
 
 STATES = """\
@@ -71,6 +75,87 @@ def test_a_named_state_set_by_one_process_is_answered_by_a_later_one(tmp_path: P
 
     alone = run_mock("run", str(scenario), input=door(4))  # (without the session: the initial state)
     assert _texts(alone.stdout) == {4: "the door is locked"}
+
+
+# ---------------------------------------------------------------- a write that fails (a full disk)
+
+
+def _door(rid: Any) -> bytes:
+    return line(request(rid, "tools/call", {"name": "door", "arguments": {}}))
+
+
+def _opened(tmp_path: Path) -> tuple[Path, Path]:
+    """The door scenario and a session in which one process unlocked it."""
+    scenario = tmp_path / "states.yaml"
+    scenario.write_text(STATES)
+    d = tmp_path / "s"
+    first = run_mock("run", str(scenario), "--session", str(d), input=line(request(1, "tools/call", {"name": "unlock", "arguments": {}})))
+    assert first.returncode == 0, first.stderr.decode()
+    return scenario, d
+
+
+def _limited(limit: int, *args: str, input: bytes) -> subprocess.CompletedProcess[bytes]:
+    """A direct spawn whose files cannot grow past ``limit`` bytes (``RLIMIT_FSIZE``, SIGXFSZ
+    ignored so a write past it fails with EFBIG), as a full disk makes them: the warm server's fork
+    would not inherit the limit."""
+    def limit_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run(direct_cmd(*args), input=input, capture_output=True, timeout=30, preexec_fn=limit_files)
+
+
+def test_a_state_log_write_that_fails_stops_the_process_with_one_line_and_leaves_the_log_whole(tmp_path: Path) -> None:
+    """The log can grow by a few bytes only: the process says so in one line and exits with status
+    2 without answering the change it could not save, the log is cut back to what it was, and the
+    next processes serve (a torn line left there refused the session for good)."""
+    scenario, d = _opened(tmp_path)
+    log = d / layout.LOG
+    before = log.read_bytes()
+    proc = _limited(len(before) + 10, "run", str(scenario), "--session", str(d), input=_door(2))
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "Traceback" not in err, err
+    assert f"{log}: cannot write: File too large" in err.splitlines()[0], err
+    assert proc.stdout == b""  # (not answered: no other process would have seen the change)
+    assert log.read_bytes() == before
+    for rid in (3, 4):
+        later = run_mock("run", str(scenario), "--session", str(d), input=_door(rid))
+        assert later.returncode == 0, later.stderr.decode()
+        assert _texts(later.stdout) == {rid: "the door is open"}
+
+
+def test_a_torn_last_line_is_cut_off_before_the_next_append(tmp_path: Path) -> None:
+    """A process stopped in the middle of a line (killed, or by a full disk) left half of it in
+    ``state.log`` and in ``journal.jsonl``: the next process appends after the last whole line of
+    the log, and its journal records start on a line of their own (its ``start`` record is read)."""
+    scenario, d = _opened(tmp_path)
+    log, journal = d / layout.LOG, d / layout.JOURNAL
+    whole = log.read_bytes()
+    with open(log, "ab") as fh:
+        fh.write(b'E {"state":"op')
+    with open(journal, "ab") as fh:
+        fh.write(b'{"t":1.5,"pid":1,"dir":"in","mes')
+    for rid in (2, 3, 4):
+        proc = run_mock("run", str(scenario), "--session", str(d), input=_door(rid))
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert _texts(proc.stdout) == {rid: "the door is open"}
+    assert log.read_bytes().startswith(whole + b"E {")
+    starts = [r for r in read_journal(journal) if r["dir"] == "start"]
+    assert len(starts) == 4, starts  # the first process's, and each later one's
+
+
+def test_a_verdict_that_cannot_be_saved_at_exit_is_said_in_one_line(tmp_path: Path) -> None:
+    """At exit on a full disk, ``judged.json`` cannot be written: one line on stderr, the exit
+    status of the run, and no temporary file left in the directory."""
+    scenario, d = _opened(tmp_path)
+    judged = (d / layout.JUDGED).stat().st_size
+    assert (d / layout.LOG).stat().st_size + 200 < judged - 20
+    proc = _limited(judged - 20, "run", str(scenario), "--session", str(d), input=_door(2))
+    err = proc.stderr.decode()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert "cannot save the session's verdict so far: File too large" in err, err
+    assert _texts(proc.stdout) == {2: "the door is open"}
+    assert [p.name for p in d.iterdir() if p.name.endswith(".tmp")] == []
 
 
 # ---------------------------------------------------------------- files that are not regular files
