@@ -43,6 +43,7 @@ def _typed(convert: Callable[[str], Any]) -> Callable[[str], Any]:
 
 _non_negative_float = _typed(runargs.non_negative_float)
 _positive_float = _typed(runargs.positive_float)
+_path = _typed(runargs.path)  # (an empty path would turn its option off unsaid)
 
 
 def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, examples: str) -> argparse.ArgumentParser:
@@ -119,7 +120,7 @@ def _demo_command(sub: _Sub) -> None:
                       help="a scenario file or the name of a bundled scenario (default: default)")
     demo.add_argument("--timeout", type=_non_negative_float, default=3.0, metavar="S",
                       help="seconds to wait for an answer before cancelling the request (default: 3)")
-    demo.add_argument("--journal", metavar="FILE", help="have the mock append the exchange to FILE (see `mockmcp journal`)")
+    demo.add_argument("--journal", type=_path, metavar="FILE", help="have the mock append the exchange to FILE (see `mockmcp journal`)")
     demo.add_argument("--time-scale", type=_non_negative_float, default=1.0, metavar="F",
                       help="multiply the scenario's delays and the waits between a task's polls by F (0.1: ten times faster)")
 
@@ -161,8 +162,8 @@ def _record_command(sub: _Sub) -> None:
     record.add_argument("--startup-wait", type=_non_negative_float, default=0.2, metavar="S",
                         help="a server that exits within S seconds of starting is an error (default: 0.2)")
     record.add_argument("--strict", action="store_true", help="in replay: exit non-zero on an unrecorded request")
-    record.add_argument("--journal", metavar="FILE", help="in replay: append every message to FILE (JSON Lines)")
-    record.add_argument("--report", metavar="FILE", help="in replay: write the verification report to FILE")
+    record.add_argument("--journal", type=_path, metavar="FILE", help="in replay: append every message to FILE (JSON Lines)")
+    record.add_argument("--report", type=_path, metavar="FILE", help="in replay: write the verification report to FILE")
     record.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error", "quiet"],
                         help="how much to log on stderr in replay (default: warning)")
     record.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the real server to run")
@@ -184,8 +185,8 @@ def _proxy_command(sub: _Sub) -> None:
                       help="after stdin closes, seconds to wait for the answers still due (default: 5)")
     prox.add_argument("--startup-wait", type=_non_negative_float, default=0.2, metavar="S",
                       help="a server that exits within S seconds of starting is an error (default: 0.2)")
-    prox.add_argument("--journal", metavar="FILE", help="append every message in both directions to FILE (JSON Lines)")
-    prox.add_argument("--report", metavar="FILE", help="write the verification report (JSON) to FILE at exit")
+    prox.add_argument("--journal", type=_path, metavar="FILE", help="append every message in both directions to FILE (JSON Lines)")
+    prox.add_argument("--report", type=_path, metavar="FILE", help="write the verification report (JSON) to FILE at exit")
     prox.add_argument("--strict", action="store_true", help="exit non-zero if an expectation failed or the client broke a rule")
     prox.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error", "quiet"],
                       help="how much to log on stderr (default: warning)")
@@ -227,7 +228,7 @@ def _journal_command(sub: _Sub) -> None:
     journal.add_argument("file", metavar="FILE", help="a journal written by `mockmcp run --journal FILE`")
     journal.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                          help="color the transcript: auto (only on a terminal, not with NO_COLOR), always or never")
-    journal.add_argument("--html", metavar="OUT", help="write the exchange as one self-contained HTML timeline to OUT instead")
+    journal.add_argument("--html", type=_path, metavar="OUT", help="write the exchange as one self-contained HTML timeline to OUT instead")
 
 
 def _report_command(sub: _Sub) -> None:

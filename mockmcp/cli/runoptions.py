@@ -72,6 +72,15 @@ def whole_number(text: str) -> int:
 whole_number.__name__ = "int"  # argparse's message for a bad value: "invalid int value: 'x'"
 
 
+def path(text: str) -> str:
+    """A file's or a folder's path, never empty: ``--session ""`` (a variable left unset in a script)
+    served with the option silently off (no session, socket, report or journal), the mistake
+    surfacing later far from its cause."""
+    if not text:
+        raise BadValue("expected a path, got an empty one (leave the option out to go without it)")
+    return text
+
+
 def http_address(text: str) -> tuple[str, int]:
     """``PORT``, ``HOST:PORT`` or ``[V6]:PORT`` -> (host, port); the host defaults to 127.0.0.1."""
     host, sep, port = text.rpartition(":")
@@ -119,14 +128,14 @@ RUN_OPTIONS = (
     Option("--grace", "seconds to finish scripted replies after stdin closes (default: 1)",
            convert=non_negative_float, default=1.0, metavar="S"),
     Option("--max-line-bytes", "longest accepted input line in bytes (default: 4 MiB)", convert=positive_int, metavar="N"),
-    Option("--journal", "append every message in both directions to FILE (JSON Lines)", metavar="FILE"),
-    Option("--report", "write the verification report (JSON) to FILE at exit", metavar="FILE"),
+    Option("--journal", "append every message in both directions to FILE (JSON Lines)", convert=path, metavar="FILE"),
+    Option("--report", "write the verification report (JSON) to FILE at exit", convert=path, metavar="FILE"),
     Option("--strict", "exit non-zero if an expectation failed or the client broke a rule", kind="flag"),
     Option("--session", "keep tasks, named state, counters and the journal in DIR, shared by every process "
-           "started with it (one after another or at once); --report/--strict then judge the whole session", metavar="DIR"),
+           "started with it (one after another or at once); --report/--strict then judge the whole session", convert=path, metavar="DIR"),
     Option("--allow-absolute-paths", "let the scenario reference files outside its folder by absolute path", kind="flag"),
     Option("--no-cache", "do not use or write the scenario load cache", kind="flag"),
-    Option("--control", "listen for control requests on a Unix socket at PATH, mode 0600 (see docs/control.md)", metavar="PATH"),
+    Option("--control", "listen for control requests on a Unix socket at PATH, mode 0600 (see docs/control.md)", convert=path, metavar="PATH"),
     Option("--http", "serve on http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1; PORT 0 picks"
            " a free one); the first stdout line is the URL; EOF on stdin or SIGTERM stops it",
            convert=http_address, metavar="[HOST:]PORT", group=HTTP_GROUP),

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.process import mockmcp_cmd
+from support.process import direct_cmd, mockmcp_cmd
 from hypothesis import given, settings, strategies as st
 
 from mockmcp.cli.main import _parser
@@ -77,6 +77,8 @@ def _value(option: Option) -> st.SearchStrategy[str]:
             return _count.filter(bool).map(str)
         case "http_address":
             return _address
+        case "path":
+            return _free.filter(bool)
     raise AssertionError(f"no generator for {option.flag}'s values")
 
 
@@ -182,3 +184,16 @@ def test_a_bad_line_gets_one_line_and_status_2(argv: list[str], said: str, tmp_p
     err = proc.stderr.decode()
     assert proc.returncode == 2 and proc.stdout == b"", err
     assert said in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("option", ["--session", "--control", "--report", "--journal"])
+@pytest.mark.parametrize("spawn", [mockmcp_cmd, direct_cmd], ids=["as-the-suite-spawns", "direct"])
+def test_an_empty_path_is_a_usage_error_naming_the_option(option: str, spawn: Any, tmp_path: Path) -> None:
+    """``--session ""`` (a variable left unset) served with the option silently off: no session,
+    socket, report or journal, the mistake showing up later. It is refused before anything serves,
+    by a warm server's fork as by a direct spawn (the one table of ``run``'s options)."""
+    proc = subprocess.run(spawn("run", "default", option, ""), input=_DISCOVER, capture_output=True, timeout=60,
+                          env=_env(tmp_path))
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and proc.stdout == b"", err
+    assert f"argument {option}: expected a path, got an empty one" in err and "Traceback" not in err
