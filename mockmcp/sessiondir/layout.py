@@ -101,6 +101,8 @@ def open_directory(directory: str, scenario: str) -> SessionLock:
     try:
         os.makedirs(directory, exist_ok=True)
         entries = os.listdir(directory)
+    except (FileExistsError, NotADirectoryError):  # (a file where a folder must be: it or a folder above it)
+        raise SessionError(f"{directory}: cannot use as a session directory: {_not_a_directory(directory)}") from None
     except OSError as exc:
         raise SessionError(f"{directory}: cannot use as a session directory: {exc.strerror}") from None
     check_files(directory)
@@ -191,6 +193,25 @@ def _create(directory: str, scenario: str) -> None:
             write_aside(path, text.encode("utf-8"))
         except OSError as exc:
             raise SessionError(f"{path}: cannot write: {exc.strerror}") from None
+
+
+def _not_a_directory(directory: str) -> str:
+    """Which of ``directory`` and the folders above it is not one, in words ("DIR is a file, not
+    a directory"): the error number alone said "File exists", which reads as if nothing were wrong."""
+    path = os.path.abspath(directory)
+    while True:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISDIR(mode):
+            kind = "a file" if stat.S_ISREG(mode) else file_kind(mode)
+            where = "it" if path == os.path.abspath(directory) else path
+            return f"{where} is {kind}, not a directory; give --session a directory (it is made if missing)"
+        parent = os.path.dirname(path)
+        if parent == path:
+            return "not a directory"
+        path = parent
 
 
 def _made_by_us(name: str) -> bool:

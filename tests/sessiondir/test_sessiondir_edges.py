@@ -185,6 +185,18 @@ def _refused(proc: Any, words: str) -> None:
     assert proc.stdout == b""
 
 
+@pytest.mark.parametrize("below", [False, True])
+def test_a_session_path_that_is_a_file_is_refused_saying_so(tmp_path: Path, below: bool) -> None:
+    """``--session FILE`` (or a path below a file) said "File exists" (or "Not a directory"): it
+    says which path is a file, and that a directory is wanted."""
+    afile = tmp_path / "afile"
+    afile.write_text("mine\n")
+    where = afile / "s" if below else afile
+    said = f"{afile if below else 'it'} is a file, not a directory; give --session a directory"
+    _refused(run_mock("run", "default", "--session", str(where), input=PROBE), said)
+    assert afile.read_text() == "mine\n"
+
+
 @pytest.mark.parametrize("name", layout.FILES)
 def test_a_session_file_that_is_a_folder_is_refused_with_one_line(made: Path, tmp_path: Path, name: str) -> None:
     d = _copy(made, tmp_path)
