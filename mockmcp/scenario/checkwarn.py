@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import attrs
 
-from mockmcp.scenario import matching, templates
+from mockmcp.scenario import matching, nearmisses, templates
 from mockmcp.scenario.check import Found
 from mockmcp.scenario.definitions import compile_uri_template, iter_rules
 from mockmcp.scenario.model import base as model
@@ -403,7 +403,10 @@ def state_names(s: model.Scenario) -> Iterator[Found]:
                 yield from unknown(value.state, where + ("state",))
 
 
-KINDS: tuple[Callable[[model.Scenario], Iterable[Found]], ...] = (when_names, template_paths, state_names)
+KINDS: tuple[Callable[[model.Scenario], Iterable[Found]], ...] = (
+    when_names, template_paths, state_names,
+    nearmisses.capabilities, nearmisses.results, nearmisses.schema_keywords, nearmisses.methods,
+)
 
 
 def warnings(s: model.Scenario) -> list[Found]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockmcp.wire import protocol as p
 from mockmcp.scenario.matching import pattern_problems, value_matches
+from mockmcp.scenario.problems import did_you_mean
 
 if TYPE_CHECKING:
     from mockmcp.scenario.model.options import Expectation
@@ -202,6 +203,11 @@ def failure_message(verdicts: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _not(method: Any, allowed: tuple[str, ...]) -> str:
+    """What the expectation's method is instead, and the allowed one it is a typo of, if any."""
+    return f", not {method!r}{did_you_mean(method, allowed)}" if type(method) is str else ""
+
+
 def problems(expectations: list[Expectation]) -> list[tuple[tuple[Any, ...], str]]:
     """Static problems of an ``expectations:`` list, as (path, message)."""
     out: list[tuple[tuple[Any, ...], str]] = []
@@ -223,12 +229,13 @@ def problems(expectations: list[Expectation]) -> list[tuple[tuple[Any, ...], str
             out.append((path, "never: true cannot be combined with a count"))
         if e.atLeast is not None and e.atMost is not None and e.atLeast > e.atMost:
             out.append((path, f"atLeast ({e.atLeast}) is more than atMost ({e.atMost})"))
-        if e.name is not None and e.method not in (p.TOOLS_CALL, p.PROMPTS_GET):
-            out.append((path + ("name",), "name applies only to tools/call and prompts/get"))
+        named = (p.TOOLS_CALL, p.PROMPTS_GET)
+        if e.name is not None and e.method not in named:
+            out.append((path + ("name",), "name applies only to tools/call and prompts/get" + _not(e.method, named)))
         if e.uri is not None and e.method != p.RESOURCES_READ:
-            out.append((path + ("uri",), "uri applies only to resources/read"))
-        if e.arguments is not None and e.method not in (p.TOOLS_CALL, p.PROMPTS_GET):
-            out.append((path + ("arguments",), "arguments apply only to tools/call and prompts/get"))
+            out.append((path + ("uri",), "uri applies only to resources/read" + _not(e.method, (p.RESOURCES_READ,))))
+        if e.arguments is not None and e.method not in named:
+            out.append((path + ("arguments",), "arguments apply only to tools/call and prompts/get" + _not(e.method, named)))
         for key, pattern in (("arguments", e.arguments), ("params", e.params), ("headers", e.headers)):
             # the same matchers as `when`: an operand run could not use is refused here
             out += [(path + (key,) + sub, msg) for sub, msg in pattern_problems(pattern)]

@@ -20,14 +20,15 @@ def format_path(path: tuple[Any, ...]) -> str:
     return out
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest choice, or ``""`` when none is close.
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
+    """``"; did you mean 'x'?"`` for the closest choice, or ``""`` when none is as close as
+    ``cutoff`` (difflib's similarity ratio).
 
     Only error paths call it, so difflib is imported here, not at start-up.
     """
     import difflib
 
-    close = difflib.get_close_matches(word, list(choices), n=1)
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 

@@ -76,3 +76,55 @@ def test_an_unreadable_file_is_named_with_the_os_error(tmp_path):
     folder = tmp_path / "folder.yaml"
     folder.mkdir()
     assert check(str(folder)) == (1, f"{folder}: cannot read: Is a directory\n", f"{folder}: 1 error\n")
+
+
+NEAR_MISSES = """mockmcp: 1
+capabilities:
+  tols: {listChanged: true}
+  acme.example/tracing: {}
+tools:
+  - name: a
+    inputSchema:
+      type: object
+      properties: {x: {typ: string, minLenght: 3}}
+      requird: [x]
+      additionalPropertes: false
+      x-order: 1
+    replies:
+      - steps: [{result: {content: [{type: text, text: hi, anotations: {}}], isErorr: true, x-trace: 1}}]
+methods:
+  - method: tools/lst
+    replies: [{steps: [{result: {tools: []}}]}]
+  - method: notifications/poke
+    replies: [{steps: [{text: ok}]}]
+"""
+
+
+def test_a_name_one_typo_from_the_protocols_is_a_warning_with_its_place(tmp_path):
+    """Capabilities, result members, schema keywords and methods may be anything, so each of
+    these loaded and silently did nothing (a capability never offered, a schema that checks
+    nothing, a rule no request reaches). A name close to a defined one is now a warning naming
+    it; a name far from every one (a custom capability, keyword, member or method) is left be."""
+    path = scenario(tmp_path, NEAR_MISSES)
+    status, errors, out = check(path)
+    assert (status, errors) == (0, "")
+    warned = [line.split(": warning: ")[0].removeprefix(path + ":") + " " + line.split("did you mean ")[1].split("?")[0]
+              for line in out.splitlines() if ": warning: " in line]
+    assert warned == [
+        "3:3 'tools'",
+        "9:24 'type'",
+        "9:37 'minLength'",
+        "10:7 'required'",
+        "11:7 'additionalProperties'",
+        "14:60 'annotations'",
+        "14:78 'isError'",
+        "16:5 'tools/list'",
+    ]
+    assert out.splitlines()[-1] == f"{path}: ok, 8 warnings"
+    assert check("--strict", path)[0] == 1
+
+
+def test_an_expectation_for_a_misspelt_method_names_the_method(tmp_path):
+    path = scenario(tmp_path, "mockmcp: 1\ntools: [{name: a}]\nexpectations:\n  - {method: tools/cal, name: a}\n")
+    assert check(path)[1] == (f"{path}:4:25: name applies only to tools/call and prompts/get, not 'tools/cal'; "
+                              "did you mean 'tools/call'? (at $.expectations[0].name)\n")
