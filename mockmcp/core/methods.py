@@ -174,9 +174,9 @@ def _resources_read(svc: Services, ctx: RequestContext) -> Plan:
     for pattern, tmpl in svc.templates:
         if not svc.visible(tmpl):
             continue
-        m = pattern.match(uri)
-        if m:
-            ctx.set_vars(m.groupdict())
+        found = pattern.match(uri)
+        if found is not None:  # (an empty dict too: a template without variables)
+            ctx.set_vars(found)
             svc.rounds.read(ctx)
             if not tmpl.replies:
                 if svc.fail_unmatched:

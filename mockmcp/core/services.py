@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 from mockmcp.scenario.model import base as model
 from mockmcp.core.actions import Plan, answered
 from mockmcp.core.context import Mode, RequestContext
-from mockmcp.scenario.definitions import compile_uri_template, iter_rules, validates_input
+from mockmcp.scenario.definitions import iter_rules, validates_input
+from mockmcp.scenario.uritemplates import compile_uri_template
 from mockmcp.core.envelope import NO_HINTS, CacheHints, Envelope
 from mockmcp.core.rounds import Rounds
 from mockmcp.core.selection import Selector

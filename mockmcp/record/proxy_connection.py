@@ -21,7 +21,6 @@ Sans-I/O.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, ClassVar
 
 from mockmcp.wire import errors
@@ -31,7 +30,7 @@ from mockmcp.wire import protocol as p
 from mockmcp.scenario import templates
 from mockmcp.core.actions import Cancel, Output, Plan, Send
 from mockmcp.core.context import RequestContext
-from mockmcp.scenario.definitions import compile_uri_template
+from mockmcp.scenario.uritemplates import UriTemplate, compile_uri_template
 from mockmcp.core.engine import Engine
 from mockmcp.wire.framing import LineSplitter
 
@@ -60,7 +59,7 @@ class ProxyConnection:
             self._named.setdefault((p.PROMPTS_GET, prompt.name), []).extend(prompt.replies)
         for res in scenario.resources:
             self._named.setdefault((p.RESOURCES_READ, res.uri), []).extend(res.replies)
-        self._templates: list[tuple[re.Pattern[str], list[model.Rule]]] = []
+        self._templates: list[tuple[UriTemplate, list[model.Rule]]] = []
         for tmpl in scenario.resourceTemplates:
             self._templates.append((compile_uri_template(tmpl.uriTemplate), tmpl.replies))
         self._aimed = frozenset(self._methods) | {m for m, _ in self._named} | (
@@ -123,9 +122,9 @@ class ProxyConnection:
             rules.extend(self._named.get((req.method, target), ()))
             if req.method == p.RESOURCES_READ and (p.RESOURCES_READ, target) not in self._named:
                 for pattern, replies in self._templates:
-                    m = pattern.match(target)
-                    if m:
-                        ctx.set_vars(m.groupdict())
+                    found = pattern.match(target)
+                    if found is not None:  # (an empty dict too: a template without variables)
+                        ctx.set_vars(found)
                         rules.extend(replies)
                         break
         if not rules:

@@ -25,7 +25,8 @@ from mockmcp.scenario import matching
 from mockmcp.scenario.model import base as model
 from mockmcp.wire import protocol as p
 from mockmcp.scenario import templates
-from mockmcp.scenario.definitions import compile_uri_template, iter_rules, validates_input
+from mockmcp.scenario.definitions import iter_rules, validates_input
+from mockmcp.scenario.uritemplates import compile_uri_template
 from mockmcp.scenario.model.faults import (
     DribbleStep, EndSubscriptionStep, ExitStep, HttpSpec, HttpStep, HugeStep, RawBytesStep, RequestStep, SetStateStep, StopReadingStep,
 )

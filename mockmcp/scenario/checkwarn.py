@@ -28,7 +28,8 @@ import attrs
 
 from mockmcp.scenario import matching, nearmisses, templates
 from mockmcp.scenario.check import Found
-from mockmcp.scenario.definitions import compile_uri_template, iter_rules
+from mockmcp.scenario.definitions import iter_rules
+from mockmcp.scenario.uritemplates import compile_uri_template
 from mockmcp.scenario.model import base as model
 from mockmcp.scenario.model.tasks import TaskPhase
 from mockmcp.scenario.problems import did_you_mean

@@ -1,13 +1,12 @@
 """What the primitives of a scenario look like on the wire.
 
 Tool, prompt, resource and template definitions as ``*/list`` results carry
-them, the server capabilities a scenario implies, and RFC 6570 URI templates
-compiled for matching. Pure functions of the model (sans-I/O).
+them and the server capabilities a scenario implies (RFC 6570 URI templates are
+``uritemplates``'). Pure functions of the model (sans-I/O).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -163,72 +162,3 @@ def resource_definition(r: model.Resource) -> dict[str, Any]:
 def template_definition(t: model.ResourceTemplate) -> dict[str, Any]:
     return _definition(t, _TEMPLATE_FIELDS)
 
-
-_EXPR = re.compile(r"\{([+#./;?&]?)([A-Za-z0-9_.,*:%]*)\}")
-# a variable that can name a match group, with an optional prefix (``:3``) or explode (``*``) modifier
-_VARSPEC = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?::([1-9][0-9]{0,3})|(\*))?\Z")
-# RFC 6570 section 3.2: per operator, the text before the first value, between values,
-# whether values are named (name=value), and the characters one value may hold when matching
-_OPERATORS: dict[str, tuple[str, str, bool, str]] = {
-    "": ("", ",", False, "[^/?#,]"),
-    "+": ("", ",", False, "."),
-    "#": ("#", ",", False, "."),
-    ".": (".", ".", False, "[^/?#.]"),
-    "/": ("/", "/", False, "[^/?#]"),
-    ";": (";", ";", True, "[^;/?#]"),
-    "?": ("?", "&", True, "[^&#]"),
-    "&": ("&", "&", True, "[^&#]"),
-}
-
-
-def compile_uri_template(template: str) -> re.Pattern[str]:
-    """RFC 6570 templates of levels 1 to 4 as a matching regex; each variable names a group.
-
-    Level 1-2: ``{var}``, ``{+var}``, ``{#var}``; level 3: several variables per
-    expression and the ``.``, ``/``, ``;``, ``?``, ``&`` operators; level 4: the prefix
-    (``{var:3}``: at most 3 characters) and explode (``{/path*}``) modifiers. Matching a
-    URI against it is the reverse of expansion, so some choices are made: the named
-    operators' variables (``;``, ``?``, ``&``) are each optional and in the template's
-    order (an absent one is ``null``); an exploded variable takes the whole text its
-    expansion could have made, separators included (``{/path*}`` on ``/a/b`` is ``a/b``,
-    ``{?q*}`` on ``?x=1&y=2`` is ``x=1&y=2``). Values are not percent-decoded.
-
-    Raises ``ValueError`` with a message for the scenario's author for what it
-    cannot match: a variable name that cannot name a match group (``{a.b}``, ``{1}``;
-    RFC 6570 allows them, mockmcp does not), and a variable used twice (``{a}/{a}``:
-    which value would it take?). ``mockmcp check`` reports it, so the engine only sees
-    templates that compile.
-    """
-    out: list[str] = []
-    seen: set[str] = set()
-    pos = 0
-    for m in _EXPR.finditer(template):
-        out.append(re.escape(template[pos : m.start()]))
-        op, names = m.group(1), m.group(2).split(",")
-        first, sep, named, char = _OPERATORS[op]
-        for i, spec in enumerate(names):
-            var = _VARSPEC.match(spec)
-            if var is None:
-                raise ValueError(f"URI template variable {spec!r} in {m.group(0)!r} is not supported: use letters, digits and _, not starting with a digit")
-            name, prefix, explode = var.group(1), var.group(2), var.group(3)
-            if name in seen:
-                raise ValueError(f"URI template variable {name!r} appears twice; give each place its own name")
-            seen.add(name)
-            lead = re.escape(first if i == 0 else sep)
-            if explode:
-                value = f"(?P<{name}>{'[^#]' if named or op in ('+', '#') else '[^?#]'}*)"
-            elif prefix:
-                value = f"(?P<{name}>{char}{{1,{prefix}}})"
-            else:
-                # reserved expansion may hold anything: shortest first, so a following {?q} can match
-                value = f"(?P<{name}>{char}{'*' if named or op == '/' else '+?' if op in ('+', '#') else '+'})"
-            if op in ("?", "&"):
-                # any of the query's names may come first: '?' or '&' before each
-                out.append(f"(?:[?&]{value})?" if explode else f"(?:[?&]{re.escape(name)}={value})?")
-            elif op == ";":
-                out.append(f"(?:;{value})?" if explode else f"(?:;{re.escape(name)}(?:={value})?)?")
-            else:
-                out.append(lead + value)
-        pos = m.end()
-    out.append(re.escape(template[pos:]))
-    return re.compile("".join(out) + r"\Z")

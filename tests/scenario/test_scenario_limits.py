@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import time
 
 import pytest
-from support.messages import line, request
+from hypothesis import given, settings, strategies as st
+from support.messages import discover, line, request
 from support.process import run_mock
 
 from mockmcp.scenario.check import MAX_HUGE_BYTES, MAX_REPLY_STEPS
-from mockmcp.scenario.definitions import compile_uri_template
+from mockmcp.scenario.uritemplates import compile_uri_template
 from mockmcp.scenario.loader import load, load_text
 from mockmcp.scenario.problems import LoadError
 
@@ -74,9 +77,10 @@ def test_uri_templates_that_cannot_compile_are_refused_where_they_are(uri, messa
 
 
 def test_supported_uri_templates_match():
-    assert compile_uri_template("x://{a}/{+rest}").match("x://1/b/c").groupdict() == {"a": "1", "rest": "b/c"}
-    assert compile_uri_template("x://p{#frag}").match("x://p#f").groupdict() == {"frag": "f"}
-    assert compile_uri_template("x://{a:3},{b*}").match("x://ab,c").groupdict() == {"a": "ab", "b": "c"}
+    assert compile_uri_template("x://{a}/{+rest}").match("x://1/b/c") == {"a": "1", "rest": "b/c"}
+    assert compile_uri_template("x://p{#frag}").match("x://p#f") == {"frag": "f"}
+    assert compile_uri_template("x://{a:3},{b*}").match("x://ab,c") == {"a": "ab", "b": "c"}
+    assert compile_uri_template("x://fixed").match("x://fixed") == {}  # no variable: a match all the same
 
 
 @pytest.mark.parametrize(
@@ -98,8 +102,123 @@ def test_supported_uri_templates_match():
     ],
 )
 def test_rfc6570_levels_3_and_4_match(tpl, uri, groups):
-    m = compile_uri_template(tpl).match(uri)
-    assert (m and m.groupdict()) == groups
+    assert compile_uri_template(tpl).match(uri) == groups
+
+
+# What templates matched before the matcher became linear: a regex for re, kept here as the
+# reference the matcher must agree with.
+EXPR = re.compile(r"\{([+#./;?&]?)([A-Za-z0-9_.,*:%]*)\}")
+# a variable that can name a match group, with an optional prefix (``:3``) or explode (``*``) modifier
+VARSPEC = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?::([1-9][0-9]{0,3})|(\*))?\Z")
+# RFC 6570 section 3.2: per operator, the text before the first value, between values,
+# whether values are named (name=value), and the characters one value may hold when matching
+OPERATORS: dict[str, tuple[str, str, bool, str]] = {
+    "": ("", ",", False, "[^/?#,]"),
+    "+": ("", ",", False, "."),
+    "#": ("#", ",", False, "."),
+    ".": (".", ".", False, "[^/?#.]"),
+    "/": ("/", "/", False, "[^/?#]"),
+    ";": (";", ";", True, "[^;/?#]"),
+    "?": ("?", "&", True, "[^&#]"),
+    "&": ("&", "&", True, "[^&#]"),
+}
+
+
+def regex_of_template(template: str) -> re.Pattern[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    pos = 0
+    for m in EXPR.finditer(template):
+        out.append(re.escape(template[pos : m.start()]))
+        op, names = m.group(1), m.group(2).split(",")
+        first, sep, named, char = OPERATORS[op]
+        for i, spec in enumerate(names):
+            var = VARSPEC.match(spec)
+            if var is None:
+                raise ValueError(f"URI template variable {spec!r} in {m.group(0)!r} is not supported: use letters, digits and _, not starting with a digit")
+            name, prefix, explode = var.group(1), var.group(2), var.group(3)
+            if name in seen:
+                raise ValueError(f"URI template variable {name!r} appears twice; give each place its own name")
+            seen.add(name)
+            lead = re.escape(first if i == 0 else sep)
+            if explode:
+                value = f"(?P<{name}>{'[^#]' if named or op in ('+', '#') else '[^?#]'}*)"
+            elif prefix:
+                value = f"(?P<{name}>{char}{{1,{prefix}}})"
+            else:
+                # reserved expansion may hold anything: shortest first, so a following {?q} can match
+                value = f"(?P<{name}>{char}{'*' if named or op == '/' else '+?' if op in ('+', '#') else '+'})"
+            if op in ("?", "&"):
+                # any of the query's names may come first: '?' or '&' before each
+                out.append(f"(?:[?&]{value})?" if explode else f"(?:[?&]{re.escape(name)}={value})?")
+            elif op == ";":
+                out.append(f"(?:;{value})?" if explode else f"(?:;{re.escape(name)}(?:={value})?)?")
+            else:
+                out.append(lead + value)
+        pos = m.end()
+    out.append(re.escape(template[pos:]))
+    return re.compile("".join(out) + r"\Z")
+
+
+pieces = st.sampled_from(["x://", "/", ".", "a", "=", "?", "&", ";", ",", "#"])
+expressions = st.builds(
+    lambda op, specs: "{" + op + ",".join(specs) + "}",
+    st.sampled_from(["", "+", "#", ".", "/", ";", "?", "&"]),
+    st.lists(st.sampled_from(["v", "w", "p:2", "e*"]), min_size=1, max_size=2, unique_by=lambda s: s[0]),
+)
+
+
+@st.composite
+def templates(draw):
+    """Templates of a few literals and expressions, each variable named once."""
+    out, count = [], 0
+    for kind in draw(st.lists(st.booleans(), max_size=5)):
+        if kind:
+            out.append(draw(pieces))
+        else:
+            expr = draw(expressions)
+            out.append(re.sub(r"[vwpe](?=[:*,}])", lambda m: f"{m.group(0)}{count}", expr))
+            count += 1
+    return "".join(out)
+
+
+@settings(max_examples=400, deadline=None)
+@given(tpl=templates(), uri=st.text(alphabet="x:/.a=?&;,#b\n", max_size=12))
+def test_the_linear_matcher_agrees_with_the_regex_it_replaced(tpl, uri):
+    m = regex_of_template(tpl).match(uri)
+    assert compile_uri_template(tpl).match(uri) == (m.groupdict() if m else None), tpl
+
+
+@pytest.mark.parametrize(
+    ("tpl", "uri", "hit"),
+    [
+        ("t://{a}{b}{c}{d}x", "t://" + "a" * 3000, False),  # the regex backtracked for ever (n**4)
+        ("file:///{name}.{ext}", "file:///" + "a." * 50_000 + "/", False),  # minutes (n**2)
+        ("q{?a,b,c}", "q?a=" + "?b=?c=" * 20_000 + "#", False),
+        ("x://{+path}{?rev}", "x://" + "?rev=" * 20_000 + "#", True),  # path is all of it
+    ],
+)
+def test_a_hostile_uri_is_answered_at_once(tmp_path, tpl, uri, hit):
+    """A resources/read of a long URI built to make the template's regex backtrack is
+    answered, fast, by the real server (and the next request too)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(template(tpl) + "    replies: [{steps: [{text: hit}]}]\n")
+    started = time.monotonic()
+    proc = run_mock("run", str(path), input=line(request(1, "resources/read", {"uri": uri})) + line(discover(2)))
+    answers = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert time.monotonic() - started < 10
+    assert [a["id"] for a in answers] == [1, 2]
+    if hit:
+        assert answers[0]["result"]["contents"][0]["text"] == "hit"
+    else:
+        assert answers[0]["error"]["message"].startswith("Resource not found")
+
+
+def test_long_uris_still_match_as_before(tmp_path):
+    tpl = compile_uri_template("file:///{name}.{ext}")
+    assert tpl.match("file:///a.b.c") == {"name": "a.b", "ext": "c"}  # the longest name that leaves an ext
+    long = "a." * 50_000 + "txt"
+    assert tpl.match("file:///" + long) == {"name": long[:-4], "ext": "txt"}
 
 
 @pytest.mark.parametrize("where", ["exit", "exitAfter"])

@@ -18,7 +18,7 @@ from mockmcp.record.cassette.recorder import NOT_RECORDED, Exchange, Recorder
 from mockmcp.record.cassette.rules import RuleWriter
 from mockmcp.record.cassette.shapes import PROMPT_KEYS, RESOURCE_KEYS, SERVER_KEYS, TEMPLATE_KEYS, TOOL_KEYS, literal, pick
 from mockmcp.record.redact import Redactor
-from mockmcp.scenario.definitions import compile_uri_template
+from mockmcp.scenario.uritemplates import UriTemplate, compile_uri_template
 from mockmcp.wire import protocol as p
 
 _LISTS = {
@@ -211,10 +211,10 @@ class CassetteBuilder:
             if target is None:
                 for tmpl in prims["resourceTemplates"].values():
                     try:
-                        pattern: re.Pattern[str] | None = compile_uri_template(tmpl["uriTemplate"])
-                    except (ValueError, re.error):
+                        pattern: UriTemplate | None = compile_uri_template(tmpl["uriTemplate"])
+                    except ValueError:
                         pattern = None
-                    if pattern is not None and pattern.match(uri):
+                    if pattern is not None and pattern.match(uri) is not None:
                         target = tmpl
                         break
         if target is not None:
