@@ -300,7 +300,13 @@ class _RegexShape:
             elif c == "(":
                 if src.startswith(("(?P=", "(?("), i):
                     self.problem = "backreferences and conditionals are not allowed (their matching time cannot be bounded)"
-                i, opens = _group_start(src, i)
+                i, opens, verbose = _group_start(src, i)
+                if verbose:
+                    self.problem = (
+                        "sets verbose mode (the x flag: (?x) or (?x:...)), where whitespace and # comments change "
+                        "what the pattern means and its matching time could not be bounded; write the pattern "
+                        "without it (a space as [ ], no comments)"
+                    )
                 if opens:
                     frames.append([False, 1])
             elif c == ")":
@@ -346,15 +352,17 @@ class _RegexShape:
         return int((REGEX_BUDGET / self.choices) ** (1 / (self.unbounded + 1)))
 
 
-_GROUP_PREFIX = LazyPattern(r"\(\?(?:P<\w+>|<[=!]|[:=!>]|[aiLmsux]*(?:-[imsx]*)?(?P<close>\))?:?)|\(")
+_GROUP_PREFIX = LazyPattern(r"\(\?(?:P<\w+>|<[=!]|[:=!>]|(?P<on>[aiLmsux]*)(?:-[imsx]*)?(?P<close>\))?:?)|\(")
 
 
-def _group_start(src: str, i: int) -> tuple[int, bool]:
-    """The index after the group opening at ``src[i]`` (``(``, ``(?:``, ``(?P<n>``, ...), and
-    whether it opens a group at all (``(?i)`` only sets flags)."""
+def _group_start(src: str, i: int) -> tuple[int, bool, bool]:
+    """The index after the group opening at ``src[i]`` (``(``, ``(?:``, ``(?P<n>``, ...),
+    whether it opens a group at all (``(?i)`` only sets flags), and whether it turns on
+    verbose mode: the scanner reads the pattern as written, and under ``x`` a ``#`` starts
+    a comment that can hide a ``)`` from it (``(?x)(a+#)\n)+`` is ``(a+)+``)."""
     m = _GROUP_PREFIX.get().match(src, i)
     assert m is not None  # "(" alone always matches
-    return m.end(), m.group("close") is None
+    return m.end(), m.group("close") is None, "x" in (m.group("on") or "")
 
 
 def _class_end(src: str, i: int) -> int:

@@ -269,3 +269,33 @@ def test_check_refuses_infinity_that_would_crash_run(tmp_path):
     proc = run_mock("check", str(path))
     assert proc.returncode == 1
     assert proc.stderr.decode() == f"{path}:6:54: 1e999 is too large for a JSON number (it would be infinity) (at $.tools[0].replies[0].steps[0].result.structuredContent)\n"
+
+
+VERBOSE = "(?x)(a+#)\n)+$"  # under x, '#)' is a comment: re compiles (a+)+$, exponential
+
+
+@pytest.mark.parametrize(
+    ("where", "at", "label"),
+    [
+        ("    replies:\n      - when: {arguments: {q: {$regex: %s}}}\n        steps: [{text: hit}]\n", "5:32", "$regex"),
+        ("    inputSchema: {type: object, properties: {q: {type: string, pattern: %s}}}\n", "4:5", "pattern"),
+    ],
+)
+def test_a_verbose_regex_is_refused_by_check_and_never_hangs_run(tmp_path, where, at, label):
+    """The scanner that bounds a regex's cost reads the pattern as written; verbose mode's
+    comments hid a ')' from it, so check passed a pattern that then blocked run for ever."""
+    path = tmp_path / "s.yaml"
+    path.write_text("mockmcp: 1\ntools:\n  - name: t\n" + where % json.dumps(VERBOSE))
+    checked = run_mock("check", str(path))
+    assert checked.returncode == 1
+    assert checked.stderr.decode().startswith(f"{path}:{at}: {label} {json.dumps(VERBOSE)} sets verbose mode (the x flag")
+    ran = run_mock("run", str(path), input=line(request(1, "tools/call", {"name": "t", "arguments": {"q": "a" * 40 + "b"}})), timeout=20)
+    assert ran.returncode != 0 and b"sets verbose mode" in ran.stderr
+
+
+@pytest.mark.parametrize("pattern", ["(?x:a+)", "(?ix)^a", "(?s-i:a)(?x:b)"])
+def test_verbose_mode_is_refused_wherever_it_is_set(pattern):
+    rule = "mockmcp: 1\ntools:\n  - name: t\n    replies:\n      - when: {arguments: {q: {$regex: %s}}}\n        steps: [{text: hit}]\n"
+    (msg,) = problems(rule % json.dumps(pattern))
+    assert "sets verbose mode" in msg
+    load_text(rule % json.dumps("(?i:a)(?-x:b)"), "s.yaml")  # other flags, and x turned off, are fine
