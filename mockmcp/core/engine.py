@@ -22,7 +22,7 @@ from mockmcp.wire import jsonrpc
 from mockmcp.scenario.model import base as model
 from mockmcp.wire import mrtr
 from mockmcp.wire import protocol as p
-from mockmcp.scenario import templates
+from mockmcp.scenario import matching, templates
 from mockmcp.core.actions import Answer, Cancel, Emit, Exit, Output, Park, Plan, Send
 from mockmcp.core.context import RequestContext
 from mockmcp.scenario.definitions import derive_capabilities, iter_rules, scenario_facts
@@ -121,11 +121,18 @@ class Engine:
                 f"Invalid Request: id {req.id!r} is already in use by a request in flight", request_id=req.id
             )
         session.requests_seen += 1
+        work = matching.REGEX_WORK
+        work.start()
         try:
             plan = self._plan(req)
         except templates.TemplateError as exc:
             # Templates render request values; values that break them are the request's fault.
             raise errors.InvalidParams(f"Invalid params: cannot render the scripted reply: {exc}", request_id=req.id) from None
+        except matching.RegexBudgetExceeded as exc:
+            # The request's strings would keep the server searching for seconds: its fault too.
+            raise errors.InvalidParams(f"Invalid params: {exc}", request_id=req.id) from None
+        finally:
+            work.stop()
         if not plan.immediate:
             session.begin(req.id, req.method)
         return plan

@@ -270,6 +270,36 @@ def _did_you_mean(word: Any, known: Iterable[str]) -> str:
 
 REGEX_BUDGET = 2**24  # about 10-30 ms of re's backtracking
 MIN_REGEX_INPUT = 64  # a pattern whose bound would be shorter is refused by check
+# One search is bounded, but a request may hold thousands of strings ($contains over a
+# list, a schema's items.pattern): 2,500 elements against .*.*=.*x took 6 s. So the
+# searches made while a request is handled share this many steps, each counted at its
+# worst case for its string's length (as REGEX_BUDGET is); past it the request is
+# answered Invalid params, like a schema validation past its MAX_STEPS.
+REQUEST_REGEX_BUDGET = 32 * REGEX_BUDGET
+
+
+class RegexBudgetExceeded(Exception):
+    """The searches for one request went past ``REQUEST_REGEX_BUDGET`` (the engine answers
+    the request with this message as Invalid params)."""
+
+
+class RegexWork:
+    """The steps left to the request being handled (``None``: no request, no limit: a
+    recording, a verification, a step's own matching are bounded per search only)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left: int | None = None
+
+    def start(self) -> None:
+        self.left = REQUEST_REGEX_BUDGET
+
+    def stop(self) -> None:
+        self.left = None
+
+
+REGEX_WORK = RegexWork()
 
 
 class _RegexShape:
@@ -397,7 +427,7 @@ def _quantifier(src: str, i: int) -> tuple[int, int | None, int] | None:
     return low, high, end
 
 
-_regexes: dict[str, tuple[re.Pattern[str], int]] = {}
+_regexes: dict[str, tuple[re.Pattern[str], int, int, int]] = {}
 
 
 def regex_problem(pattern: Any, label: str = "$regex") -> str | None:
@@ -421,9 +451,24 @@ def regex_problem(pattern: Any, label: str = "$regex") -> str | None:
 
 
 def regex_search(pattern: str, value: str) -> bool:
-    """``re.search`` within the pattern's input bound (a longer string does not match)."""
+    """``re.search`` within the pattern's input bound (a longer string does not match),
+    counted against the request's ``REGEX_WORK`` (``RegexBudgetExceeded`` past it)."""
     entry = _regexes.get(pattern)
     if entry is None:
-        entry = _regexes[pattern] = (re.compile(pattern), _RegexShape(pattern).max_input())
-    compiled, max_input = entry
-    return len(value) <= max_input and compiled.search(value) is not None
+        shape = _RegexShape(pattern)
+        entry = _regexes[pattern] = (re.compile(pattern), shape.max_input(), shape.unbounded + 1, shape.choices)
+    compiled, max_input, power, choices = entry
+    size = len(value)
+    if size > max_input:
+        return False
+    work = REGEX_WORK
+    if work.left is not None:
+        work.left -= choices * (size + 1) ** power
+        if work.left < 0:
+            raise RegexBudgetExceeded(
+                f"matching this request against the scenario's regular expressions ($regex, a schema's pattern) "
+                f"needs more than the per-request budget of {REQUEST_REGEX_BUDGET} steps (each search of a string "
+                f"counts its worst case for the string's length); send fewer or shorter strings, or use a pattern "
+                f"with fewer repetitions ({pattern!r} was the last one searched)"
+            )
+    return compiled.search(value) is not None

@@ -14,7 +14,7 @@ import time
 
 import pytest
 from hypothesis import given, settings, strategies as st
-from support.messages import discover, line, request
+from support.messages import call, discover, line, request
 from support.process import run_mock
 
 from mockmcp.scenario.check import MAX_HUGE_BYTES, MAX_REPLY_STEPS
@@ -299,3 +299,25 @@ def test_verbose_mode_is_refused_wherever_it_is_set(pattern):
     (msg,) = problems(rule % json.dumps(pattern))
     assert "sets verbose mode" in msg
     load_text(rule % json.dumps("(?i:a)(?-x:b)"), "s.yaml")  # other flags, and x turned off, are fine
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [
+        "    replies:\n      - when: {arguments: {tags: {$contains: {$regex: '.*.*=.*x'}}}}\n        steps: [{text: hit}]\n      - steps: [{text: miss}]\n",
+        "    inputSchema: {type: object, properties: {tags: {type: array, items: {type: string, pattern: '.*.*=.*x'}}}}\n    replies: [{steps: [{text: hit}]}]\n",
+    ],
+)
+def test_the_regex_work_of_one_request_is_bounded(tmp_path, tool):
+    """Each search is bounded, but one request held 12,000 strings to search (tens of
+    seconds); now the searches of a request share a budget, and past it the request is
+    answered Invalid params at once. A request of a few such strings is served as before."""
+    path = tmp_path / "s.yaml"
+    path.write_text("mockmcp: 1\ntools:\n  - name: t\n" + tool)
+    few = ["=" * 62 + "x"] * 9
+    started = time.monotonic()
+    proc = run_mock("run", str(path), input=line(call(1, "t", tags=["=" * 64] * 12_000)) + line(call(2, "t", tags=few)) + line(discover(3)))
+    assert time.monotonic() - started < 10
+    hostile, served, _ = (json.loads(x) for x in proc.stdout.splitlines())
+    assert hostile["error"]["code"] == -32602 and "per-request budget" in hostile["error"]["message"]
+    assert served["result"]["content"][0]["text"] == "hit"
