@@ -5,7 +5,8 @@ interpreter starts: ``PATH``, ``HOME``, the locale and ``PYTHON*`` variables, th
 folders), stdin and stdout on /dev/null, stderr appended to a log file beside the socket; it
 returns once the socket answers. ``serve`` imports every module a run may need, takes the
 baseline it compares hand-offs against, replaces a stale socket (one nobody answers on), writes
-its pid file and serves. ``stop`` sends SIGTERM and waits for the pid to go.
+its pid file and serves. ``stop`` sends SIGTERM to the server it can prove runs (the socket's listener,
+or the pid file's `warm serve` of this folder) and waits for the pid to go.
 """
 
 from __future__ import annotations
@@ -15,18 +16,21 @@ import pkgutil
 import random
 import signal
 import socket
+import stat
+import struct
 import sys
 import time
 
 import mockmcp
 from mockmcp.warm import child as childmod
-from mockmcp.warm.launcher import DIR_OPTION, PACKAGE, WARM_DIR, encodings
+from mockmcp.warm.launcher import DIR_OPTION, PACKAGE, WARM_DIR, encodings, runtime_dir
 from mockmcp.shells.control import MAX_SOCKET_PATH
 from mockmcp.warm.paths import WarmPaths, ensure_folder, read_pid, warm_paths
 from mockmcp.warm.refusals import baseline
 from mockmcp.warm.server import WarmServer
 
 KEPT = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", WARM_DIR)
+_PEERCRED = struct.Struct("3i")
 SKIPPED = ("mockmcp.__main__", "mockmcp.pytest_plugin")  # a module that runs the CLI, one that needs pytest
 
 
@@ -36,13 +40,19 @@ class NotStarted(Exception):
 
 def answers(path: str) -> bool:
     """Whether something listens on the socket ``path``."""
+    return listener_pid(path) is not None
+
+
+def listener_pid(path: str) -> int | None:
+    """The pid of the process listening on the socket ``path`` (its SO_PEERCRED), None if nobody answers."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(1.0)
         sock.connect(path)
-        return True
+        pid, _, _ = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+        return int(pid)
     except OSError:
-        return False
+        return None
     finally:
         sock.close()
 
@@ -168,9 +178,14 @@ def inheritable_descriptors() -> list[int]:
 
 
 def stop(paths: WarmPaths, timeout: float = 10.0) -> bool:
-    """Stop the running server; False if none ran."""
-    pid = read_pid(paths)
+    """Stop the running server; False if none ran.
+
+    Only a pid proven to be this folder's server is signalled (``server_pid``): a pid file outlives
+    a server killed by SIGKILL (or the OOM killer), and its pid may since name any process (init's,
+    read as root). Without a proven server the leftover pid file, and a socket nobody answers on, go."""
+    pid = server_pid(paths)
     if pid is None:
+        _remove_stale(paths)
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -180,6 +195,45 @@ def stop(paths: WarmPaths, timeout: float = 10.0) -> bool:
         time.sleep(0.02)
     os.kill(pid, signal.SIGKILL)
     return True
+
+
+def server_pid(paths: WarmPaths) -> int | None:
+    """The pid of the server of ``paths``, proven: the process listening on its socket, or (a server
+    that closed its socket to stop or retire) the pid file's process when it runs ``mockmcp warm
+    serve`` with an environment that names this folder. None when neither holds."""
+    listening = listener_pid(paths.socket)
+    if listening is not None:
+        return listening
+    pid = read_pid(paths)
+    return pid if pid is not None and serves_folder(pid, paths.folder) else None
+
+
+def serves_folder(pid: int, folder: str) -> bool:
+    """Whether process ``pid`` is a ``mockmcp warm serve`` whose environment chooses ``folder``."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            pairs = [item.partition(b"=") for item in fh.read().split(b"\0") if b"=" in item]
+    except OSError:
+        return False
+    if not any(argv[i - 1].endswith(b"mockmcp") and argv[i:i + 2] == [b"warm", b"serve"] for i in range(1, len(argv))):
+        return False  # (``python -P -m mockmcp warm serve [--lifeline FD]``, or the ``mockmcp`` script's)
+    environ = {os.fsdecode(k): os.fsdecode(v) for k, _, v in pairs}
+    return runtime_dir(environ) == folder
+
+
+def _remove_stale(paths: WarmPaths) -> None:
+    """Remove the pid file of a server that is gone, and its socket unless something answers there."""
+    try:
+        os.unlink(paths.pidfile)
+    except OSError:
+        pass
+    try:
+        if stat.S_ISSOCK(os.lstat(paths.socket).st_mode) and not answers(paths.socket):
+            os.unlink(paths.socket)
+    except OSError:
+        pass
 
 
 def _alive(pid: int) -> bool:

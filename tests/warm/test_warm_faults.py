@@ -441,3 +441,31 @@ def test_a_prefix_variable_no_exec_could_take_is_ignored(monkeypatch: pytest.Mon
         assert prefix_from_env() is None, text
     monkeypatch.setenv(WARM_ARGV, '["/usr/bin/python3", "", "-c", "x"]')
     assert prefix_from_env() == ["/usr/bin/python3", "", "-c", "x"]
+
+
+def test_stop_signals_only_a_proven_server_and_clears_a_stale_pid_file() -> None:
+    """A pid file outlives a server killed by SIGKILL or the OOM killer, and its pid may be reused by
+    any process: ``warm stop`` with no server there, whose pid file names a live unrelated process,
+    leaves that process alone, says the server was not running, and removes the stale files."""
+    from mockmcp.warm.launcher import server_name
+
+    folder = runtime_folder()
+    env = {**client_world(os.environ), "MOCKMCP_WARM_DIR": str(folder)}
+    env.pop("MOCKMCP_WARM_ARGV", None)
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        pidfile = folder / f"{server_name()}.pid"
+        pidfile.write_text(f"{victim.pid}\n")
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(str(folder / f"{server_name()}.sock"))  # bound, never listening: a dead server's socket
+        stale.close()
+        proc = subprocess.run([sys.executable, "-m", "mockmcp", "warm", "stop"], env=env, capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0 and "was not running" in proc.stdout, (proc.stdout, proc.stderr)
+        time.sleep(0.2)
+        assert victim.poll() is None, "warm stop signalled the process a stale pid file named"
+        assert list(folder.iterdir()) == []
+    finally:
+        victim.kill()
+        victim.wait()
+        shutil.rmtree(folder, ignore_errors=True)
