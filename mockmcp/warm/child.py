@@ -57,7 +57,10 @@ def check_launcher(fd: int) -> None:
 
 
 def reset_signals(handoff: Handoff) -> None:
-    """The dispositions a fresh ``python`` spawned by the launcher's parent would have."""
+    """The dispositions a fresh ``python`` spawned by the launcher's parent would have, then its mask.
+
+    The server forks with every signal blocked (``WarmServer.start``): a signal that comes before
+    this point waits, and is delivered under the fresh dispositions, never the server's handlers."""
     signal.set_wakeup_fd(-1)
     for sig in signal.valid_signals():
         if sig in (signal.SIGKILL, signal.SIGSTOP):

@@ -241,9 +241,16 @@ class WarmServer:
             if why.startswith(CHANGED):
                 self.retire(why)
             return
+        # Every signal waits, blocked, across the fork: the child starts with the server's handlers,
+        # and a signal meant for it (a launcher's SIGTERM, forwarded at once) would run the server's
+        # own stop in the child, which SIGTERMs every sibling in its copy of ``children`` and
+        # swallows the signal. The child unblocks once its handlers are a fresh process's
+        # (``child.reset_signals``); the server restores its mask at once.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
         pid = os.fork()
         if pid == 0:
             self.become_child(conn, handoff)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for fd in conn.fds:
             os.close(fd)
         conn.fds.clear()

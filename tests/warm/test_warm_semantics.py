@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.process import WarmServer, alive, gone_within
+from support.process import WarmServer, alive, gone_within, running_warm_server
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}
@@ -245,3 +245,39 @@ def test_modules_in_the_callers_folder_do_not_stand_in_for_the_launchers(warm: W
     out, err = proc.communicate(DISCOVER, timeout=30)
     assert proc.returncode == 0 and json.loads(out)["id"] == 1, err
     assert warm.forked_for(proc.pid) is not None, warm.log()
+
+
+def test_a_sigterm_right_after_the_fork_ends_that_mock_alone() -> None:
+    """A client that SIGTERMs its mock within milliseconds of spawning it (the TypeScript client's
+    probe) may reach the child between the fork and the reset of its signal handlers: the server's
+    own SIGTERM handler then ran in the child, SIGTERMed every other mock in its copy of the
+    server's children (other clients' mocks) and swallowed the signal (the mock ran on). 100 such
+    spawns, 3 long-running mocks beside them: every SIGTERMed mock ends, the 3 others run on."""
+    with running_warm_server() as warm:
+        bystanders = [spawn(warm.argv, warm, "run", "default") for _ in range(3)]
+        try:
+            for proc in bystanders:
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write(DISCOVER)
+                proc.stdin.flush()
+                assert json.loads(proc.stdout.readline())["id"] == 1
+            lost = []
+            started = time.monotonic()
+            for i in range(100):  # one at a time, SIGTERMed 0 to 28 ms after the spawn: the fork lands in between
+                proc = spawn(warm.argv, warm, "run", "default")
+                time.sleep(i % 8 * 0.004)
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.communicate(timeout=10)  # stdin left open: only the SIGTERM ends it
+                except subprocess.TimeoutExpired:
+                    lost.append(proc.pid)
+                    proc.kill()
+                    proc.communicate()
+                if any(p.poll() is not None for p in bystanders):
+                    break
+            assert time.monotonic() - started < 60
+            assert not lost, f"SIGTERMed mocks still running 10 s later: {lost}"
+            assert [p.poll() for p in bystanders] == [None] * 3, warm.log()[-2000:]
+        finally:
+            for proc in bystanders:
+                proc.communicate(timeout=30)
