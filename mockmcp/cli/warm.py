@@ -2,7 +2,7 @@
 
 ``argv`` prints, as a JSON list, the command prefix a client spawns instead of ``mockmcp``: the
 interpreter with ``-S``, the launcher's path and the runtime folder (``--warm-dir=``). The launcher hands its process to the warm
-server when one runs and answers, and otherwise runs ``python -m mockmcp`` itself, so the prefix
+server when one runs and answers, and otherwise runs ``python -P -m mockmcp`` itself, so the prefix
 is safe to use whether or not a server was started.
 """
 

@@ -17,7 +17,7 @@ killed by the same signal.
 
 Whenever there is no warm server, or it refuses (another user or namespace, a terminal on
 stdin, different ``PYTHON*`` variables, a changed package...), the launcher becomes a direct
-spawn: it execs ``python -m mockmcp ARGS`` in its own process (same pid), and prints nothing.
+spawn: it execs ``python -P -m mockmcp ARGS`` in its own process (same pid), and prints nothing.
 
 The socket's name and the hand-off's client side are here, so the warm server's modules import
 them from this module (``mockmcp.warm.paths``, ``mockmcp.warm.handoff``), never the reverse.
@@ -168,8 +168,11 @@ def frame(body: bytes) -> bytes:
 
 
 def direct(argv: list[str]) -> None:
-    """Become a direct spawn: ``python -m mockmcp ARGS`` in this very process (same pid, same streams)."""
-    posix.execv(sys.executable, [sys.executable, "-m", "mockmcp", *argv])
+    """Become a direct spawn: ``python -P -m mockmcp ARGS`` in this very process (same pid, same streams).
+
+    ``-P``, as the prefix itself: ``-m`` would put the client's working folder first on the module
+    path, and a ``json.py`` or ``trio.py`` of the client's project would stand in for the real one."""
+    posix.execv(sys.executable, [sys.executable, "-P", "-m", "mockmcp", *argv])
 
 
 def parse_answer(line: bytes, key: str) -> int | None:

@@ -281,3 +281,19 @@ def test_a_sigterm_right_after_the_fork_ends_that_mock_alone() -> None:
         finally:
             for proc in bystanders:
                 proc.communicate(timeout=30)
+
+
+def test_modules_in_the_callers_folder_do_not_stand_in_for_the_stdlib_when_run_directly(warm: WarmServer,
+                                                                                     tmp_path: Path) -> None:
+    """With no warm server the launcher execs ``python -m mockmcp`` itself: a ``json.py`` or
+    ``trio.py`` in the client's working folder must not be imported in place of the real module."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("json.py", "trio.py"):
+        (project / name).write_text("raise SystemExit('the caller folder module ran: ' + __file__)\n")
+    (tmp_path / "empty").mkdir(mode=0o700)
+    env = {**warm.env, "MOCKMCP_WARM_DIR": str(tmp_path / "empty")}
+    proc = spawn(warm.argv, warm, "run", "default", cwd=project, env=env)
+    out, err = proc.communicate(DISCOVER, timeout=30)
+    assert proc.returncode == 0 and json.loads(out)["id"] == 1, err
+    assert warm.forked_for(proc.pid, timeout=0) is None
