@@ -247,7 +247,14 @@ class WarmServer:
         # swallows the signal. The child unblocks once its handlers are a fresh process's
         # (``child.reset_signals``); the server restores its mask at once.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:  # EAGAIN (a pids or process limit), ENOMEM: this hand-off alone runs directly
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            self.log(f"refused pid {conn.peer[0]}: cannot fork ({exc.strerror or exc})")
+            _send(conn.sock, answer("refused", f"the warm server cannot fork: {exc.strerror or exc}"))
+            self.close(conn)
+            return
         if pid == 0:
             self.become_child(conn, handoff)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)

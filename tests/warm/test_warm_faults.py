@@ -469,3 +469,67 @@ def test_stop_signals_only_a_proven_server_and_clears_a_stale_pid_file() -> None
         victim.kill()
         victim.wait()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_failed_fork_refuses_that_hand_off_alone_and_the_server_serves_on(tmp_path: Path) -> None:
+    """A fork that fails (EAGAIN: a pids cgroup's or RLIMIT_NPROC's limit reached) crashed the
+    server with a traceback, and its death SIGKILLed every mock it ran. Made real here with a
+    server running as ``nobody`` (root ignores RLIMIT_NPROC) whose soft RLIMIT_NPROC is lowered
+    below the processes ``nobody`` has: that launcher runs directly, a running mock runs on, and
+    the server forks again once the limit is back."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("running the warm server as nobody needs root and setpriv")
+    nobody = 65534
+    as_nobody = [str(shutil.which("setpriv")), f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups",
+                 "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search", "--"]
+    if subprocess.run([*as_nobody, "/bin/true"], capture_output=True, timeout=30).returncode != 0:
+        pytest.skip("running a process as nobody is not permitted here")
+    folder = runtime_folder()
+    os.chown(folder, nobody, nobody)
+    home = tmp_path / "nobody"
+    home.mkdir()
+    os.chown(home, nobody, nobody)
+    env = {**client_world(os.environ), "MOCKMCP_WARM_DIR": str(folder), "HOME": str(home),
+           "XDG_CACHE_HOME": str(home / "cache")}
+    env.pop("MOCKMCP_WARM_ARGV", None)
+    warm = [*as_nobody, sys.executable, "-m", "mockmcp", "warm"]
+    bystander = None
+    try:
+        started = subprocess.run([*warm, "start"], env=env, cwd=home, capture_output=True, text=True, timeout=60)
+        assert started.returncode == 0, started.stderr
+        server = int(re.search(r"pid (\d+)", started.stdout).group(1))  # type: ignore[union-attr]
+        prefix = [*as_nobody, *json.loads(subprocess.run([*warm, "argv"], env=env, cwd=home, capture_output=True,
+                                                         text=True, timeout=60).stdout)]
+        bystander = subprocess.Popen([*prefix, "run", "default"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env, cwd=home)
+        assert bystander.stdin is not None and bystander.stdout is not None
+        bystander.stdin.write(DISCOVER)
+        bystander.stdin.flush()
+        assert json.loads(bystander.stdout.readline())["id"] == 1
+
+        def limit(soft: str) -> None:  # (as nobody: this container's root may lack CAP_SYS_RESOURCE)
+            code = f"import resource as r; h = r.prlimit({server}, r.RLIMIT_NPROC)[1]; r.prlimit({server}, r.RLIMIT_NPROC, ({soft}, h))"
+            subprocess.run([*as_nobody, sys.executable, "-c", code], cwd=home, check=True, timeout=30)
+
+        limit("1")  # nobody runs 2 processes or more already
+        proc = subprocess.run([*prefix, "run", "default"], input=DISCOVER, env=env, cwd=home, capture_output=True,
+                              timeout=60)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["id"] == 1, proc.stderr
+        log = "".join(p.read_text(errors="replace") for p in folder.glob("*.log"))
+        assert "cannot fork" in log and "Traceback" not in log, log
+        assert alive(server) and bystander.poll() is None
+        limit("h")  # (back to the hard limit)
+        proc = subprocess.run([*prefix, "run", "default"], input=DISCOVER, env=env, cwd=home, capture_output=True,
+                              timeout=60)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["id"] == 1, proc.stderr
+        bystander.stdin.close()
+        assert bystander.wait(timeout=30) == 0
+    finally:
+        subprocess.run([sys.executable, "-m", "mockmcp", "warm", "stop"], env=env, capture_output=True, timeout=60)
+        if bystander is not None:
+            bystander.kill()
+            bystander.wait()
+            for stream in (bystander.stdin, bystander.stdout, bystander.stderr):
+                if stream is not None:
+                    stream.close()
+        shutil.rmtree(folder, ignore_errors=True)
