@@ -16,7 +16,7 @@ import sys
 from typing import Callable, Sequence
 
 from mockmcp.warm.control import NotStarted, launcher_argv, running, serve, start, stop
-from mockmcp.warm.paths import UnsafeFolder, refuse_relative, warm_paths
+from mockmcp.warm.paths import UnsafeFolder, UnusablePath, refuse_relative, warm_paths
 
 HELP = "keep a warm process that forks a mock per spawn in about 20 ms (opt-in; see docs/warm.md)"
 EXAMPLES = (
@@ -82,6 +82,9 @@ def warm(args: argparse.Namespace, run: Callable[[Sequence[str]], int], prime: C
     except (NotStarted, UnsafeFolder) as exc:
         print(f"mockmcp warm: {exc}", file=sys.stderr)
         return 1
+    except UnusablePath as exc:
+        print(f"mockmcp warm: {exc}", file=sys.stderr)
+        return 2
     return 2
 
 

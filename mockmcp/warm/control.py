@@ -25,7 +25,7 @@ import mockmcp
 from mockmcp.warm import child as childmod
 from mockmcp.warm.launcher import DIR_OPTION, PACKAGE, WARM_DIR, encodings, runtime_dir
 from mockmcp.shells.control import MAX_SOCKET_PATH
-from mockmcp.warm.paths import WarmPaths, ensure_folder, read_pid, warm_paths
+from mockmcp.warm.paths import WarmPaths, check_socket_path, ensure_folder, read_pid, warm_paths
 from mockmcp.warm.refusals import baseline
 from mockmcp.warm.server import WarmServer
 
@@ -101,6 +101,7 @@ def start(paths: WarmPaths, timeout: float = 30.0, lifeline: int | None = None) 
     (``NotStarted``): it is not tied to the lifeline, and would outlive the caller."""
     ensure_folder(paths.folder)
     refuse_long_socket_path(paths)
+    check_socket_path(paths.socket)
     pid = running(paths)
     if pid is not None:
         if lifeline is not None:
@@ -289,7 +290,8 @@ def listen(paths: WarmPaths) -> socket.socket:
     """Bind the socket, replacing a stale one; refuse if a live server answers there."""
     ensure_folder(paths.folder)
     refuse_long_socket_path(paths)
-    if os.path.exists(paths.socket):
+    check_socket_path(paths.socket)
+    if os.path.lexists(paths.socket):
         if answers(paths.socket):
             raise NotStarted(f"a warm server already answers on {paths.socket}")
         os.unlink(paths.socket)

@@ -40,6 +40,11 @@ class UnsafeFolder(Exception):
     """The runtime folder is another user's, open to group or others, or not an absolute path."""
 
 
+class UnusablePath(Exception):
+    """The runtime folder cannot be made (its parent is missing, or is a file), or something that is
+    not a socket stands where the server's socket goes: the user's to fix, never removed for them."""
+
+
 @dataclass(frozen=True)
 class WarmPaths:
     folder: str
@@ -70,7 +75,29 @@ def ensure_folder(folder: str) -> None:
         os.mkdir(folder, 0o700)
     except FileExistsError:
         pass
+    except FileNotFoundError:
+        raise UnusablePath(f"cannot make the runtime folder {folder}: its parent folder does not exist;"
+                           " create it, or choose another MOCKMCP_WARM_DIR") from None
+    except NotADirectoryError:
+        raise UnusablePath(f"cannot make the runtime folder {folder}: a part of its path is a file, not a folder;"
+                           " choose another MOCKMCP_WARM_DIR") from None
+    except OSError as exc:
+        raise UnusablePath(f"cannot make the runtime folder {folder}: {exc.strerror};"
+                           " choose another MOCKMCP_WARM_DIR") from None
     check_folder(folder)
+
+
+def check_socket_path(path: str) -> None:
+    """Refuse a path where something that is not a socket stands (a socket is a stale one's, or a
+    live server's: the caller knows which); a file or folder there is not ours to remove."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        what = "a folder" if stat.S_ISDIR(mode) else "a file"
+        raise UnusablePath(f"cannot listen on {path}: {what} that is not a socket is there; remove it,"
+                           " or choose another MOCKMCP_WARM_DIR")
 
 
 def refuse_relative(folder: str) -> None:

@@ -533,3 +533,32 @@ def test_a_failed_fork_refuses_that_hand_off_alone_and_the_server_serves_on(tmp_
                 if stream is not None:
                     stream.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("case", ["no parent", "under a file", "a folder at the socket", "a file at the socket"])
+@pytest.mark.parametrize("action", ["start", "serve"])
+def test_a_runtime_folder_or_socket_path_that_cannot_be_used_is_refused_in_one_line(case: str, action: str) -> None:
+    """A missing parent folder, a path under a regular file, a folder at the socket's path: one
+    line that says what and what to do, exit status 2, no traceback; a file at the socket's path is
+    refused too, never deleted."""
+    from mockmcp.warm.launcher import server_name
+
+    base = runtime_folder()
+    folder = {"no parent": base / "nonexist" / "deeper", "under a file": base / "afile" / "deeper"}.get(case, base)
+    (base / "afile").write_text("mine")
+    sock = folder / f"{server_name()}.sock"
+    if case == "a folder at the socket":
+        sock.mkdir()
+    elif case == "a file at the socket":
+        sock.write_text("mine")
+    env = {**client_world(os.environ), "MOCKMCP_WARM_DIR": str(folder)}
+    env.pop("MOCKMCP_WARM_ARGV", None)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "mockmcp", "warm", action], env=env, capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith("mockmcp warm: ") and "MOCKMCP_WARM_DIR" in proc.stderr, proc.stderr
+        assert case != "a file at the socket" or sock.read_text() == "mine"
+    finally:
+        subprocess.run([sys.executable, "-m", "mockmcp", "warm", "stop"], env=env, capture_output=True, timeout=60)
+        shutil.rmtree(base, ignore_errors=True)
