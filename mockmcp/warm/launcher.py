@@ -340,6 +340,8 @@ def split_argv(args: list[str]) -> tuple[str, list[str]]:
 
 def main() -> None:
     given, argv = split_argv(sys.argv[1:])
+    if next((a for a in argv if not a.startswith("-")), None) == "warm":
+        direct(argv)  # ``warm stop`` forked by the server it stops would be SIGTERMed with its mocks
     status = hand_off(argv, given)
     if status is None:
         direct(argv)

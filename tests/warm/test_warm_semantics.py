@@ -297,3 +297,14 @@ def test_modules_in_the_callers_folder_do_not_stand_in_for_the_stdlib_when_run_d
     out, err = proc.communicate(DISCOVER, timeout=30)
     assert proc.returncode == 0 and json.loads(out)["id"] == 1, err
     assert warm.forked_for(proc.pid, timeout=0) is None
+
+
+def test_warm_commands_through_the_prefix_run_directly() -> None:
+    """``PREFIX warm stop``: forked by the server it stops, the command was SIGTERMed with the
+    server's mocks and exited 143 without a word; ``warm`` commands run directly instead."""
+    with running_warm_server() as warm:
+        proc = spawn(warm.argv, warm, "warm", "stop")
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and b"stopped" in out, (proc.returncode, out, err)
+        assert gone_within(warm.pid, 10)
+        assert warm.forked_for(proc.pid, timeout=0) is None
