@@ -27,7 +27,7 @@ from mockmcp.warm.launcher import DIR_OPTION, PACKAGE, WARM_DIR, encodings, runt
 from mockmcp.shells.control import MAX_SOCKET_PATH
 from mockmcp.warm.paths import WarmPaths, check_socket_path, ensure_folder, read_pid, warm_paths
 from mockmcp.warm.refusals import baseline
-from mockmcp.warm.server import WarmServer
+from mockmcp.warm.server import STOP_GRACE, WarmServer
 
 KEPT = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", WARM_DIR)
 _PEERCRED = struct.Struct("3i")
@@ -178,8 +178,10 @@ def inheritable_descriptors() -> list[int]:
     return fds
 
 
-def stop(paths: WarmPaths, timeout: float = 10.0) -> bool:
-    """Stop the running server; False if none ran.
+def stop(paths: WarmPaths, timeout: float = STOP_GRACE + 8.0) -> bool:
+    """Stop the running server and return once its process is gone (its mocks get ``STOP_GRACE``
+    seconds; past ``timeout`` it is SIGKILLed); False if none ran. Its pid file goes first, when
+    it stops listening: the process is what must be gone before "stopped" is true.
 
     Only a pid proven to be this folder's server is signalled (``server_pid``): a pid file outlives
     a server killed by SIGKILL (or the OOM killer), and its pid may since name any process (init's,
@@ -191,10 +193,13 @@ def stop(paths: WarmPaths, timeout: float = 10.0) -> bool:
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if read_pid(paths) != pid or not _alive(pid):
+        if not _alive(pid):
             return True
         time.sleep(0.02)
     os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
     return True
 
 

@@ -308,3 +308,22 @@ def test_warm_commands_through_the_prefix_run_directly() -> None:
         assert proc.returncode == 0 and b"stopped" in out, (proc.returncode, out, err)
         assert gone_within(warm.pid, 10)
         assert warm.forked_for(proc.pid, timeout=0) is None
+
+
+def test_stop_returns_once_the_server_is_gone() -> None:
+    """The server removes its pid file as soon as it stops listening, then gives its mocks up to
+    2 s: ``warm stop`` said "stopped" at the first, while the server (and a mock slow to end) still
+    ran. It returns once the server's process is gone."""
+    with running_warm_server() as warm:
+        proc = spawn(warm.argv, warm, "run", "default")
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(DISCOVER)
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        child = warm.forked_for(proc.pid)
+        assert child is not None
+        os.kill(child, signal.SIGSTOP)  # a mock slow to end: the server waits its grace, then SIGKILLs it
+        stopped = warm.cli("stop")
+        assert "stopped" in stopped.stdout and not alive(warm.pid), stopped.stdout
+        assert not alive(child)
+        proc.communicate(timeout=30)
