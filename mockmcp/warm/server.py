@@ -31,7 +31,7 @@ import struct
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from mockmcp.warm import child as childmod
 from mockmcp.warm.handoff import HEADER, BadHandoff, Handoff, answer, body_length, parse, parse_signal
@@ -95,7 +95,7 @@ class WarmServer:
             now = time.monotonic()
             if self.stopping is not None and (not self.children or now >= self.stopping):
                 break
-            for key, _ in self.selector.select(self.timeout(now)):
+            for key, _ in self.selector.select(_timeout(self.conns.values(), self.stopping, now)):
                 if key.fileobj is self.wake_r:
                     self.drain_wakeups()
                 elif key.fileobj is self.listener:
@@ -114,12 +114,6 @@ class WarmServer:
         if self.orphaned:  # its starter made the folder for it alone, and would have removed it
             _remove(self.paths.log, self.paths.folder)  # (the folder only if nothing else is in it)
         return 0
-
-    def timeout(self, now: float) -> float | None:
-        deadlines = [c.deadline for c in self.conns.values() if not c.child]
-        if self.stopping is not None and self.stopping != math.inf:  # (a retiring server waits for its children)
-            deadlines.append(self.stopping)
-        return max(0.0, min(deadlines) - now) if deadlines else None
 
     def stop(self, signum: int = 0, frame: object = None, why: str = "") -> None:
         """Stop serving: the socket goes, and the children get ``STOP_GRACE`` seconds and SIGTERM."""
@@ -234,26 +228,17 @@ class WarmServer:
 
     def start(self, conn: Conn, handoff: Handoff) -> None:
         why = refusal(self.base, handoff, conn.peer, conn.fds[0])
+        if why is None:
+            try:
+                pid, mask = _fork_masked()
+            except OSError as exc:  # EAGAIN (a pids or process limit), ENOMEM: this hand-off alone runs directly
+                why = f"the warm server cannot fork: {exc.strerror or exc}"
         if why is not None:
             self.log(f"refused pid {conn.peer[0]}: {why}")
             _send(conn.sock, answer("refused", why))
             self.close(conn)
             if why.startswith(CHANGED):
                 self.retire(why)
-            return
-        # Every signal waits, blocked, across the fork: the child starts with the server's handlers,
-        # and a signal meant for it (a launcher's SIGTERM, forwarded at once) would run the server's
-        # own stop in the child, which SIGTERMs every sibling in its copy of ``children`` and
-        # swallows the signal. The child unblocks once its handlers are a fresh process's
-        # (``child.reset_signals``); the server restores its mask at once.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-        try:
-            pid = os.fork()
-        except OSError as exc:  # EAGAIN (a pids or process limit), ENOMEM: this hand-off alone runs directly
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            self.log(f"refused pid {conn.peer[0]}: cannot fork ({exc.strerror or exc})")
-            _send(conn.sock, answer("refused", f"the warm server cannot fork: {exc.strerror or exc}"))
-            self.close(conn)
             return
         if pid == 0:
             self.become_child(conn, handoff)
@@ -319,6 +304,31 @@ class WarmServer:
             if conn is not None:
                 _send(conn.sock, answer("status", status))
                 self.close(conn)
+
+
+def _timeout(conns: Iterable[Conn], stopping: float | None, now: float) -> float | None:
+    """How long the loop may wait: until the first hand-off's deadline, or the end of a stop's grace."""
+    deadlines = [c.deadline for c in conns if not c.child]
+    if stopping is not None and stopping != math.inf:  # (a retiring server waits for its children)
+        deadlines.append(stopping)
+    return max(0.0, min(deadlines) - now) if deadlines else None
+
+
+def _fork_masked() -> tuple[int, set[int]]:
+    """``os.fork()`` with every signal blocked across it, and the mask to restore.
+
+    Without it the child starts with the server's handlers, and a signal meant for it (a
+    launcher's SIGTERM, forwarded at once) would run the server's own stop in the child, which
+    SIGTERMs every sibling in its copy of ``children`` and swallows the signal. The parent
+    restores the mask at once; the child once its handlers are a fresh process's
+    (``child.reset_signals``). A failed fork raises with the mask already restored.
+    """
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    try:
+        return os.fork(), mask
+    except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        raise
 
 
 def _send(sock: socket.socket, data: bytes) -> bool:
