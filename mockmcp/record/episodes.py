@@ -12,13 +12,14 @@ server's lines meet in one channel with one writer of our stdout.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Callable
 
 import trio
 
 from mockmcp.record import cassette
+from mockmcp.wire import errors
+from mockmcp.wire import jsonrpc
 from mockmcp.record import relay
 from mockmcp.shells import signals
 from mockmcp.core.connection import Connection
@@ -36,13 +37,18 @@ async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, engine: Eng
     server_stdin, server_stdout = proc.stdin, proc.stdout
     keys = cassette.recorded_keys(engine.scenario)
     engine_states: set[str] = set()
+    engine_lines = relay.LineSplitter()  # a dribbled answer arrives in pieces: its state is in the whole line
 
     def engine_wrote(data: bytes) -> None:
-        if b'"requestState"' not in data:
-            return
-        for line in data.splitlines():
-            msg = json.loads(line)
-            state = msg.get("result", {}).get("requestState") if type(msg.get("result")) is dict else None
+        """Learn the ``requestState`` of each round the engine starts. The engine also replays what
+        the server once wrote (garbage lines, non-object results), so a line is read by the bounded
+        decoder and one that is not a message is skipped."""
+        for line in engine_lines.feed(data):
+            if b'"requestState"' not in line:
+                continue
+            msg = _message(line)
+            result = msg.get("result") if msg is not None else None
+            state = result.get("requestState") if type(result) is dict else None
             if type(state) is str:
                 engine_states.add(state)
 
@@ -81,17 +87,14 @@ async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, engine: Eng
                     except (trio.BrokenResourceError, trio.ClosedResourceError):
                         data = b""
                     for line in splitter.feed(bytes(data)) if data else splitter.close():
-                        try:
-                            msg = json.loads(line)
-                        except ValueError:
-                            msg = None
-                        is_request = type(msg) is dict and type(msg.get("method")) is str and "id" in msg
-                        if is_request and replayed(msg):
+                        msg = _message(line)
+                        is_request = msg is not None and type(msg.get("method")) is str and "id" in msg
+                        if msg is not None and is_request and replayed(msg):
                             await eng_send.send(line)
                             continue
                         rec.client_line(line, trio.current_time())
                         await srv_send.send(line)
-                        if not is_request and type(msg) is dict:  # notifications and answers: the engine too
+                        if not is_request and msg is not None:  # notifications and answers: the engine too
                             await eng_send.send(line)
                     if not data:
                         return
@@ -118,6 +121,16 @@ async def serve_new_episodes(cmd: list[str], rec: cassette.Recorder, engine: Eng
     with trio.CancelScope(shield=True):
         await relay.stop(proc, 0.0)
     return status
+
+
+def _message(line: bytes) -> dict[str, Any] | None:
+    """``line`` as a JSON object, or ``None`` for a line that is none (not JSON, or past the
+    decoder's nesting, number and UTF-8 limits: such a line is passed on, never a crash)."""
+    try:
+        msg = jsonrpc.parse(line)
+    except errors.ClientError:
+        return None
+    return msg if type(msg) is dict else None
 
 
 __all__ = ["serve_new_episodes"]

@@ -29,16 +29,18 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mockmcp.record import cassette as cassette_mod
 from support.fuzz import mutated
-from support.hostileserver import ANSWERS, FIXED_LINES, Client, exchange, expected, hostile_call, server_script
+from support.messages import META
+from support.hostileserver import (ANSWERS, FIXED_LINES, Client, exchange, expected, hostile_call, matches, probe,
+                                   server_script)
 from support.process import direct_cmd, mockmcp_prefix, own_pid
 
 J = b'{"jsonrpc":"2.0",'
 
 
-def recorder(tmp_path: Path, out: Path, direct: bool = False) -> Client:
+def recorder(tmp_path: Path, out: Path, direct: bool = False, mode: str = "all") -> Client:
     """``direct``: a fresh interpreter even under the warm server, for a test that reads the
     recorder's own memory (``support.process.direct_cmd``)."""
-    cmd = [*(direct_cmd() if direct else mockmcp_prefix()), "record", "--mode", "all", "-o", str(out), "--",
+    cmd = [*(direct_cmd() if direct else mockmcp_prefix()), "record", "--mode", mode, "-o", str(out), "--",
            sys.executable, str(server_script(tmp_path))]
     return Client(cmd, tmp_path / "stderr")
 
@@ -167,3 +169,45 @@ def test_fuzzed_server_lines_under_the_recorder(tmp_path: Path, lines: list[byte
     """The stdio fuzzer's lines, bare, as a log's data and as a progress message during a call, and
     as a call's result: recorded into a cassette that loads."""
     run_recorder(tmp_path, [([line, _as_log(line), _as_progress(line, n)], answers[n]) for n, line in enumerate(lines)])
+
+
+def test_new_episodes_survives_a_deep_client_line_and_replayed_garbage(tmp_path: Path) -> None:
+    """``--mode new_episodes`` reads every client line (to route it) and every line the cassette's
+    engine writes (to learn the ``requestState`` of rounds it starts). A client line nested 100,000
+    deep, and a replayed call whose recorded garbage lines hold the text "requestState" (a cut
+    object, a non-object line; the reply dribbled, so the engine writes pieces of lines) are passed
+    on: the probe, the replayed call and a new call are answered, the new call is merged, no
+    traceback."""
+    out = tmp_path / "c.yaml"
+    garbage = [b'{"jsonrpc":"2.0","id":"x","result":{"requestState":"abc", <cut by the server>',
+               b'["requestState", 1]', b'"requestState"']
+    client = recorder(tmp_path, out)
+    try:
+        exchange(client, 0, hostile_call(0, garbage, meta=META))
+        assert client.close() == 0, client.stderr()
+    finally:
+        client.kill()
+    text = out.read_text()
+    assert text.count("rawBytes") == len(garbage), text
+    # every reply of the cassette dribbled in chunks long enough to hold "requestState" and less than a line
+    out.write_text(text.replace("steps:\n", "steps:\n          - dribble: {chunkBytes: 20, pause: 0ms}\n", 1))
+    client = recorder(tmp_path, out, mode="new_episodes")
+    try:
+        assert client.proc.stdin is not None
+        client.proc.stdin.write(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+        client.proc.stdin.flush()
+        client.send(hostile_call(0, garbage, meta=META))  # replayed (the end marker came after the answer)
+        got = client.until(lambda got: any(matches(g, "id", "request-000000") for g in got))
+        assert got[:len(garbage)] == [g + b"\n" for g in garbage]
+        client.send(probe(0))
+        client.until(lambda got: any(matches(g, "id", "probe-000000") for g in got))
+        exchange(client, 1, hostile_call(1, [], meta=META))  # new: the real server's
+        status = client.close()
+    finally:
+        client.kill()
+    err = client.stderr().decode()
+    assert status == 0 and "Traceback" not in err, err
+    merged = out.read_text()
+    replies = yaml.safe_load(merged)["tools"][0]["replies"]
+    assert "dribble" in replies[0]["steps"][0] and [r["when"]["arguments"]["n"] for r in replies] == [0, 1]
+    assert check(out).returncode == 0

@@ -45,7 +45,7 @@ def flood(kind, mb):
 for raw in sys.stdin.buffer:
     try:
         msg = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # (a client line nested past the decoder's recursion)
         continue
     if type(msg) is not dict or "id" not in msg or "method" not in msg:
         continue
