@@ -172,6 +172,39 @@ def test_text_that_looks_like_a_template_replays_as_the_server_sent_it(tmp_path:
     assert again[3]["error"] == real[3]["error"] == {"code": -32000, "message": "bad {{ x }}"}
 
 
+RAW_SERVER = r"""
+import json, sys
+ANSWERS = {"list": {"result": ["not", "an", "object", "{{ id }}"]}, "nocontent": {"result": {"isError": False}},
+           "code": {"error": {"code": "E42", "message": "bad {{"}}}
+for raw in sys.stdin:
+    msg = json.loads(raw)
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], **ANSWERS[msg["params"]["name"]]}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+def test_an_answer_recorded_as_a_raw_step_replays_with_the_request_s_own_id(tmp_path: Path) -> None:
+    """A non-object result, a tools/call result without content and an error whose code is not an
+    integer are replayed as the message the server sent (a raw step): with the id of the request
+    being answered (its JSON type kept), so the same call made again, under another id, is
+    answered too; the recorded "{{" still comes back as the text it was."""
+    cassette = tmp_path / "c.yaml"
+    names = ("list", "nocontent", "code")
+    calls = b"".join(line(request(i, "tools/call", {"name": name, "arguments": {}})) for i, name in enumerate(names, 1))
+    recorded = record(cassette, input=calls, server=[sys.executable, "-c", RAW_SERVER])
+    assert recorded.returncode == 0, recorded.stderr
+    assert cassette.read_text().count("raw:") == 3
+    sent: list[tuple[Any, str]] = [(1, "list"), ("second", "list"), (30, "list"), ("nc-a", "nocontent"),
+                                   (78, "nocontent"), ("code-a", "code"), (77, "code")]
+    again = b"".join(line(request(rid, "tools/call", {"name": name, "arguments": {}})) for rid, name in sent)
+    replay = subprocess.run([*mockmcp_prefix(), "run", str(cassette)], input=again, capture_output=True, timeout=30)
+    got = [json.loads(raw) for raw in replay.stdout.splitlines()]
+    assert [m["id"] for m in got] == [rid for rid, _ in sent], replay.stdout  # each request its own answer
+    assert all(type(m["id"]) is type(rid) for m, (rid, _) in zip(got, sent))
+    assert [m.get("result", m.get("error")) for m in got] == [["not", "an", "object", "{{ id }}"]] * 3 + [
+        {"isError": False}] * 2 + [{"code": "E42", "message": "bad {{"}] * 2
+
+
 def test_recording_never_loses_the_old_cassette_half_way(tmp_path: Path) -> None:
     """The cassette is written to a temporary file and renamed: a killed recorder leaves the old one whole."""
     cassette = tmp_path / "c.yaml"

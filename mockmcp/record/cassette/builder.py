@@ -16,7 +16,7 @@ from typing import Any
 
 from mockmcp.record.cassette.recorder import NOT_RECORDED, Exchange, Recorder
 from mockmcp.record.cassette.rules import RuleWriter
-from mockmcp.record.cassette.shapes import PROMPT_KEYS, RESOURCE_KEYS, SERVER_KEYS, TEMPLATE_KEYS, TOOL_KEYS, literal, pick
+from mockmcp.record.cassette.shapes import PROMPT_KEYS, RESOURCE_KEYS, SERVER_KEYS, TEMPLATE_KEYS, TOOL_KEYS, pick
 from mockmcp.record.redact import Redactor
 from mockmcp.scenario.uritemplates import UriTemplate, compile_uri_template
 from mockmcp.wire import protocol as p
@@ -121,9 +121,7 @@ class CassetteBuilder:
                 continue
             if ex.final is None and not ex.cancelled:
                 continue  # cut off by the end of the session: nothing was seen to replay
-            for rule in self.rules.rules(ex):
-                if rec.braces:
-                    rule["steps"] = literal(rule["steps"])
+            for rule in self.rules.rules(ex, braces=rec.braces):
                 # a request's own key order (clients keep theirs); repr is C all the way (1, 1.0 and
                 # True stay apart, as in JSON text)
                 key = repr((ex.method, ex.params.get("name"), ex.params.get("uri"), rule["when"]))

@@ -13,11 +13,18 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from mockmcp.record.cassette.recorder import LOG_LEVELS, Exchange
-from mockmcp.record.cassette.shapes import clean_result, duration, input_request_ok, result_ok, when_value, without_meta
+from mockmcp.record.cassette.shapes import (clean_result, duration, input_request_ok, literal, result_ok, when_value,
+                                            without_meta)
 from mockmcp.record.redact import Redactor
 from mockmcp.wire import protocol as p
 
 _ASKABLE = frozenset({p.SAMPLE, p.ELICIT, p.LIST_ROOTS})  # what a legacy `request` step may send
+# A raw answer's id: whatever id the replayed request has (a whole-value template keeps its JSON
+# type), not the recorded one, or a second call of the same tool would get the first one's id and
+# never its own answer. Written as a marker no recorded value can be (redaction and the literal
+# rewrite of "{{" pass it by), then as the template once the steps are done.
+_REQUEST_ID = object()
+ID_TEMPLATE = "{{ id }}"
 
 
 class RuleWriter:
@@ -28,8 +35,20 @@ class RuleWriter:
         self.keep_timing = keep_timing
         self.as_modern = as_modern
 
-    def rules(self, ex: Exchange) -> Iterator[dict[str, Any]]:
-        """The rules one exchange gives: one, or one per round when legacy requests become MRTR rounds."""
+    def rules(self, ex: Exchange, *, braces: bool = False) -> Iterator[dict[str, Any]]:
+        """The rules one exchange gives: one, or one per round when legacy requests become MRTR rounds.
+        ``braces``: the recording holds a "{{", which steps (they render templates) must write as
+        a literal."""
+        for rule in self._rules(ex):
+            steps = literal(rule["steps"]) if braces else rule["steps"]
+            for step in steps:
+                raw = step.get("raw")
+                if type(raw) is dict and raw.get("id") is _REQUEST_ID:
+                    raw["id"] = ID_TEMPLATE
+            rule["steps"] = steps
+            yield rule
+
+    def _rules(self, ex: Exchange) -> Iterator[dict[str, Any]]:
         when = self._when(ex)
         asked = ex.final is not None and type(ex.final[2]) is dict and ex.final[2].get("resultType") == "input_required"
         if ex.round > 1 or asked:
@@ -137,7 +156,7 @@ class RuleWriter:
             steps.append({"sleep": duration(t - t_prev)})
         if kind == "error":
             if type(value) is not dict or type(value.get("code")) is not int:
-                steps += [{"raw": self.red.value({"jsonrpc": "2.0", "id": ex.id, "error": value})}, {"hang": True}]
+                steps += [{"raw": self.red.value({"jsonrpc": "2.0", "id": _REQUEST_ID, "error": value})}, {"hang": True}]
                 return steps
             spec: dict[str, Any] = {"code": value["code"]}
             if type(value.get("message")) is str:
@@ -147,13 +166,13 @@ class RuleWriter:
             steps.append({"error": self.red.value(spec)})
             return steps
         if type(value) is not dict:
-            steps += [self._raw_result(ex, value), {"hang": True}]
+            steps += [self._raw_result(value), {"hang": True}]
             return steps
         if value.get("resultType") == "input_required":
             requests = value.get("inputRequests")
             if ex.method not in p.INPUT_REQUIRED_METHODS or (type(requests) is dict and not all(
                     type(k) is str and input_request_ok(r) for k, r in requests.items())):
-                steps += [self._raw_result(ex, value), {"hang": True}]  # no inputRequired step can say it
+                steps += [self._raw_result(value), {"hang": True}]  # no inputRequired step can say it
                 return steps
             spec = {"inputRequests": self.red.value(requests) if type(requests) is dict else {}}
             if not spec["inputRequests"]:
@@ -164,13 +183,14 @@ class RuleWriter:
         if result_ok(ex.method, cleaned):
             steps.append({"result": self.red.value(cleaned)})
         else:
-            steps += [self._raw_result(ex, value), {"hang": True}]
+            steps += [self._raw_result(value), {"hang": True}]
         return steps
 
-    def _raw_result(self, ex: Exchange, value: Any) -> dict[str, Any]:
+    def _raw_result(self, value: Any) -> dict[str, Any]:
         """A result no step of the format takes, as the message the server sent (a ``raw`` step;
-        a ``hang`` follows it, since a reply ends with a final step and the answer is out)."""
-        return {"raw": self.red.value({"jsonrpc": "2.0", "id": ex.id, "result": value})}
+        a ``hang`` follows it, since a reply ends with a final step and the answer is out); its id
+        is the replayed request's."""
+        return {"raw": self.red.value({"jsonrpc": "2.0", "id": _REQUEST_ID, "result": value})}
 
 
 __all__ = ["RuleWriter"]
