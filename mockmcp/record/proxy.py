@@ -31,6 +31,9 @@ from mockmcp.shells.signals import Signals, shutdown_signals
 from mockmcp.shells.writer import DribbleJob
 
 
+DRAIN_WAIT = 2.0  # s the client gets to take the server's last output once the server has exited
+
+
 def _key(rid: Any) -> str:
     return json.dumps(rid)
 
@@ -233,10 +236,13 @@ async def _session(proc: trio.Process, shell: ProxyShell, to_server: trio.Memory
         async def server_side() -> None:
             nonlocal status
             await shell.relay_server(server_stdout)
-            # the server closed its stdout (it exited): so does this session
+            # the server closed its stdout (it exited): so does this session, once what the server
+            # wrote last (queued for the writer just now, maybe without a newline) is written
             with trio.move_on_after(1.0):
                 status = await proc.wait()
             log("info", f"the server ended (status {proc.returncode})")
+            with trio.move_on_after(DRAIN_WAIT):
+                await shell.writer.written()
             nursery.cancel_scope.cancel()
 
         nursery.start_soon(received.cancel_on_first, nursery.cancel_scope)

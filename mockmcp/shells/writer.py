@@ -91,6 +91,7 @@ class StdoutWriter:
         # Jobs queued and not yet written out by the writer task: 0 means it holds nothing
         # (parked in receive, or about to be), so flush() may write ahead of nobody.
         self._pending = 0
+        self._idle: trio.Event | None = None  # set when _pending drops to 0 (written() waits on it)
 
     async def send(self, job: Job) -> None:
         """Queue bytes or a job behind everything queued before (blocks while the channel is full)."""
@@ -103,6 +104,15 @@ class StdoutWriter:
 
     async def aclose(self) -> None:
         await self._send.aclose()
+
+    async def written(self) -> None:
+        """Return once everything queued so far is written out: a session about to be cancelled
+        (the proxy's server exited) waits here first, or the last bytes queued would be lost. The
+        caller bounds the wait (a client that does not read holds the writer forever)."""
+        while self._pending:
+            if self._idle is None:
+                self._idle = trio.Event()
+            await self._idle.wait()
 
     async def run(self) -> None:
         """The writer task: drain the channel in batches until it is closed."""
@@ -131,6 +141,9 @@ class StdoutWriter:
                 if pending:
                     await self._write(b"".join(pending))
                 self._pending -= len(batch)
+                if not self._pending and self._idle is not None:
+                    self._idle.set()
+                    self._idle = None
 
     async def _run_job(self, job: DribbleJob | ExitJob | CloseJob, stdout: SafeOut) -> None:
         match job:
