@@ -14,6 +14,7 @@ the vocabulary of ``wire/redaction.py``, which the journal uses too. Sans-I/O.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Iterable
 
@@ -39,22 +40,36 @@ class Redactor:
         self._keys: dict[str, bool] = {}  # key -> secret? (a cassette has few distinct keys, many times)
 
     def learn(self, value: Any) -> None:
-        """Remember the strings found right under secret keys, so that they are replaced wherever else
+        """Remember the values found under secret keys, so that they are replaced wherever else
         they appear (a token returned in a structured result is also inside its text content)."""
         t = type(value)
         if t is dict:
             for k, v in value.items():
-                tv = type(v)
-                if tv is str:
-                    if type(k) is str and self.secret_key(k):
-                        self._remember(v)
-                elif tv is dict or tv is list:
+                if type(k) is str and self.secret_key(k):
+                    self._learn_leaves(v)
+                elif type(v) is dict or type(v) is list:
                     self.learn(v)
         elif t is list:
             for v in value:
                 tv = type(v)
                 if tv is dict or tv is list:
                     self.learn(v)
+
+    def _learn_leaves(self, value: Any) -> None:
+        """Everything under a secret key is secret, whatever its type: the strings inside a list or
+        an object (``{"api_keys": ["live-..."]}``, ``{"token": {"value": ...}}``) and a number as
+        its JSON text (a PIN sent as ``98765432`` is also "your pin is 98765432" in a text)."""
+        t = type(value)
+        if t is str:
+            self._remember(value)
+        elif t is int or t is float:
+            self._remember(json.dumps(value))
+        elif t is dict:
+            for v in value.values():  # (its keys are names: "value", "exp")
+                self._learn_leaves(v)
+        elif t is list:
+            for v in value:
+                self._learn_leaves(v)
 
     def _remember(self, value: str) -> None:
         if len(value) >= MIN_LEARNED and value != PLACEHOLDER:
@@ -82,14 +97,19 @@ class Redactor:
             strings = bool(self.patterns or self._learned)
             keys = self._keys
             for k, v in value.items():
-                if v is not None and type(k) is str:
-                    secret = keys.get(k)  # secret_key's cache, without a call per key
-                    if secret is None:
-                        secret = self.secret_key(k)
-                    if secret:
-                        self.redacted += 1
-                        out[k] = PLACEHOLDER
-                        continue
+                if type(k) is str:
+                    if v is not None:
+                        secret = keys.get(k)  # secret_key's cache, without a call per key
+                        if secret is None:
+                            secret = self.secret_key(k)
+                        if secret:
+                            self.redacted += 1
+                            out[k] = PLACEHOLDER
+                            continue
+                    if strings:  # a secret may be a key too (a session's id), and a --redact match
+                        shown = self.text(k)
+                        if shown != k:
+                            k = self._free_key(shown, out, value)
                 tv = type(v)
                 if tv is dict or tv is list:
                     out[k] = self.value(v)
@@ -114,6 +134,29 @@ class Redactor:
         if t is str and (self.patterns or self._learned):
             return self.text(value)
         return value
+
+    @staticmethod
+    def _free_key(shown: str, out: dict[Any, Any], value: dict[Any, Any]) -> str:
+        """A redacted key that collides with another key of the object gets a number, so no
+        entry is lost: ``[REDACTED]``, ``[REDACTED]-2``..."""
+        key, n = shown, 1
+        while key in out or key in value:
+            n += 1
+            key = f"{shown}-{n}"
+        return key
+
+    def raw_text(self, text: str) -> str:
+        """``text`` holding bytes one character per byte (a ``rawBytes`` step) with its secrets
+        replaced. Its bytes are read as UTF-8 first (what JSON text is), so a learned secret with
+        non-ASCII characters is found as the server wrote it; bytes that are not UTF-8 are kept
+        as they were."""
+        if not (self.patterns or self._learned):
+            return text
+        decoded = text.encode("latin-1").decode("utf-8", "surrogateescape")
+        shown = self.text(decoded)
+        if shown == decoded:
+            return text
+        return shown.encode("utf-8", "surrogateescape").decode("latin-1")
 
     def text(self, text: str) -> str:
         if self._learned and len(text) >= MIN_LEARNED:

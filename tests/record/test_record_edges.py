@@ -37,10 +37,10 @@ from support.process import direct_cmd, mockmcp_prefix, own_pid
 J = b'{"jsonrpc":"2.0",'
 
 
-def recorder(tmp_path: Path, out: Path, direct: bool = False, mode: str = "all") -> Client:
+def recorder(tmp_path: Path, out: Path, direct: bool = False, mode: str = "all", opts: tuple[str, ...] = ()) -> Client:
     """``direct``: a fresh interpreter even under the warm server, for a test that reads the
     recorder's own memory (``support.process.direct_cmd``)."""
-    cmd = [*(direct_cmd() if direct else mockmcp_prefix()), "record", "--mode", mode, "-o", str(out), "--",
+    cmd = [*(direct_cmd() if direct else mockmcp_prefix()), "record", "--mode", mode, *opts, "-o", str(out), "--",
            sys.executable, str(server_script(tmp_path))]
     return Client(cmd, tmp_path / "stderr")
 
@@ -119,6 +119,40 @@ def test_a_progress_token_in_a_result_is_kept_unredacted(tmp_path: Path) -> None
     result = result_step["result"]
     assert result["structuredContent"] == {"progressToken": token, "session_token": "[REDACTED]"}
     assert result["content"] == [{"type": "text", "text": f"working on {token}"}]
+    assert check(out).returncode == 0
+
+
+def test_a_secret_of_any_type_is_redacted_wherever_it_appears(tmp_path: Path) -> None:
+    """Under secret keys: a number (a PIN), a list of keys, an object holding the token; a learned
+    secret used as a mapping key; a key the --redact pattern matches; a non-ASCII secret inside a
+    garbage line (a rawBytes step, one character per byte). None of them reaches the cassette,
+    in any spelling, while the names and the values around them are kept."""
+    out = tmp_path / "secrets.yaml"
+    secrets = ["98765432", "live-AAAA1111", "zz-SECRET-VALUE-1", "KEYLEAK-12345", "sk-abcdef123", "pässwörd-1234"]
+    structured = {"password": 98765432, "api_keys": ["live-AAAA1111"], "token": {"value": "zz-SECRET-VALUE-1", "exp": 5},
+                  "session_token": "KEYLEAK-12345", "sessions": {"KEYLEAK-12345": {"user": "ada"}},
+                  "keys": {"sk-abcdef123": "owner", "[REDACTED]": "taken"}, "login": {"secret": "pässwörd-1234"}}
+    text = "your pin is 98765432, using key live-AAAA1111, token zz-SECRET-VALUE-1 for KEYLEAK-12345"
+    answer = json.dumps({"content": [{"type": "text", "text": text}], "structuredContent": structured}).encode()
+    garbage = "debug: login with pässwörd-1234 (not JSON)".encode()
+    client = recorder(tmp_path, out, opts=("--redact", "sk-[a-z0-9]+"))
+    try:
+        exchange(client, 0, hostile_call(0, [garbage], answer=answer, meta=META))
+        status = client.close()
+    finally:
+        client.kill()
+    assert status == 0, client.stderr()
+    written = out.read_text(encoding="utf-8")
+    (rule,) = yaml.safe_load(written)["tools"][0]["replies"]
+    raw, result = rule["steps"][0]["rawBytes"], rule["steps"][1]["result"]
+    for secret in secrets:
+        for spelling in (secret, secret.encode().decode("latin-1")):  # (rawBytes: a character per byte)
+            assert spelling not in written and spelling not in raw, (secret, written)
+    assert raw == "debug: login with [REDACTED] (not JSON)\n"
+    got = result["structuredContent"]
+    assert got["token"] == "[REDACTED]" and got["sessions"] == {"[REDACTED]": {"user": "ada"}}
+    assert got["keys"] == {"[REDACTED]-2": "owner", "[REDACTED]": "taken"}  # (no entry lost to a collision)
+    assert result["content"][0]["text"] == "your pin is [REDACTED], using key [REDACTED], token [REDACTED] for [REDACTED]"
     assert check(out).returncode == 0
 
 

@@ -118,7 +118,7 @@ class RuleWriter:
                         spec["logger"] = value["logger"]
                     step = {"log": red.value(spec)}
             elif kind == "raw":
-                step = {"rawBytes": red.text(value) + "\n"}
+                step = {"rawBytes": red.raw_text(value) + "\n"}
             elif kind == "request":
                 if self.as_modern:
                     continue  # the modern era has no server-to-client requests (only rounds, above)
