@@ -3,6 +3,9 @@
 Mappings match as subsets, lists and scalars exactly (``1`` never equals
 ``true``), and a mapping whose keys all start with ``$`` is a matcher:
 ``$regex``, ``$present``, ``$absent``, ``$type``, ``$contains``, ``$anyOf``.
+Under ``exactArguments`` the arguments' mappings match exactly at every depth (no
+key besides the rule's), not only the top level's; a matcher's operands keep
+their own rules.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ def is_matcher(pattern: Any) -> bool:
     return type(pattern) is dict and bool(pattern) and all(type(k) is str and k.startswith("$") for k in pattern)
 
 
-def value_matches(pattern: Any, value: Any) -> bool:
+def value_matches(pattern: Any, value: Any, exact: bool = False) -> bool:
+    """Whether ``value`` matches ``pattern``; ``exact``: a mapping may have no key the pattern has
+    not (at every depth), as ``exactArguments`` wants."""
     if is_matcher(pattern):
         return _matcher(pattern, value)
     if value is _ABSENT:
@@ -38,17 +43,19 @@ def value_matches(pattern: Any, value: Any) -> bool:
     if tp is dict:
         if type(value) is not dict:
             return False
+        if exact and any(k not in pattern for k in value):
+            return False
         for k, sub in pattern.items():
             v = value.get(k, _ABSENT)
             if is_matcher(sub):
                 if not _matcher(sub, v):
                     return False
-            elif v is _ABSENT or not value_matches(sub, v):
+            elif v is _ABSENT or not value_matches(sub, v, exact):
                 return False
         return True
     if tp is list:
         return type(value) is list and len(value) == len(pattern) and all(
-            value_matches(a, b) for a, b in zip(pattern, value)
+            value_matches(a, b, exact) for a, b in zip(pattern, value)
         )
     if tp is float or tp is int:
         return type(value) in (int, float) and value == pattern
@@ -115,10 +122,11 @@ def _mismatches(when: model.Match, ctx: dict[str, Any]) -> Iterator[str]:
         if when.exactArguments:
             if set(args) != set(when.arguments):
                 yield f"arguments have keys {sorted(args)}, rule wants exactly {sorted(when.arguments)}"
+        exact = when.exactArguments
         for k, want in when.arguments.items():
             got = args.get(k, _ABSENT)
-            if not value_matches(want, got):
-                where, got, want = _first_difference(want, got, "")
+            if not value_matches(want, got, exact):
+                where, got, want = _first_difference(want, got, "", exact)
                 yield f"argument {k!r}{_sub(where)} is {_show(got)}, rule wants {_show(want)}"
     for label, pattern, value in (
         ("inputResponses", when.inputResponses, ctx["inputResponses"]),
@@ -160,18 +168,23 @@ def value_mismatch(pattern: Any, value: Any, path: str = "") -> str | None:
     return f"{where or 'the value'} is {_show(got)}, expected {_show(want)}"
 
 
-def _first_difference(pattern: Any, value: Any, path: str) -> tuple[str, Any, Any]:
+def _first_difference(pattern: Any, value: Any, path: str, exact: bool = False) -> tuple[str, Any, Any]:
     """The path, value and pattern of the first leaf where ``value`` does not match ``pattern``
-    (mappings and same-length lists are descended, so a near miss names the leaf that differs)."""
+    (mappings and same-length lists are descended, so a near miss names the leaf that differs;
+    ``exact``: a key the pattern has not is such a leaf, its pattern absent)."""
     if not is_matcher(pattern) and type(pattern) is dict and type(value) is dict:
         for k, want in pattern.items():
             got = value.get(k, _ABSENT)
-            if not value_matches(want, got):
-                return _first_difference(want, got, f"{path}.{k}" if path else str(k))
+            if not value_matches(want, got, exact):
+                return _first_difference(want, got, f"{path}.{k}" if path else str(k), exact)
+        if exact:
+            for k, got in value.items():
+                if k not in pattern:
+                    return f"{path}.{k}" if path else str(k), got, _ABSENT
     if type(pattern) is list and type(value) is list and len(pattern) == len(value):
         for i, (want, got) in enumerate(zip(pattern, value)):
-            if not value_matches(want, got):
-                return _first_difference(want, got, f"{path}[{i}]")
+            if not value_matches(want, got, exact):
+                return _first_difference(want, got, f"{path}[{i}]", exact)
     return path, value, pattern
 
 

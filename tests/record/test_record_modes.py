@@ -205,6 +205,40 @@ def test_an_answer_recorded_as_a_raw_step_replays_with_the_request_s_own_id(tmp_
         {"isError": False}] * 2 + [{"code": "E42", "message": "bad {{"}] * 2
 
 
+ARGS_SERVER = r"""
+import json, sys
+for raw in sys.stdin:
+    msg = json.loads(raw)
+    text = "args=" + json.dumps(msg["params"]["arguments"], sort_keys=True)
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": text}]}}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+def test_a_replay_matches_recorded_arguments_exactly_at_every_depth(tmp_path: Path) -> None:
+    """A call whose nested object has a key more than a recorded call's is another call: each
+    replays its own answer (the rule of the smaller one once took both, exactArguments reaching
+    only the top level). 1 and 1.0, which the matcher takes as equal, are one call to the
+    recorder too: one rule, not a second one no request could reach."""
+    cassette = tmp_path / "c.yaml"
+    args: list[dict[str, Any]] = [{"filter": {"status": "open"}}, {"filter": {"status": "open", "owner": "bob"}},
+                                  {"tags": [{"k": "a"}]}, {"tags": [{"k": "a", "v": "b"}]}, {"n": 1}, {"n": 1.0}]
+    calls = b"".join(line(request(i, "tools/call", {"name": "t", "arguments": a})) for i, a in enumerate(args, 1))
+    recorded = record(cassette, input=calls, server=[sys.executable, "-c", ARGS_SERVER])
+    assert recorded.returncode == 0, recorded.stderr
+    assert cassette.read_text().count("exactArguments") == 5  # (1 and 1.0: one rule)
+    replay = subprocess.run([*mockmcp_prefix(), "run", str(cassette)], input=calls, capture_output=True, timeout=30)
+    real, again = answers(recorded), answers(replay)
+    for i in range(1, 6):
+        assert text(again[i]) == text(real[i]), (i, again[i])
+    assert text(again[6]) == text(real[5])  # 1.0 replays what 1 was answered
+    # a nested key the recording never had is a near miss that names it
+    extra = line(request(9, "tools/call", {"name": "t", "arguments": {"filter": {"status": "open", "x": 1}}}))
+    missed = answers(subprocess.run([*mockmcp_prefix(), "run", str(cassette)], input=extra, capture_output=True,
+                                    timeout=30))[9]
+    assert "filter'.x is 1, rule wants absent" in missed["error"]["message"], missed
+
+
 def test_recording_never_loses_the_old_cassette_half_way(tmp_path: Path) -> None:
     """The cassette is written to a temporary file and renamed: a killed recorder leaves the old one whole."""
     cassette = tmp_path / "c.yaml"

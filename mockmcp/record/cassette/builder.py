@@ -16,7 +16,7 @@ from typing import Any
 
 from mockmcp.record.cassette.recorder import NOT_RECORDED, Exchange, Recorder
 from mockmcp.record.cassette.rules import RuleWriter
-from mockmcp.record.cassette.shapes import PROMPT_KEYS, RESOURCE_KEYS, SERVER_KEYS, TEMPLATE_KEYS, TOOL_KEYS, pick
+from mockmcp.record.cassette.shapes import PROMPT_KEYS, RESOURCE_KEYS, SERVER_KEYS, TEMPLATE_KEYS, TOOL_KEYS, json_view, pick
 from mockmcp.record.redact import Redactor
 from mockmcp.scenario.uritemplates import UriTemplate, compile_uri_template
 from mockmcp.wire import protocol as p
@@ -122,9 +122,9 @@ class CassetteBuilder:
             if ex.final is None and not ex.cancelled:
                 continue  # cut off by the end of the session: nothing was seen to replay
             for rule in self.rules.rules(ex, braces=rec.braces):
-                # a request's own key order (clients keep theirs); repr is C all the way (1, 1.0 and
-                # True stay apart, as in JSON text)
-                key = repr((ex.method, ex.params.get("name"), ex.params.get("uri"), rule["when"]))
+                # a request's own key order (clients keep theirs); repr is C all the way (1 and True
+                # stay apart, as in JSON text; 1 and 1.0 are one call, as the matcher sees them)
+                key = repr((ex.method, ex.params.get("name"), ex.params.get("uri"), json_view(rule["when"])))
                 if key in seen:
                     continue
                 seen.add(key)

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
+from mockmcp.record.cassette.shapes import json_view
 from mockmcp.scenario.model import base as model
 from mockmcp.wire import protocol as p
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return json.dumps(json_view(value), sort_keys=True, separators=(",", ":"))
 
 
 def _rule_keys(rules: Any) -> set[str]:

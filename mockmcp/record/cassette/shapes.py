@@ -24,6 +24,20 @@ SERVER_KEYS = ("name", "title", "version", "description", "websiteUrl", "icons")
 MODERN_RESULT_KEYS = ("resultType", "ttlMs", "cacheScope")
 
 
+def json_view(value: Any) -> Any:
+    """``value`` as JSON sees it: a float with an integral value is that integer (most clients
+    send ``1.0`` and ``1`` alike, and the matcher takes them as equal), so two calls that differ
+    only there are one call to the builder and to ``request_key``; booleans stay booleans."""
+    t = type(value)
+    if t is float:
+        return int(value) if value.is_integer() else value
+    if t is dict:
+        return {k: json_view(v) for k, v in value.items()}
+    if t is list:
+        return [json_view(v) for v in value]
+    return value
+
+
 def pick(item: Any, keys: tuple[str, ...]) -> dict[str, Any] | None:
     if type(item) is not dict:
         return None
