@@ -2,8 +2,9 @@
 
 Mappings match as subsets, lists and scalars exactly (``1`` never equals
 ``true``), and a mapping whose keys all start with ``$`` is a matcher:
-``$regex``, ``$present``, ``$absent``, ``$type``, ``$contains``, ``$anyOf``.
-Under ``exactArguments`` the arguments' mappings match exactly at every depth (no
+``$regex``, ``$present``, ``$absent``, ``$type``, ``$contains``, ``$anyOf``, and
+``$literal`` (its operand is a value, never a pattern: how a recording writes a
+mapping of ``$`` keys that a client sent). Under ``exactArguments`` the arguments' mappings match exactly at every depth (no
 key besides the rule's), not only the top level's; a matcher's operands keep
 their own rules.
 """
@@ -88,11 +89,27 @@ def _matcher(m: dict[str, Any], value: Any) -> bool:
         elif op == "$anyOf":
             if not any(value_matches(a, value) for a in arg):
                 return False
+        elif op == "$literal":
+            if value is _ABSENT or not same_value(arg, value):
+                return False
         else:
             return False
     return True
 
 
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as JSON values: every key and item, numbers by value (``1`` and ``1.0``), ``true``
+    never ``1``; nothing in ``a`` is read as a matcher."""
+    ta, tb = type(a), type(b)
+    if ta is dict:
+        return tb is dict and a.keys() == b.keys() and all(same_value(v, b[k]) for k, v in a.items())
+    if ta is list:
+        return tb is list and len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if (ta is int or ta is float) and (tb is int or tb is float):
+        return bool(a == b)
+    return ta is tb and a == b
 
 
 def _state_ok(want: str | list[str] | None, state: str) -> bool:
@@ -225,7 +242,7 @@ def near_miss(rules: list[model.Rule], ctx: dict[str, Any]) -> dict[str, Any] | 
 
 # ---------------------------------------------------------------- checking patterns (mockmcp check)
 
-_OPERATORS = ("$present", "$absent", "$regex", "$type", "$contains", "$anyOf")
+_OPERATORS = ("$present", "$absent", "$regex", "$type", "$contains", "$anyOf", "$literal")
 
 PatternProblem = tuple[tuple[Any, ...], str]  # (path inside the pattern, message)
 
@@ -246,6 +263,8 @@ def pattern_problems(pattern: Any, path: tuple[Any, ...] = ()) -> list[PatternPr
 
 
 def _operator_problems(op: str, arg: Any, path: tuple[Any, ...]) -> list[PatternProblem]:
+    if op == "$literal":
+        return []  # any value: it is compared, never read as a pattern
     if op in ("$present", "$absent"):
         return [] if type(arg) is bool else [(path, f"{op} takes true or false, not {_show(arg)}")]
     if op == "$regex":

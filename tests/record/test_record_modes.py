@@ -209,7 +209,9 @@ ARGS_SERVER = r"""
 import json, sys
 for raw in sys.stdin:
     msg = json.loads(raw)
-    text = "args=" + json.dumps(msg["params"]["arguments"], sort_keys=True)
+    params = dict(msg["params"])
+    params.pop("_meta")
+    text = "args=" + json.dumps(params.get("arguments", params), sort_keys=True)
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": text}]}}) + "\n")
     sys.stdout.flush()
 """
@@ -237,6 +239,38 @@ def test_a_replay_matches_recorded_arguments_exactly_at_every_depth(tmp_path: Pa
     missed = answers(subprocess.run([*mockmcp_prefix(), "run", str(cassette)], input=extra, capture_output=True,
                                     timeout=30))[9]
     assert "filter'.x is 1, rule wants absent" in missed["error"]["message"], missed
+
+
+def test_arguments_that_look_like_matchers_replay_as_the_values_they_were(tmp_path: Path) -> None:
+    """A client's mapping whose keys all start with "$" (a MongoDB-style filter) is a value, not a
+    matcher: the cassette writes it as a $literal, so the call replays (it once did not: the rule
+    read {"$regex": "^a"} as a regular expression), a custom method's {"$regex": "["} no longer
+    makes the cassette invalid, and new_episodes still knows those calls as recorded."""
+    cassette = tmp_path / "c.yaml"
+    sent = [request(1, "tools/call", {"name": "t", "arguments": {"filter": {"name": {"$regex": "^a"}}}}),
+            request(2, "tools/call", {"name": "t", "arguments": {"q": {"$type": "string"}, "n": [{"$gt": 1}]}}),
+            request(3, "x/search", {"q": {"$regex": "["}})]
+    calls = b"".join(map(line, sent))
+    recorded = record(cassette, input=calls, server=[sys.executable, "-c", ARGS_SERVER])
+    assert recorded.returncode == 0, recorded.stderr
+    assert check_cassette(cassette).returncode == 0
+    replay = subprocess.run([*mockmcp_prefix(), "run", str(cassette)], input=calls, capture_output=True, timeout=30)
+    real, again = answers(recorded), answers(replay)
+    for i in (1, 2, 3):
+        assert text(again[i]) == text(real[i]), (i, again[i])
+    # the value itself, not whatever the "matcher" would have taken
+    other = line(request(4, "tools/call", {"name": "t", "arguments": {"filter": {"name": "abc"}}}))
+    missed = answers(subprocess.run([*mockmcp_prefix(), "run", str(cassette)], input=other, capture_output=True,
+                                    timeout=30))[4]
+    assert "error" in missed, missed
+    cassette.write_text(cassette.read_text().replace('args=', 'cassette: args='))
+    proc = record(cassette, "--mode", "new_episodes", input=calls, server=[sys.executable, "-c", ARGS_SERVER])
+    assert proc.returncode == 0, proc.stderr
+    assert all(text(m).startswith("cassette: ") for m in answers(proc).values()), proc.stdout  # replayed
+
+
+def check_cassette(path: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*mockmcp_prefix(), "check", str(path)], capture_output=True, timeout=60)
 
 
 def test_recording_never_loses_the_old_cassette_half_way(tmp_path: Path) -> None:

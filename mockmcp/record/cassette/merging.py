@@ -62,6 +62,19 @@ def merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _written(value: Any) -> Any:
+    """A rule's value as the request had it: a ``$literal`` (a client's mapping of ``$`` keys,
+    escaped by the recording) is that mapping."""
+    t = type(value)
+    if t is dict:
+        if len(value) == 1 and "$literal" in value:
+            return value["$literal"]
+        return {k: _written(v) for k, v in value.items()}
+    if t is list:
+        return [_written(v) for v in value]
+    return value
+
+
 def request_key(method: str, params: dict[str, Any]) -> str:
     """What identifies a request when deciding whether a cassette has it (its first round)."""
     if method in (p.TOOLS_CALL, p.PROMPTS_GET):
@@ -86,18 +99,18 @@ def recorded_keys(scenario: model.Scenario) -> set[str]:
     for tool in scenario.tools:
         for when in first_rounds(tool.replies):
             if when.arguments is not None and when.exactArguments:
-                keys.add(request_key(p.TOOLS_CALL, {"name": tool.name, "arguments": when.arguments}))
+                keys.add(request_key(p.TOOLS_CALL, {"name": tool.name, "arguments": _written(when.arguments)}))
     for prompt in scenario.prompts:
         for when in first_rounds(prompt.replies):
             if when.arguments is not None and when.exactArguments:
-                keys.add(request_key(p.PROMPTS_GET, {"name": prompt.name, "arguments": when.arguments}))
+                keys.add(request_key(p.PROMPTS_GET, {"name": prompt.name, "arguments": _written(when.arguments)}))
     for reads in (*(r.replies for r in scenario.resources), *(t.replies for t in scenario.resourceTemplates)):
         for when in first_rounds(reads):
             if when.params is not None and type(when.params.get("uri")) is str:
                 keys.add(request_key(p.RESOURCES_READ, {"uri": when.params["uri"]}))
     for override in scenario.methods:
         for when in first_rounds(override.replies):
-            keys.add(request_key(override.method, when.params or {}))
+            keys.add(request_key(override.method, _written(when.params or {})))
     return keys
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mockmcp.scenario.matching import is_matcher
 from mockmcp.wire import protocol as p
 
 # The keys each model class accepts (anything else a server lists is dropped: the loader is strict).
@@ -140,9 +141,13 @@ def duration(seconds: float) -> str:
 
 
 def when_value(original: Any, redacted: Any) -> Any:
-    """What a rule matches: the redacted value, except where redaction changed it (then: present)."""
+    """What a rule matches: the redacted value, except where redaction changed it (then: present),
+    with every mapping a client sent whose keys all start with ``$`` written as a ``$literal`` (a
+    rule would read ``{"$regex": "^a"}`` as a matcher, not as the value it was)."""
     if original == redacted:
-        return redacted
+        return _escaped(redacted)
+    if is_matcher(original):
+        return {"$type": "object"}  # (a secret inside it: matched by its shape, as a redacted value is)
     if type(original) is dict and type(redacted) is dict and original.keys() == redacted.keys():
         return {k: when_value(original[k], redacted[k]) for k in original}
     if type(original) is list and type(redacted) is list and len(original) == len(redacted):
@@ -150,6 +155,17 @@ def when_value(original: Any, redacted: Any) -> Any:
     if type(original) is str:
         return {"$type": "string"}
     return {"$present": True}
+
+
+def _escaped(value: Any) -> Any:
+    if is_matcher(value):
+        return {"$literal": value}
+    t = type(value)
+    if t is dict:
+        return {k: _escaped(v) for k, v in value.items()}
+    if t is list:
+        return [_escaped(v) for v in value]
+    return value
 
 
 __all__ = ["MODERN_RESULT_KEYS", "PROMPT_KEYS", "RESOURCE_KEYS", "SERVER_KEYS", "TEMPLATE_KEYS", "TOOL_KEYS", "clean_result", "duration", "input_request_ok", "literal", "pick", "result_ok", "when_value", "without_meta"]

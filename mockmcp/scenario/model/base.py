@@ -145,9 +145,10 @@ class SleepStep(Model):
 class Match(Model):
     """``when``: which requests a rule answers. Every given key must match.
 
-    Mappings match as subsets (extra keys in the request are fine); lists and
-    scalars match exactly; ``{$regex: ...}``, ``{$present: true}``,
-    ``{$absent: true}``, ``{$type: string}`` and ``{$contains: ...}`` are matchers.
+    Mappings match as subsets (extra keys in the request are fine; none under
+    ``exactArguments``, at any depth); lists and scalars match exactly;
+    ``{$regex: ...}``, ``{$present: true}``, ``{$absent: true}``, ``{$type: string}``,
+    ``{$contains: ...}``, ``{$anyOf: [...]}`` and ``{$literal: value}`` are matchers.
     """
 
     arguments: dict[str, JSON] | None = None
