@@ -97,7 +97,8 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
 
         with signals.shutdown_under_way(scenario.protocol.ignoreSigterm) as under_way:
             return finished(observers, _stopped_by_session(partial(
-                run_http, args, scenario, conn, log, observers, control, sync=sync, auth=auth, under_way=under_way)))
+                run_http, args, scenario, conn, log, observers, control, sync=sync, auth=auth, under_way=under_way),
+                args.session))
 
     async def main() -> int:
         stdin = PipeReceiveStream(os.dup(0))
@@ -138,13 +139,16 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     # Beneath trio's handlers, for the whole run: a shutdown that end of file started still writes
     # its report when the first SIGINT or SIGTERM arrives meanwhile (shells/signals.py).
     with signals.shutdown_under_way(scenario.protocol.ignoreSigterm) as under_way:
-        return finished(observers, _stopped_by_session(partial(trio.run, main)))
+        return finished(observers, _stopped_by_session(partial(trio.run, main), args.session))
 
 
-def _stopped_by_session(serve: Callable[[], int]) -> int:
+def _stopped_by_session(serve: Callable[[], int], session: str | None) -> int:
     """``serve``'s status; or, when the session directory could not be written while serving (a
     full disk: ``SessionError``, raised where it was found, cutting back what it wrote), one line
-    on stderr and status 2, as at start-up. Then the report is written as after any end."""
+    on stderr and status 2, as at start-up. Then the report is written as after any end. Without
+    a session there is nothing to catch, and a spawn does not import the session's modules."""
+    if session is None:
+        return serve()
     from mockmcp.sessiondir.layout import SessionError
 
     status = 2
