@@ -98,7 +98,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
         with signals.shutdown_under_way(scenario.protocol.ignoreSigterm) as under_way:
             return finished(observers, _stopped_by_session(partial(
                 run_http, args, scenario, conn, log, observers, control, sync=sync, auth=auth, under_way=under_way),
-                args.session))
+                session))
 
     async def main() -> int:
         stdin = PipeReceiveStream(os.dup(0))
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace | SimpleNamespace) -> int:
     # Beneath trio's handlers, for the whole run: a shutdown that end of file started still writes
     # its report when the first SIGINT or SIGTERM arrives meanwhile (shells/signals.py).
     with signals.shutdown_under_way(scenario.protocol.ignoreSigterm) as under_way:
-        return finished(observers, _stopped_by_session(partial(trio.run, main), args.session))
+        return finished(observers, _stopped_by_session(partial(trio.run, main), session))
 
 
 def _stopped_by_session(serve: Callable[[], int], session: str | None) -> int:
