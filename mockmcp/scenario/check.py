@@ -26,6 +26,7 @@ from mockmcp.scenario.model import base as model
 from mockmcp.wire import protocol as p
 from mockmcp.scenario import templates
 from mockmcp.scenario.definitions import iter_rules, validates_input
+from mockmcp.scenario.resultshapes import result_problems
 from mockmcp.scenario.uritemplates import compile_uri_template
 from mockmcp.scenario.model.faults import (
     DribbleStep, EndSubscriptionStep, ExitStep, HttpSpec, HttpStep, HugeStep, RawBytesStep, RequestStep, SetStateStep, StopReadingStep,
@@ -71,65 +72,6 @@ def _walk(path: Path_, steps: list[Step]) -> Iterator[tuple[Path_, Step]]:
         yield path + (i,), step
         if isinstance(step, LoopStep):
             yield from _walk(path + (i, "loop", "steps"), step.loop.steps)
-
-
-_CONTENT_REQUIRED = {
-    "text": ("text",),
-    "image": ("data", "mimeType"),
-    "audio": ("data", "mimeType"),
-    "resource_link": ("uri", "name"),
-    "resource": ("resource",),
-}
-
-
-def _content_problems(block: Any) -> str | None:
-    if type(block) is not dict:
-        return "a content block must be a mapping"
-    kind = block.get("type")
-    if kind not in _CONTENT_REQUIRED:
-        return f"content type must be one of {', '.join(_CONTENT_REQUIRED)}, got {kind!r}"
-    for key in _CONTENT_REQUIRED[kind]:
-        if key not in block:
-            return f"a {kind} content block needs {key!r}"
-    return None
-
-
-def _result_problems(method: str, result: dict[str, Any]) -> list[tuple[Path_, str]]:
-    """Shape checks for complete results the scenario means to be valid."""
-    out: list[tuple[Path_, str]] = []
-    rt = result.get("resultType", "complete")
-    if rt != "complete":
-        out.append((("resultType",), "a result step is complete; use inputRequired, or raw for other resultTypes"))
-    if method == p.TOOLS_CALL:
-        content = result.get("content")
-        if type(content) is not list:
-            out.append(((), "a tools/call result needs a 'content' list"))
-        else:
-            for i, block in enumerate(content):
-                msg = _content_problems(block)
-                if msg:
-                    out.append((("content", i), msg))
-        if "isError" in result and type(result["isError"]) is not bool:
-            out.append((("isError",), "isError must be a boolean"))
-    elif method == p.PROMPTS_GET:
-        messages = result.get("messages")
-        if type(messages) is not list:
-            out.append(((), "a prompts/get result needs a 'messages' list"))
-        else:
-            for i, m in enumerate(messages):
-                if type(m) is not dict or m.get("role") not in ("user", "assistant"):
-                    out.append((("messages", i), "a prompt message needs role user or assistant"))
-                elif _content_problems(m.get("content")):
-                    out.append((("messages", i, "content"), _content_problems(m.get("content")) or ""))
-    elif method == p.RESOURCES_READ:
-        contents = result.get("contents")
-        if type(contents) is not list:
-            out.append(((), "a resources/read result needs a 'contents' list"))
-        else:
-            for i, c in enumerate(contents):
-                if type(c) is not dict or "uri" not in c or ("text" not in c and "blob" not in c):
-                    out.append((("contents", i), "resource contents need 'uri' and 'text' or 'blob'"))
-    return out
 
 
 _INPUT_PARAMS_REQUIRED = {p.ELICIT: ("message",), p.SAMPLE: ("messages", "maxTokens"), p.LIST_ROOTS: ()}
@@ -190,7 +132,7 @@ def _check_steps(path: Path_, method: str, steps: list[Step], found: list[Found]
             pass  # the commonest step: nothing to check beyond its template (skips the chain below)
         elif isinstance(step, model.ResultStep):
             if not templates.has_template(step.result):
-                for sub, msg in _result_problems(method, step.result):
+                for sub, msg in result_problems(method, step.result):
                     found.append(Found(sp + ("result",) + sub, msg))
         elif isinstance(step, InputRequiredStep):
             if method not in p.INPUT_REQUIRED_METHODS:

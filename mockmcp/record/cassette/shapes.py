@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockmcp.scenario.matching import is_matcher
+from mockmcp.scenario.resultshapes import result_problems
 from mockmcp.wire import protocol as p
 
 # The keys each model class accepts (anything else a server lists is dropped: the loader is strict).
@@ -72,36 +73,15 @@ def clean_result(result: Any, drop_cache: bool) -> Any:
 
 
 # What a `result`, `inputRequired` or `request` step takes (check.py refuses the rest, so a recorded
-# value outside these shapes is written as the `raw` message it was): the same rules as check.py's
-# result and input-request checks, which tests/record/test_record_edges.py holds them to.
-_CONTENT_REQUIRED = {"text": ("text",), "image": ("data", "mimeType"), "audio": ("data", "mimeType"),
-                     "resource_link": ("uri", "name"), "resource": ("resource",)}
+# value outside these shapes is written as the `raw` message it was): a result by the very rules
+# check.py uses (``resultshapes``); input requests by the same rules as check.py's, which
+# tests/record/test_record_edges.py holds them to.
 _INPUT_PARAMS_REQUIRED = {p.ELICIT: ("message",), p.SAMPLE: ("messages", "maxTokens"), p.LIST_ROOTS: ()}
-
-
-def _block_ok(block: Any) -> bool:
-    if type(block) is not dict:
-        return False
-    kind = block.get("type")
-    need = _CONTENT_REQUIRED.get(kind) if type(kind) is str else None
-    return need is not None and all(k in block for k in need)
 
 
 def result_ok(method: str, result: dict[str, Any]) -> bool:
     """Would a `result` step of ``method`` take ``result`` (resultType and cache hints already dropped)?"""
-    if method == p.TOOLS_CALL:
-        content = result.get("content")
-        return type(content) is list and all(_block_ok(b) for b in content) \
-            and ("isError" not in result or type(result["isError"]) is bool)
-    if method == p.PROMPTS_GET:
-        messages = result.get("messages")
-        return type(messages) is list and all(
-            type(m) is dict and m.get("role") in ("user", "assistant") and _block_ok(m.get("content")) for m in messages)
-    if method == p.RESOURCES_READ:
-        contents = result.get("contents")
-        return type(contents) is list and all(
-            type(c) is dict and "uri" in c and ("text" in c or "blob" in c) for c in contents)
-    return True
+    return not result_problems(method, result)
 
 
 def input_request_ok(req: Any) -> bool:
