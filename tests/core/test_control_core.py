@@ -203,6 +203,10 @@ def test_journal_since_a_position_pages_and_counts_what_was_dropped():
     assert [r["position"] for r in page["records"]] == [4] and page["next"] == 5
     assert page["records"][0]["message"]["method"] == "server/discover"
     assert rig.ok("journal", since=6)["records"] == []
+    # a position before the first is no position: it answered "dropped": 7 for since=-7
+    for op, params in (("journal", {}), ("waitFor", {"when": {"method": "tools/call"}, "timeout": 1})):
+        err = rig.error(op, since=-7, **params)
+        assert (err["code"], err["message"]) == (-32602, "Invalid params: 'since' must be 0 or more, got -7")
 
 
 def test_wait_for_is_woken_by_the_first_matching_request():

@@ -116,7 +116,7 @@ class Control:
 
     def _journal(self, rid: Any, params: dict[str, Any]) -> Outcome:
         """The records from ``since``, answered as one line built from the lines kept (``Journal.page``)."""
-        since = int_param(params, "since", rid, default=0)
+        since = int_param(params, "since", rid, default=0, minimum=0)  # (a position; below 0 would count drops)
         limit = min(max(int_param(params, "limit", rid, default=MAX_JOURNAL_PAGE), 1), MAX_JOURNAL_PAGE)
         return Outcome(None, encoded=self.journal.page(rid, since, limit))
 
@@ -135,7 +135,7 @@ class Control:
         )
         spec = WaitSpec(method, name, uri, rule.when)
         since = params.get("since")
-        start = self.journal.position if since is None else int_param(params, "since", rid)
+        start = self.journal.position if since is None else int_param(params, "since", rid, minimum=0)
         waiter = Waiter(rid, spec, start, timeout)
         if since is not None and self.waits.found_earlier(waiter, self.engine.session.state):
             return Outcome(self.waits.response(waiter))

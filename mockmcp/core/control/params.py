@@ -44,7 +44,8 @@ def str_param(params: dict[str, Any], key: str, rid: Any, *, required: bool = Tr
     return value
 
 
-def int_param(params: dict[str, Any], key: str, rid: Any, *, default: int | None = None) -> int:
+def int_param(params: dict[str, Any], key: str, rid: Any, *, default: int | None = None,
+              minimum: int | None = None) -> int:
     value = params.get(key)
     if value is None:
         if default is None:
@@ -52,6 +53,8 @@ def int_param(params: dict[str, Any], key: str, rid: Any, *, default: int | None
         return default
     if type(value) is not int:
         raise errors.InvalidParams(f"Invalid params: {key!r} must be an integer", request_id=rid)
+    if minimum is not None and value < minimum:
+        raise errors.InvalidParams(f"Invalid params: {key!r} must be {minimum} or more, got {value}", request_id=rid)
     return value
 
 
