@@ -209,6 +209,13 @@ def test_journal_since_a_position_pages_and_counts_what_was_dropped():
         assert (err["code"], err["message"]) == (-32602, "Invalid params: 'since' must be 0 or more, got -7")
 
 
+def test_a_missing_when_says_what_each_operation_needs():
+    """waitFor takes ``when: {}`` (any request), so its error must not ask for a method as arm's does."""
+    rig = Rig()
+    assert rig.error("waitFor", timeout=1)["message"] == "Invalid params: 'when' must be an object ({} matches any request)"
+    assert rig.error("arm", steps=[{"text": "x"}])["message"] == "Invalid params: 'when' must be an object (with at least 'method')"
+
+
 def test_wait_for_is_woken_by_the_first_matching_request():
     rig = Rig()
     out = rig.ctl("waitFor", when={"method": "tools/call", "name": "greet", "arguments": {"who": "bob"}}, timeout=5)

@@ -78,7 +78,8 @@ def when_param(params: dict[str, Any], rid: Any, *, method_required: bool) -> Wh
     """``params.when`` split into the scenario's ``when`` and the method, name and uri it is for."""
     when = params.get("when")
     if type(when) is not dict:
-        raise errors.InvalidParams("Invalid params: 'when' must be an object (with at least 'method')", request_id=rid)
+        need = " (with at least 'method')" if method_required else " ({} matches any request)"
+        raise errors.InvalidParams(f"Invalid params: 'when' must be an object{need}", request_id=rid)
     rest = dict(when)
     found: dict[str, str | None] = {}
     for key in ("method", "name", "uri"):
