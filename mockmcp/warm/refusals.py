@@ -97,7 +97,10 @@ def refusal(base: Baseline, handoff: Handoff, peer: tuple[int, int, int], stdin_
         return f"uid {uid} is not the warm server's ({base.uid})"
     if pid != handoff.pid:
         return f"the hand-off names pid {handoff.pid}, the socket's peer is {pid}"
-    if _read(f"/proc/{pid}/ns/mnt") != base.mount_ns:
+    mount_ns = _read(f"/proc/{pid}/ns/mnt")
+    if mount_ns is None:  # nothing to read: the launcher ended after it sent the hand-off
+        return f"the launcher (pid {pid}) is gone"
+    if mount_ns != base.mount_ns:
         return "another mount namespace"
     if _read(f"/proc/{pid}/cgroup") != base.cgroup:
         return "another cgroup"

@@ -562,3 +562,26 @@ def test_a_runtime_folder_or_socket_path_that_cannot_be_used_is_refused_in_one_l
     finally:
         subprocess.run([sys.executable, "-m", "mockmcp", "warm", "stop"], env=env, capture_output=True, timeout=60)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_launcher_gone_before_its_hand_off_is_read_is_logged_as_gone(warm: WarmServer) -> None:
+    """A launcher killed after it sent its hand-off but before the server read it: /proc has
+    nothing left of it, which the log called 'another mount namespace'. It now says the launcher
+    is gone. The server is stopped while the launcher sends and ends, so the order is certain."""
+    sender = ("import os, socket, sys; from mockmcp.warm import launcher\n"
+              "body = launcher.handoff_body(['run', 'default'], os.getpid(), launcher.environment())\n"
+              "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1])\n"
+              "socket.send_fds(s, [launcher.frame(body)], [0, 1, 2])\n")
+    os.kill(warm.pid, signal.SIGSTOP)
+    try:
+        # (its standard streams ride with the hand-off, so a pipe of ours would stay open in the stopped server)
+        proc = subprocess.Popen([sys.executable, "-c", sender, socket_of(warm)], env=warm.env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert proc.wait(60) == 0  # (reaped: /proc has nothing of it when the server reads)
+    finally:
+        os.kill(warm.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 10
+    while warm.refused(proc.pid) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert warm.refused(proc.pid) == f"the launcher (pid {proc.pid}) is gone", warm.log()[-2000:]
+    serving(warm)
