@@ -385,7 +385,7 @@ def check(s: model.Scenario, *, files: Mapping[str, bytes] | None = None) -> tup
             try:
                 validator_for(t.inputSchema)
             except SchemaError as exc:  # the documented way a schema is refused
-                found.append(Found(("tools", i, "inputSchema"), f"{exc} (arguments are validated against it; set validateInput: false on the tool to serve it unvalidated)"))
+                found.append(Found(("tools", i, "inputSchema", *exc.path), f"{exc} (arguments are validated against it; set validateInput: false on the tool to serve it unvalidated)"))
     for i, tm in enumerate(s.resourceTemplates):
         try:
             compile_uri_template(tm.uriTemplate)

@@ -278,7 +278,7 @@ VERBOSE = "(?x)(a+#)\n)+$"  # under x, '#)' is a comment: re compiles (a+)+$, ex
     ("where", "at", "label"),
     [
         ("    replies:\n      - when: {arguments: {q: {$regex: %s}}}\n        steps: [{text: hit}]\n", "5:32", "$regex"),
-        ("    inputSchema: {type: object, properties: {q: {type: string, pattern: %s}}}\n", "4:5", "pattern"),
+        ("    inputSchema: {type: object, properties: {q: {type: string, pattern: %s}}}\n", "4:46", "pattern"),
     ],
 )
 def test_a_verbose_regex_is_refused_by_check_and_never_hangs_run(tmp_path, where, at, label):

@@ -128,3 +128,15 @@ def test_an_expectation_for_a_misspelt_method_names_the_method(tmp_path):
     path = scenario(tmp_path, "mockmcp: 1\ntools: [{name: a}]\nexpectations:\n  - {method: tools/cal, name: a}\n")
     assert check(path)[1] == (f"{path}:4:25: name applies only to tools/call and prompts/get, not 'tools/cal'; "
                               "did you mean 'tools/call'? (at $.expectations[0].name)\n")
+
+
+def test_an_unusable_schema_is_refused_where_its_subschema_is(tmp_path):
+    """A bad keyword deep in an inputSchema was reported at the inputSchema's own line: in a long
+    schema, no help finding it. It is now reported at the subschema that holds it."""
+    text = ("mockmcp: 1\ntools:\n  - name: a\n    inputSchema:\n      type: object\n      properties:\n"
+            "        y: {type: string}\n        z:\n          prefixItems:\n            - minimum: '3'\n")
+    path = scenario(tmp_path, text)
+    status, errors, _ = check(path)
+    assert status == 1
+    assert errors.startswith(f"{path}:10:15: minimum must be a number, got '3' ")
+    assert errors.rstrip().endswith("(at $.tools[0].inputSchema.properties.z.prefixItems[0])")

@@ -82,52 +82,62 @@ class SchemaDocument:
             return None
         return schema.get("$id")
 
-    def _index(self, top: Any, top_base: str) -> None:
+    def _index(self, top: Any, top_base: str, *, from_root: bool = True) -> None:
         """Walk the subschemas below ``top`` (whose enclosing base URI is ``top_base``):
-        check keyword values, register resources and anchors, queue references."""
-        stack: list[tuple[Any, str]] = [(top, top_base)]
+        check keyword values, register resources and anchors, queue references. A refusal
+        names the subschema's place when the walk started at the root (``from_root``)."""
+        stack: list[tuple[Any, str, tuple[Any, ...]]] = [(top, top_base, ())]
         while stack:
-            schema, base = stack.pop()
-            self._count += 1
-            if self._count > MAX_SUBSCHEMAS:
-                raise SchemaError(f"the schema has more than {MAX_SUBSCHEMAS} subschemas")
-            if type(schema) is bool:
-                continue
-            if type(schema) is not dict:
-                raise SchemaError(f"a schema is an object or a boolean, not {clip(schema)}")
-            if id(schema) in self.base:
-                continue  # the same object reached twice (a YAML alias): indexed already
-            sid = self._own_id(schema)
-            if sid is not None:
-                if type(sid) is not str:
-                    raise SchemaError(f"$id must be a string, got {clip(sid)}")
-                from mockmcp.scenario.jsonschema.uris import join, percent_decode  # only for schemas with $id
+            schema, base, path = stack.pop()
+            try:
+                self._index_one(schema, base, path, stack)
+            except SchemaError as exc:
+                if from_root and not exc.path:
+                    exc.path = path
+                raise
 
-                uri, _, frag = sid.partition("#")
-                if uri:
-                    base = join(base, uri)
-                    self.resources.setdefault(base, schema)
-                if frag and self.draft7:
-                    self.anchors[(base, percent_decode(frag))] = schema
-            elif schema is self.root:
+    def _index_one(self, schema: Any, base: str, path: tuple[Any, ...], stack: list[tuple[Any, str, tuple[Any, ...]]]) -> None:
+        """One subschema of ``_index``'s walk, its subschemas pushed on ``stack``."""
+        self._count += 1
+        if self._count > MAX_SUBSCHEMAS:
+            raise SchemaError(f"the schema has more than {MAX_SUBSCHEMAS} subschemas")
+        if type(schema) is bool:
+            return
+        if type(schema) is not dict:
+            raise SchemaError(f"a schema is an object or a boolean, not {clip(schema)}")
+        if id(schema) in self.base:
+            return  # the same object reached twice (a YAML alias): indexed already
+        sid = self._own_id(schema)
+        if sid is not None:
+            if type(sid) is not str:
+                raise SchemaError(f"$id must be a string, got {clip(sid)}")
+            from mockmcp.scenario.jsonschema.uris import join, percent_decode  # only for schemas with $id
+
+            uri, _, frag = sid.partition("#")
+            if uri:
+                base = join(base, uri)
                 self.resources.setdefault(base, schema)
-            self.base[id(schema)] = base
-            for key in ("$anchor", "$dynamicAnchor"):
-                if key in schema:
-                    if type(schema[key]) is not str:
-                        raise SchemaError(f"{key} must be a string")
-                    self.anchors.setdefault((base, schema[key]), schema)
-            if type(schema.get("$dynamicAnchor")) is str and not self.draft7:
-                self.dynamic_anchors[(base, schema["$dynamicAnchor"])] = schema
-            for key in ("$ref", "$dynamicRef"):
-                if key in schema and (key == "$ref" or not self.draft7):
-                    self._pending.append((schema, base))
-                    break
-            check_values(schema, self.draft7)
-            self._check_patterns(schema)
-            if "unevaluatedItems" in schema or "unevaluatedProperties" in schema:
-                self.uses_unevaluated = True
-            stack.extend((sub, base) for sub in subschemas(schema, self.draft7))
+            if frag and self.draft7:
+                self.anchors[(base, percent_decode(frag))] = schema
+        elif schema is self.root:
+            self.resources.setdefault(base, schema)
+        self.base[id(schema)] = base
+        for key in ("$anchor", "$dynamicAnchor"):
+            if key in schema:
+                if type(schema[key]) is not str:
+                    raise SchemaError(f"{key} must be a string")
+                self.anchors.setdefault((base, schema[key]), schema)
+        if type(schema.get("$dynamicAnchor")) is str and not self.draft7:
+            self.dynamic_anchors[(base, schema["$dynamicAnchor"])] = schema
+        for key in ("$ref", "$dynamicRef"):
+            if key in schema and (key == "$ref" or not self.draft7):
+                self._pending.append((schema, base))
+                break
+        check_values(schema, self.draft7)
+        self._check_patterns(schema)
+        if "unevaluatedItems" in schema or "unevaluatedProperties" in schema:
+            self.uses_unevaluated = True
+        stack.extend((sub, base, path + at) for at, sub in subschemas(schema, self.draft7))
 
     def _check_patterns(self, s: dict[str, Any]) -> None:
         """Translate and check ``pattern`` and the names of ``patternProperties``."""
@@ -206,5 +216,5 @@ class SchemaDocument:
         if type(node) is not dict and type(node) is not bool:
             raise SchemaError(f"{key} {ref!r} does not point at a schema")
         if type(node) is dict and id(node) not in self.base:
-            self._index(node, parent_base)  # a place the walk did not reach (below an unknown keyword)
+            self._index(node, parent_base, from_root=False)  # a place the walk did not reach (below an unknown keyword)
         return node

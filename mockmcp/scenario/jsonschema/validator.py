@@ -159,7 +159,9 @@ def validator_for(schema: Any, default_dialect: str = DIALECT_2020) -> Validator
             entry = _by_identity[(id(schema), default_dialect)] = (schema, _build(schema, default_dialect))
         found = entry[1]
     if type(found) is SchemaError:
-        raise SchemaError(str(found))  # (a fresh one: re-raising one object would grow its traceback)
+        fresh = SchemaError(str(found))  # (a fresh one: re-raising one object would grow its traceback)
+        fresh.path = found.path
+        raise fresh
     assert isinstance(found, Validator)
     return found
 

@@ -28,7 +28,12 @@ SUPPORTED_DIALECTS = (DIALECT_2020, DIALECT_07)
 
 
 class SchemaError(ValueError):
-    """The schema cannot be used to validate (unknown dialect, unresolved ``$ref``, a bad keyword value)."""
+    """The schema cannot be used to validate (unknown dialect, unresolved ``$ref``, a bad keyword value).
+
+    ``path``: where in the schema the subschema at fault is (``("properties", "z")``), when the
+    walk that found it knows (``check`` adds it to the schema's own place, for the file's line)."""
+
+    path: tuple[Any, ...] = ()
 
 
 class OverBudget(Exception):
@@ -149,27 +154,27 @@ def dialect_of(schema: Any, default: str = DIALECT_2020) -> str:
     raise SchemaError(f"$schema {given!r} is not a supported dialect (supported: 2020-12, the default, and draft-07)")
 
 
-def subschemas(schema: dict[str, Any], draft7: bool) -> Iterator[Any]:
-    """Every direct subschema of ``schema``."""
+def subschemas(schema: dict[str, Any], draft7: bool) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Every direct subschema of ``schema``, with its place in it (``("properties", "a")``)."""
     for key in SCHEMA_KEYS:
         if key in schema:
             value = schema[key]
             if key == "items" and type(value) is list:
-                yield from value
+                yield from (((key, i), sub) for i, sub in enumerate(value))
             else:
-                yield value
+                yield (key,), value
     for key in SCHEMA_MAPS:
         value = schema.get(key)
         if type(value) is dict:
-            yield from value.values()
+            yield from (((key, name), sub) for name, sub in value.items())
     if draft7 and type(schema.get("dependencies")) is dict:
-        for sub in schema["dependencies"].values():
+        for name, sub in schema["dependencies"].items():
             if type(sub) is not list:
-                yield sub
+                yield ("dependencies", name), sub
     for key in SCHEMA_LISTS:
         value = schema.get(key)
         if type(value) is list:
-            yield from value
+            yield from (((key, i), sub) for i, sub in enumerate(value))
 
 
 def check_values(s: dict[str, Any], draft7: bool) -> None:
