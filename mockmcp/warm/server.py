@@ -82,8 +82,8 @@ class WarmServer:
             s.setblocking(False)
         signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.signal(signal.SIGTERM, self.stop)
-        signal.signal(signal.SIGINT, self.stop)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # (SIGHUP: the terminal of a `warm serve` closed)
+            signal.signal(sig, self.stop)
         self.selector.register(self.wake_r, selectors.EVENT_READ)
         self.selector.register(self.listener, selectors.EVENT_READ)
         if self.lifeline is not None:

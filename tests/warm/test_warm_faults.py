@@ -585,3 +585,12 @@ def test_a_launcher_gone_before_its_hand_off_is_read_is_logged_as_gone(warm: War
         time.sleep(0.05)
     assert warm.refused(proc.pid) == f"the launcher (pid {proc.pid}) is gone", warm.log()[-2000:]
     serving(warm)
+
+
+def test_sighup_stops_the_server_as_sigterm_does_leaving_no_stale_files(doomed: WarmServer) -> None:
+    """A ``warm serve`` whose terminal closes gets SIGHUP. It died of it at once, leaving its socket
+    and pid file for the next start (and stop) to guess about; it now stops as for SIGTERM."""
+    os.kill(doomed.pid, signal.SIGHUP)
+    assert gone_within(doomed.pid, 10), doomed.log()[-2000:]
+    assert "stopping (SIGHUP)" in doomed.log()
+    assert not list(doomed.folder.glob("*.sock")) and not list(doomed.folder.glob("*.pid"))
