@@ -175,7 +175,8 @@ def test_text_that_looks_like_a_template_replays_as_the_server_sent_it(tmp_path:
 RAW_SERVER = r"""
 import json, sys
 ANSWERS = {"list": {"result": ["not", "an", "object", "{{ id }}"]}, "nocontent": {"result": {"isError": False}},
-           "code": {"error": {"code": "E42", "message": "bad {{"}}}
+           "code": {"error": {"code": "E42", "message": "bad {{"}}, "nomessage": {"error": {"code": -32000}},
+           "nullmessage": {"error": {"code": -32001, "message": None}}}
 for raw in sys.stdin:
     msg = json.loads(raw)
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], **ANSWERS[msg["params"]["name"]]}) + "\n")
@@ -185,24 +186,25 @@ for raw in sys.stdin:
 
 def test_an_answer_recorded_as_a_raw_step_replays_with_the_request_s_own_id(tmp_path: Path) -> None:
     """A non-object result, a tools/call result without content and an error whose code is not an
-    integer are replayed as the message the server sent (a raw step): with the id of the request
+    integer or that has no message (which an error step would fill in as "Error") are replayed as
+    the message the server sent (a raw step): with the id of the request
     being answered (its JSON type kept), so the same call made again, under another id, is
     answered too; the recorded "{{" still comes back as the text it was."""
     cassette = tmp_path / "c.yaml"
-    names = ("list", "nocontent", "code")
+    names = ("list", "nocontent", "code", "nomessage", "nullmessage")
     calls = b"".join(line(request(i, "tools/call", {"name": name, "arguments": {}})) for i, name in enumerate(names, 1))
     recorded = record(cassette, input=calls, server=[sys.executable, "-c", RAW_SERVER])
     assert recorded.returncode == 0, recorded.stderr
-    assert cassette.read_text().count("raw:") == 3
+    assert cassette.read_text().count("raw:") == 5
     sent: list[tuple[Any, str]] = [(1, "list"), ("second", "list"), (30, "list"), ("nc-a", "nocontent"),
-                                   (78, "nocontent"), ("code-a", "code"), (77, "code")]
+                                   (78, "nocontent"), ("code-a", "code"), (77, "code"), (5, "nomessage"), (6, "nullmessage")]
     again = b"".join(line(request(rid, "tools/call", {"name": name, "arguments": {}})) for rid, name in sent)
     replay = subprocess.run([*mockmcp_prefix(), "run", str(cassette)], input=again, capture_output=True, timeout=30)
     got = [json.loads(raw) for raw in replay.stdout.splitlines()]
     assert [m["id"] for m in got] == [rid for rid, _ in sent], replay.stdout  # each request its own answer
     assert all(type(m["id"]) is type(rid) for m, (rid, _) in zip(got, sent))
     assert [m.get("result", m.get("error")) for m in got] == [["not", "an", "object", "{{ id }}"]] * 3 + [
-        {"isError": False}] * 2 + [{"code": "E42", "message": "bad {{"}] * 2
+        {"isError": False}] * 2 + [{"code": "E42", "message": "bad {{"}] * 2 + [{"code": -32000}, {"code": -32001, "message": None}]
 
 
 ARGS_SERVER = r"""

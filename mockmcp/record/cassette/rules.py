@@ -155,12 +155,11 @@ class RuleWriter:
         if self.keep_timing and t - t_prev >= 0.001:
             steps.append({"sleep": duration(t - t_prev)})
         if kind == "error":
-            if type(value) is not dict or type(value.get("code")) is not int:
+            if type(value) is not dict or type(value.get("code")) is not int or type(value.get("message")) is not str:
+                # (an error step would fill in a missing message: only a raw step sends what came)
                 steps += [{"raw": self.red.value({"jsonrpc": "2.0", "id": _REQUEST_ID, "error": value})}, {"hang": True}]
                 return steps
-            spec: dict[str, Any] = {"code": value["code"]}
-            if type(value.get("message")) is str:
-                spec["message"] = value["message"]
+            spec: dict[str, Any] = {"code": value["code"], "message": value["message"]}
             if "data" in value:
                 spec["data"] = value["data"]
             steps.append({"error": self.red.value(spec)})
