@@ -21,23 +21,12 @@ from mockmcp.scenario.check import Found, iter_step_lists
 from mockmcp.scenario.jsonschema.vocabulary import SCHEMA_KEYS, SCHEMA_LISTS, SCHEMA_MAPS
 from mockmcp.scenario.model import base as model
 from mockmcp.scenario.problems import did_you_mean
+from mockmcp.scenario.resultshapes import CONTENT_MEMBERS, RESULT_MEMBERS
 from mockmcp.wire import protocol as p
 
 Path_ = tuple[Any, ...]
 
 CAPABILITIES = frozenset({"completions", "experimental", "extensions", "logging", "prompts", "resources", "tools", "tasks"})
-
-RESULT_MEMBERS: dict[str, frozenset[str]] = {
-    p.TOOLS_CALL: frozenset({"_meta", "content", "isError", "resultType", "structuredContent"}),
-    p.PROMPTS_GET: frozenset({"_meta", "description", "messages", "resultType"}),
-    p.RESOURCES_READ: frozenset({"_meta", "cacheScope", "contents", "resultType", "ttlMs"}),
-    p.COMPLETE: frozenset({"_meta", "completion", "resultType"}),
-}
-
-CONTENT_MEMBERS = frozenset({
-    "_meta", "annotations", "type", "text", "data", "mimeType", "resource", "uri", "name", "title", "description",
-    "size", "icons",
-})
 
 # Every keyword of JSON Schema 2020-12 and draft-07 (core, applicators, validation, annotations).
 KEYWORDS = frozenset({
@@ -84,9 +73,9 @@ def results(s: model.Scenario) -> Iterator[Found]:
         if members is None:
             continue
         for i, step in enumerate(steps):
-            result = getattr(step, "result", None)
-            if not isinstance(step, model.ResultStep) or type(result) is not dict:
+            if not isinstance(step, model.ResultStep) or type(step.result) is not dict:
                 continue
+            result = step.result
             at = path + (i, "result")
             for key in result:
                 if hint := _near(key, members):

@@ -40,6 +40,16 @@ _BLOCKS: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "resource": (),  # its `resource` is resource contents, below
 }
 _COMMON = (("_meta", "an object", False),)
+# Every member the schema defines, by result and for a content block (``nearmisses`` warns for
+# a name one typo from one of these).
+RESULT_MEMBERS: dict[str, frozenset[str]] = {
+    p.TOOLS_CALL: frozenset({"_meta", "content", "isError", "resultType", "structuredContent"}),
+    p.PROMPTS_GET: frozenset({"_meta", "description", "messages", "resultType"}),
+    p.RESOURCES_READ: frozenset({"_meta", "cacheScope", "contents", "resultType", "ttlMs"}),
+    p.COMPLETE: frozenset({"_meta", "completion", "resultType"}),
+}
+CONTENT_MEMBERS = frozenset({"type", "annotations", "resource", "icons", *(key for members in _BLOCKS.values() for key, _, _ in members),
+                             *(key for key, _, _ in _COMMON)})
 _CONTENTS = (("uri", "a string", True), ("mimeType", "a string", False), ("_meta", "an object", False))
 _ROLES = ("user", "assistant")
 

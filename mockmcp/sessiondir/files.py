@@ -80,6 +80,8 @@ def cut_torn_tail(fd: int) -> int:
     a full disk or a file size limit, in the middle of one), so what is appended is never glued onto
     it; the file's size after. Only for a file appended under the session's lock."""
     size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size  # (the usual case, in one byte: no chunk of the tail read per append)
     keep = last_newline(fd, size)
     if keep != size:
         os.ftruncate(fd, keep)

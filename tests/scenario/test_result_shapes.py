@@ -101,7 +101,6 @@ def mutated(draw: st.DrawFn) -> tuple[str, Any]:
 @given(case=mutated())
 def test_a_literal_result_check_accepts_passes_the_official_schema(case: tuple[str, Any], schema: Any) -> None:
     method, result = case
-    assert result_ok(method, result) == (not result_problems(method, result))
     try:
         scenario, _ = load_text(scenario_for(method, result), "r.yaml")
     except LoadError:
